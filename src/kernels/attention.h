@@ -1,0 +1,50 @@
+// MLA attention kernels (DeepSeek V2/V3/V3.2). Causal by absolute position: a query at position p
+// sees cache rows 0..p. All math f32; each (query, head) is computed independently (batch-invariant).
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "kernels/isa.h"
+
+namespace ds {
+
+// Absorbed form over the latent cache (decode, and prefill when the model chooses it).
+//   q:      [n_q, n_heads, latent_dim + rope_dim]   (q_nope already multiplied by W_uk, then q_pe)
+//   cache:  [n_ctx, latent_dim + rope_dim]          (normalised c_kv, then RoPE'd k_pe) — shared by heads
+//   out:    [n_q, n_heads, latent_dim]              = Σ_j softmax_j(scale · q·cache_j) · cache_j[:latent_dim]
+// Query i attends cache rows 0 .. q_pos[i] (q_pos[i] < n_ctx).
+struct MlaAbsorbedArgs {
+  const float* q = nullptr;
+  int64_t n_q = 0;
+  const int32_t* q_pos = nullptr;
+  const float* cache = nullptr;
+  int64_t n_ctx = 0;
+  int n_heads = 0;
+  int latent_dim = 512;
+  int rope_dim = 64;
+  float scale = 1.0f;
+  float* out = nullptr;
+};
+void mla_attention_absorbed(Isa isa, ThreadPool& pool, const MlaAbsorbedArgs& a);
+
+// Plain (non-absorbed) multi-head form for prefill:
+//   q: [n_q, n_heads, qk_dim], k: [n_kv, n_heads, qk_dim], v: [n_kv, n_heads, v_dim]
+//   out: [n_q, n_heads, v_dim]. Query i attends kv rows j with kv_pos[j] <= q_pos[i].
+struct MhaArgs {
+  const float* q = nullptr;
+  int64_t n_q = 0;
+  const int32_t* q_pos = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+  int64_t n_kv = 0;
+  const int32_t* kv_pos = nullptr;
+  int n_heads = 0;
+  int qk_dim = 0;
+  int v_dim = 0;
+  float scale = 1.0f;
+  float* out = nullptr;
+};
+void mha_attention(Isa isa, ThreadPool& pool, const MhaArgs& a);
+
+}  // namespace ds

@@ -1,0 +1,13 @@
+// Numerically stable softmax over a row, in place: x_i <- exp(x_i - max) / Σ exp(x_j - max), f32.
+// Rows that are all -inf produce all zeros (never NaN).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/isa.h"
+
+namespace ds {
+
+void softmax(Isa isa, float* x, int64_t n);
+
+}  // namespace ds

@@ -1,0 +1,62 @@
+#!/usr/bin/env python3
+"""Checks that #include lines follow the module dependency arrows of docs/architecture.md.
+
+A file under src/<module>/ may include only headers of <module> itself and of the modules listed for it
+below. apps/, tools/, tests/, bench/ and fuzz/ sit on top and may include anything. Exit status 1 lists every
+violation as FILE:LINE: <module> must not include <header>.
+"""
+import pathlib
+import re
+import sys
+
+# module -> modules it may depend on (besides itself). Keep in sync with docs/architecture.md.
+ALLOWED = {
+    "base": set(),
+    "tensor": {"base"},
+    "kernels": {"base", "tensor"},
+    "weights": {"base", "tensor"},
+    "kvcache": {"base"},
+    "tokenizer": {"base"},
+    "sampling": {"base", "tensor"},
+    "grammar": {"base", "tokenizer"},
+    "model": {"base", "tensor", "kernels", "weights"},
+    "engine": {"base", "tensor", "model", "kvcache", "tokenizer", "sampling", "grammar"},
+    "recipe": {"base", "tokenizer"},
+    "transport": {"base"},
+    "server": {"base", "engine", "recipe", "tokenizer", "sampling", "transport"},
+    "cluster": {"base", "engine", "recipe", "tokenizer", "transport", "kvcache"},
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
+
+
+def main() -> int:
+    root = pathlib.Path(__file__).resolve().parent.parent
+    src = root / "src"
+    violations = []
+    for path in sorted(src.rglob("*")):
+        if path.suffix not in {".h", ".hpp", ".cpp", ".cc"}:
+            continue
+        module = path.relative_to(src).parts[0]
+        if module not in ALLOWED:
+            violations.append(f"{path.relative_to(root)}:1: unknown module '{module}' (add it to tools/check_includes.py)")
+            continue
+        allowed = ALLOWED[module] | {module}
+        for lineno, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            m = INCLUDE.match(line)
+            if not m:
+                continue
+            header = m.group(1)
+            target = header.split("/", 1)[0] if "/" in header else module  # "x.h" = same folder
+            if target in ALLOWED and target not in allowed:
+                violations.append(f"{path.relative_to(root)}:{lineno}: {module} must not include {header}")
+    for v in violations:
+        print(v)
+    if violations:
+        print(f"check_includes: {len(violations)} violation(s)")
+        return 1
+    print("check_includes: all include arrows respected")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
