@@ -1,7 +1,143 @@
+// deepinfer generate: prefill a prompt, then decode token by token, streaming text to stdout.
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/clock.h"
+#include "command_support.h"
 #include "commands.h"
+#include "model/deepseek_v3.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
 
 namespace ds::cli {
 
-void add_generate_command(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+namespace {
+
+struct GenerateOptions {
+  std::string model_dir;
+  std::string prompt;
+  bool chat = false;
+  int max_tokens = 64;
+  float temperature = 0.0f;
+  uint64_t seed = 0;
+  std::string isa = "auto";
+  int threads = 0;
+};
+
+// Without --chat: BOS (when the tokenizer adds it by default) + the text with special tokens
+// parsed. With --chat, DeepSeek-V3's format as ids: BOS, <｜User｜>, the text as plain BPE,
+// <｜Assistant｜> (template markers are special ids; user text never is).
+Result<std::vector<int32_t>> encode_prompt(const Tokenizer& tok, const GenerateOptions& o) {
+  std::vector<int32_t> ids;
+  if (!o.chat) {
+    if (tok.add_bos_by_default() && tok.bos_id() >= 0) ids.push_back(tok.bos_id());
+    DS_ASSIGN_OR_RETURN(std::vector<int32_t> text, tok.encode(o.prompt, /*parse_special=*/true));
+    ids.insert(ids.end(), text.begin(), text.end());
+    return ids;
+  }
+  const std::optional<int32_t> user = tok.token_to_id("<｜User｜>");
+  const std::optional<int32_t> assistant = tok.token_to_id("<｜Assistant｜>");
+  if (!user || !assistant) {
+    return Status(ErrorCode::tokenizer_bad_file,
+                  o.model_dir + "/tokenizer.json: no <｜User｜>/<｜Assistant｜> tokens for --chat");
+  }
+  if (tok.bos_id() >= 0) ids.push_back(tok.bos_id());
+  ids.push_back(*user);
+  DS_ASSIGN_OR_RETURN(std::vector<int32_t> text, tok.encode(o.prompt, /*parse_special=*/false));
+  ids.insert(ids.end(), text.begin(), text.end());
+  ids.push_back(*assistant);
+  return ids;
+}
+
+int run_generate(const GenerateOptions& o) {
+  const std::string cmd = "generate";
+  if (o.max_tokens < 0) return report_usage_error(cmd, "--max-tokens must be >= 0");
+  const SamplingParams params{o.temperature, o.seed};
+  if (Status st = params.validate(); !st.ok()) return report_usage_error(cmd, "--temperature: " + st.message());
+  Result<Isa> isa = parse_isa_option(o.isa);
+  if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
+
+  Result<Tokenizer> tok = Tokenizer::load(o.model_dir);
+  if (!tok.ok()) return report_error(cmd, tok.status());
+  Result<std::vector<int32_t>> prompt = encode_prompt(*tok, o);
+  if (!prompt.ok()) return report_error(cmd, prompt.status());
+  if (prompt->empty()) return report_usage_error(cmd, "the prompt encodes to no tokens");
+
+  ModelOptions mo;
+  mo.isa = *isa;
+  mo.n_threads = resolve_threads(o.threads);
+  mo.max_seq_len = static_cast<int64_t>(prompt->size()) + o.max_tokens;
+  Result<std::unique_ptr<DeepSeekV3>> model = DeepSeekV3::load(o.model_dir, mo);
+  if (!model.ok()) return report_error(cmd, model.status());
+  DeepSeekV3& m = **model;
+  const int32_t eos_model = m.config().eos_token_id;
+  const int32_t eos_tok = tok->eos_id();
+
+  std::unique_ptr<SequenceState> seq = m.new_sequence();
+  LogitsOutput out;
+  Sampler sampler;
+  StreamDetokenizer detok(*tok, /*skip_special=*/false);
+
+  const double t_prefill0 = now_seconds();
+  ForwardRequest req{seq.get(), *prompt, false};
+  if (Status st = m.forward({&req, 1}, out); !st.ok()) return report_error(cmd, st);
+  const double prefill_s = now_seconds() - t_prefill0;
+
+  int n_generated = 0;
+  int n_decode_steps = 0;
+  double decode_s = 0.0;
+  int32_t token = 0;
+  while (n_generated < o.max_tokens) {
+    token = sampler.sample({out.logits.row(0), static_cast<size_t>(m.config().vocab_size)}, params,
+                           static_cast<uint64_t>(n_generated));
+    ++n_generated;
+    if (token == eos_model || token == eos_tok) break;
+    Result<std::string> piece = detok.push(token);
+    if (!piece.ok()) return report_error(cmd, piece.status());
+    std::fwrite(piece->data(), 1, piece->size(), stdout);
+    std::fflush(stdout);
+    if (n_generated == o.max_tokens) break;
+    const double t0 = now_seconds();
+    ForwardRequest step{seq.get(), {&token, 1}, false};
+    if (Status st = m.forward({&step, 1}, out); !st.ok()) return report_error(cmd, st);
+    decode_s += now_seconds() - t0;
+    ++n_decode_steps;
+  }
+  const std::string tail = detok.flush();
+  std::fwrite(tail.data(), 1, tail.size(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  std::fprintf(stderr,
+               "prompt tokens: %zu, generated tokens: %d, prefill: %.1f tok/s, decode: %.1f tok/s "
+               "(isa %s, %d threads)\n",
+               prompt->size(), n_generated, prefill_s > 0 ? static_cast<double>(prompt->size()) / prefill_s : 0.0,
+               decode_s > 0 ? n_decode_steps / decode_s : 0.0, std::string(isa_name(*isa)).c_str(), mo.n_threads);
+  return 0;
+}
+
+}  // namespace
+
+void add_generate_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<GenerateOptions>();
+  CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt (greedy or sampled)");
+  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")->required();
+  sub->add_option("--prompt", o->prompt, "Prompt text")->required();
+  sub->add_flag("--chat", o->chat, "Wrap the prompt in DeepSeek-V3's chat format");
+  sub->add_option("--max-tokens", o->max_tokens, "Maximum tokens to generate")->capture_default_str();
+  sub->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
+  sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
+  sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")->capture_default_str();
+  sub->callback([o, &ctx] {
+    try {
+      ctx.exit_code = run_generate(*o);
+    } catch (const std::exception& e) {
+      ctx.exit_code = report_error("generate", Status(ErrorCode::internal, e.what()));
+    }
+  });
+}
 
 }  // namespace ds::cli

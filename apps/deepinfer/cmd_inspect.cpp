@@ -1,7 +1,119 @@
+// deepinfer inspect DIR: the parsed config (key: value lines) and the tensor table with totals.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+
+#include "command_support.h"
 #include "commands.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
 
 namespace ds::cli {
 
-void add_inspect_command(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+namespace {
+
+void print_config(const ModelConfig& c) {
+  auto kv = [](const char* key, const auto& value) { fmt::print("{}: {}\n", key, value); };
+  kv("model_type", c.model_type);
+  kv("vocab_size", c.vocab_size);
+  kv("hidden_size", c.hidden_size);
+  kv("intermediate_size", c.intermediate_size);
+  kv("moe_intermediate_size", c.moe_intermediate_size);
+  kv("num_hidden_layers", c.num_hidden_layers);
+  kv("num_nextn_predict_layers", c.num_nextn_predict_layers);
+  kv("num_attention_heads", c.num_attention_heads);
+  kv("num_key_value_heads", c.num_key_value_heads);
+  kv("q_lora_rank", c.q_lora_rank);
+  kv("kv_lora_rank", c.kv_lora_rank);
+  kv("qk_nope_head_dim", c.qk_nope_head_dim);
+  kv("qk_rope_head_dim", c.qk_rope_head_dim);
+  kv("v_head_dim", c.v_head_dim);
+  kv("n_routed_experts", c.n_routed_experts);
+  kv("n_shared_experts", c.n_shared_experts);
+  kv("num_experts_per_tok", c.num_experts_per_tok);
+  kv("n_group", c.n_group);
+  kv("topk_group", c.topk_group);
+  kv("first_k_dense_replace", c.first_k_dense_replace);
+  kv("moe_layer_freq", c.moe_layer_freq);
+  kv("norm_topk_prob", c.norm_topk_prob);
+  kv("routed_scaling_factor", c.routed_scaling_factor);
+  kv("scoring_func", c.scoring_func);
+  kv("topk_method", c.topk_method);
+  kv("hidden_act", c.hidden_act);
+  kv("max_position_embeddings", c.max_position_embeddings);
+  kv("rms_norm_eps", c.rms_norm_eps);
+  kv("rope_theta", c.rope_theta);
+  kv("rope_scaling.type", c.rope_scaling.type.empty() ? std::string("none") : c.rope_scaling.type);
+  if (!c.rope_scaling.type.empty()) {
+    kv("rope_scaling.factor", c.rope_scaling.factor);
+    kv("rope_scaling.original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings);
+    kv("rope_scaling.beta_fast", c.rope_scaling.beta_fast);
+    kv("rope_scaling.beta_slow", c.rope_scaling.beta_slow);
+    kv("rope_scaling.mscale", c.rope_scaling.mscale);
+    kv("rope_scaling.mscale_all_dim", c.rope_scaling.mscale_all_dim);
+  }
+  kv("tie_word_embeddings", c.tie_word_embeddings);
+  kv("bos_token_id", c.bos_token_id);
+  kv("eos_token_id", c.eos_token_id);
+  kv("quantization.quant_method",
+     c.quantization.quant_method.empty() ? std::string("none") : c.quantization.quant_method);
+  if (!c.quantization.quant_method.empty()) {
+    kv("quantization.fmt", c.quantization.fmt);
+    kv("quantization.weight_block_size", fmt::format("[{}, {}]", c.quantization.block_rows, c.quantization.block_cols));
+    if (!c.quantization.scale_fmt.empty()) kv("quantization.scale_fmt", c.quantization.scale_fmt);
+  }
+  if (c.index_n_heads > 0) {
+    kv("index_n_heads", c.index_n_heads);
+    kv("index_head_dim", c.index_head_dim);
+    kv("index_topk", c.index_topk);
+  }
+}
+
+std::string basename_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int run_inspect(const std::string& dir) {
+  const std::string cmd = "inspect";
+  Result<ModelConfig> cfg = load_model_config(dir);
+  if (!cfg.ok()) return report_error(cmd, cfg.status());
+  Result<Checkpoint> ckpt = Checkpoint::open(dir);
+  if (!ckpt.ok()) return report_error(cmd, ckpt.status());
+
+  print_config(*cfg);
+  const auto tensors = ckpt->tensors();
+  size_t name_w = 4;
+  for (const TensorEntry* t : tensors) name_w = std::max(name_w, t->name.size());
+  fmt::print("\ntensors:\n{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", "name", name_w, "dtype", "shape", "bytes", "file");
+  int64_t n_params = 0;
+  for (const TensorEntry* t : tensors) {
+    fmt::print("{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", t->name, name_w, dtype_name(t->dtype), t->shape.to_string(),
+               t->nbytes, t->file ? basename_of(*t->file) : std::string("?"));
+    n_params += t->shape.numel();
+  }
+  fmt::print("\ntotal_tensors: {}\ntotal_bytes: {} ({:.3f} GiB)\ntotal_elements: {}\n", tensors.size(),
+             ckpt->total_bytes(), static_cast<double>(ckpt->total_bytes()) / (1024.0 * 1024.0 * 1024.0), n_params);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+void add_inspect_command(CLI::App& app, CommandContext& ctx) {
+  auto dir = std::make_shared<std::string>();
+  CLI::App* sub = app.add_subcommand("inspect", "Print a checkpoint's config and tensor table");
+  sub->add_option("dir", *dir, "Checkpoint directory")->required();
+  sub->callback([dir, &ctx] {
+    try {
+      ctx.exit_code = run_inspect(*dir);
+    } catch (const std::exception& e) {
+      ctx.exit_code = report_error("inspect", Status(ErrorCode::internal, e.what()));
+    }
+  });
+}
 
 }  // namespace ds::cli

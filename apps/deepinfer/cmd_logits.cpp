@@ -1,7 +1,151 @@
+// deepinfer logits: run one sequence over given token ids (a prefill of the first N, then one
+// token at a time) and dump the logits (and optionally the MTP logits) as .npy for the reference.
+#include <charconv>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command_support.h"
 #include "commands.h"
+#include "model/deepseek_v3.h"
+#include "npy_writer.h"
 
 namespace ds::cli {
 
-void add_logits_command(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+namespace {
+
+struct LogitsOptions {
+  std::string model_dir;
+  std::string ids;
+  int prefill = 0;  // 0 = all ids in one prefill
+  std::string out_path;
+  std::string mtp_out_path;
+  std::string isa = "auto";
+  int threads = 0;
+  std::string mla = "absorbed";
+};
+
+// "0,17,42" -> ids; false on anything else (empty items, signs, non-digits, overflow).
+bool parse_ids(const std::string& text, std::vector<int32_t>& ids) {
+  size_t begin = 0;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    int32_t v = 0;
+    const char* first = text.data() + begin;
+    const char* last = text.data() + end;
+    auto [ptr, ec] = std::from_chars(first, last, v);
+    if (first == last || ec != std::errc() || ptr != last || v < 0) return false;
+    ids.push_back(v);
+    begin = end + 1;
+  }
+  return !ids.empty();
+}
+
+// Feeds ids[first, last) to `seq` as chunks: one chunk of `prefill` ids, then one id per step;
+// each chunk's rows of out.logits / out.hidden are appended to `logits` / `hidden`.
+Status run_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>& ids, size_t n_prefill,
+                  std::vector<float>& logits, std::vector<float>& hidden) {
+  LogitsOutput out;
+  size_t pos = 0;
+  while (pos < ids.size()) {
+    const size_t n = pos == 0 ? n_prefill : 1;
+    ForwardRequest req{&seq, {ids.data() + pos, n}, true};
+    DS_TRY(m.forward({&req, 1}, out));
+    logits.insert(logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
+    hidden.insert(hidden.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
+    pos += n;
+  }
+  return ok_status();
+}
+
+// MTP row i pairs hidden row i with ids[i + 1]; chunked like the main pass.
+Status run_mtp_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>& ids,
+                      const std::vector<float>& hidden, size_t n_prefill, std::vector<float>& logits) {
+  const int64_t H = m.config().hidden_size;
+  const size_t n_rows = ids.size() - 1;
+  LogitsOutput out;
+  size_t row = 0;
+  while (row < n_rows) {
+    const size_t n = row == 0 ? std::min(n_prefill, n_rows) : 1;
+    MtpRequest req{&seq, {ids.data() + row + 1, n}, hidden.data() + static_cast<int64_t>(row) * H};
+    DS_TRY(m.forward_mtp({&req, 1}, out));
+    logits.insert(logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
+    row += n;
+  }
+  return ok_status();
+}
+
+int run_logits(const LogitsOptions& o) {
+  const std::string cmd = "logits";
+  std::vector<int32_t> ids;
+  if (!parse_ids(o.ids, ids)) return report_usage_error(cmd, "--ids must be comma-separated non-negative integers");
+  if (o.prefill < 0 || o.prefill > static_cast<int>(ids.size())) {
+    return report_usage_error(cmd, "--prefill must be in [1, " + std::to_string(ids.size()) + "] (0 = all)");
+  }
+  Result<Isa> isa = parse_isa_option(o.isa);
+  if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
+  if (o.mla != "absorbed" && o.mla != "plain") return report_usage_error(cmd, "--mla must be absorbed or plain");
+  const size_t n_prefill = o.prefill == 0 ? ids.size() : static_cast<size_t>(o.prefill);
+
+  ModelOptions mo;
+  mo.isa = *isa;
+  mo.n_threads = resolve_threads(o.threads);
+  mo.mla_mode = o.mla == "plain" ? MlaMode::plain : MlaMode::absorbed;
+  mo.max_seq_len = static_cast<int64_t>(ids.size());
+  Result<std::unique_ptr<DeepSeekV3>> model = DeepSeekV3::load(o.model_dir, mo);
+  if (!model.ok()) return report_error(cmd, model.status());
+  DeepSeekV3& m = **model;
+  if (!o.mtp_out_path.empty() && !m.has_mtp()) {
+    return report_error(cmd, Status(ErrorCode::model_unsupported,
+                                    o.model_dir + "/config.json: --mtp-out needs an MTP layer "
+                                                  "(num_nextn_predict_layers is 0)"));
+  }
+
+  std::unique_ptr<SequenceState> seq = m.new_sequence();
+  std::vector<float> logits, hidden;
+  if (Status st = run_chunks(m, *seq, ids, n_prefill, logits, hidden); !st.ok()) return report_error(cmd, st);
+  const int64_t vocab = m.config().vocab_size;
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (Status st = write_npy_f32(o.out_path, logits.data(), n, vocab); !st.ok()) return report_error(cmd, st);
+
+  if (!o.mtp_out_path.empty()) {
+    std::vector<float> mtp_logits;
+    if (ids.size() > 1) {
+      if (Status st = run_mtp_chunks(m, *seq, ids, hidden, n_prefill, mtp_logits); !st.ok()) {
+        return report_error(cmd, st);
+      }
+    }
+    if (Status st = write_npy_f32(o.mtp_out_path, mtp_logits.data(), n - 1, vocab); !st.ok()) {
+      return report_error(cmd, st);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_logits_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<LogitsOptions>();
+  CLI::App* sub = app.add_subcommand("logits", "Write the logits of a token sequence as .npy");
+  sub->add_option("--model", o->model_dir, "Checkpoint directory")->required();
+  sub->add_option("--ids", o->ids, "Comma-separated token ids, e.g. 0,17,42")->required();
+  sub->add_option("--prefill", o->prefill, "Ids in the first (prefill) chunk; the rest go one at a time (0 = all)")
+      ->capture_default_str();
+  sub->add_option("--out", o->out_path, "Output .npy: float32 [n_ids, vocab]")->required();
+  sub->add_option("--mtp-out", o->mtp_out_path, "Output .npy for MTP logits: float32 [n_ids - 1, vocab]");
+  sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")->capture_default_str();
+  sub->add_option("--mla", o->mla, "absorbed | plain attention form")->capture_default_str();
+  sub->callback([o, &ctx] {
+    try {
+      ctx.exit_code = run_logits(*o);
+    } catch (const std::exception& e) {
+      ctx.exit_code = report_error("logits", Status(ErrorCode::internal, e.what()));
+    }
+  });
+}
 
 }  // namespace ds::cli

@@ -1,7 +1,71 @@
+// `deepinfer make-model`: generate a random-weight checkpoint in the real HF DeepSeek-V3 format.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "base/thread_pool.h"
 #include "commands.h"
+#include "modelgen/make_model.h"
 
 namespace ds::cli {
+namespace {
 
-void add_make_model_command(CLI::App& /*app*/, CommandContext& /*ctx*/) {}
+struct MakeModelArgs {
+  modelgen::MakeModelOptions options;
+  std::string dtype = "bf16";
+  int n_threads = 0;
+};
+
+double gib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
+
+int run_make_model(MakeModelArgs& args) {
+  args.options.fp8 = args.dtype == "fp8";
+  const int n_threads = args.n_threads > 0
+                            ? args.n_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(n_threads);
+  Result<modelgen::MakeModelReport> report = modelgen::make_model(args.options, pool);
+  if (!report.ok()) {
+    std::fprintf(stderr, "deepinfer make-model: error: %s\n", report.status().to_string().c_str());
+    return 1;
+  }
+  const modelgen::ModelBytes& b = report->bytes;
+  std::printf(
+      "wrote %s: %s %s %s seed %llu, %zu tensors in %d shards, %.3f GiB; active per token "
+      "%.3f GiB (MTP step %.3f GiB)\n",
+      args.options.out_dir.c_str(), args.options.arch.c_str(), args.options.preset.c_str(),
+      args.dtype.c_str(), static_cast<unsigned long long>(args.options.seed), report->n_tensors,
+      report->n_shards, gib(b.total), gib(b.active_per_token), gib(b.mtp_active_per_token));
+  return 0;
+}
+
+}  // namespace
+
+void add_make_model_command(CLI::App& app, CommandContext& ctx) {
+  auto args = std::make_shared<MakeModelArgs>();
+  args->options.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
+  CLI::App* cmd = app.add_subcommand(
+      "make-model", "Write a random-weight checkpoint (config.json, sharded safetensors, tokenizer)");
+  cmd->add_option("--arch", args->options.arch, "Architecture")
+      ->check(CLI::IsMember({"deepseek_v3"}))
+      ->capture_default_str();
+  cmd->add_option("--preset", args->options.preset, "Size: tiny | small | bench")
+      ->check(CLI::IsMember({"tiny", "small", "bench"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "Linear weights: bf16 | fp8 (E4M3, 128x128 F32 scales)")
+      ->check(CLI::IsMember({"bf16", "fp8"}))
+      ->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "Random seed (same seed -> identical bytes)")
+      ->capture_default_str();
+  cmd->add_option("--out", args->options.out_dir, "Output directory")->required();
+  cmd->add_option("--tokenizer", args->options.tokenizer_dir,
+                  "Directory with tokenizer.json and tokenizer_config.json to copy")
+      ->capture_default_str();
+  cmd->add_option("--threads", args->n_threads, "Worker threads (0 = all cores; output is the same)")
+      ->capture_default_str();
+  cmd->callback([args, &ctx] { ctx.exit_code = run_make_model(*args); });
+}
 
 }  // namespace ds::cli

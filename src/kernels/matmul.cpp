@@ -1,0 +1,80 @@
+// matmul dispatch: plan (pure) -> per-ISA single-threaded kernels over output-column ranges.
+#include "kernels/matmul.h"
+
+#include <algorithm>
+
+#include "base/assert.h"
+#include "kernels/ref/matmul_ref.h"
+#include "kernels/x86/avx2/matmul_avx2.h"
+#include "kernels/x86/avx512/matmul_avx512.h"
+
+namespace ds {
+namespace {
+
+// Below this many multiply-adds a call runs on the calling thread: waking the pool costs more
+// (tens of microseconds) than the work.
+constexpr int64_t kMinFmasPerTask = int64_t{1} << 16;
+
+}  // namespace
+
+MatmulPlan plan_matmul(Isa isa, int64_t m, const WeightMatrix& w, int n_threads) {
+  MatmulPlan plan;
+  plan.isa = isa;
+  switch (isa) {
+    case Isa::reference:
+      plan.tile_m = 1;
+      plan.tile_n = 1;
+      break;
+    case Isa::avx2:
+      plan.tile_m = m == 1 ? 1 : kAvx2TileM;
+      plan.tile_n = m == 1 ? kAvx2GemvTileN : kAvx2TileN;
+      break;
+    case Isa::avx512:
+      plan.tile_m = m == 1 ? 1 : kAvx512TileM;
+      plan.tile_n = m == 1 ? kAvx512GemvTileN : kAvx512TileN;
+      break;
+  }
+  plan.n_grain = plan.tile_n;
+  if (m <= 0 || w.rows <= 0) {
+    plan.n_tasks = 0;
+    return plan;
+  }
+  const int64_t n_grains = (w.rows + plan.n_grain - 1) / plan.n_grain;
+  const int64_t fmas = m * w.rows * std::max<int64_t>(w.cols, 1);
+  const int64_t by_work = std::max<int64_t>(1, fmas / kMinFmasPerTask);
+  plan.n_tasks = static_cast<int>(std::min<int64_t>({std::max(n_threads, 1), n_grains, by_work}));
+  return plan;
+}
+
+ColumnRange plan_task_range(const MatmulPlan& plan, int64_t rows, int task_idx) {
+  if (plan.n_tasks <= 0) return {};
+  const int64_t n_grains = (rows + plan.n_grain - 1) / plan.n_grain;
+  const int64_t g0 = n_grains * task_idx / plan.n_tasks;
+  const int64_t g1 = n_grains * (task_idx + 1) / plan.n_tasks;
+  return {std::min(rows, g0 * plan.n_grain), std::min(rows, g1 * plan.n_grain)};
+}
+
+void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
+  if (args.m <= 0 || n_begin >= n_end) return;
+  switch (isa) {
+    case Isa::reference: matmul_cols_ref(args, n_begin, n_end); return;
+    case Isa::avx2: matmul_cols_avx2(args, n_begin, n_end); return;
+    case Isa::avx512: matmul_cols_avx512(args, n_begin, n_end); return;
+  }
+}
+
+void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& args) {
+  DS_ASSERT(args.w != nullptr, "matmul without a weight matrix");
+  const MatmulPlan plan = plan_matmul(isa, args.m, *args.w, pool.n_threads());
+  if (plan.n_tasks == 0) return;
+  if (plan.n_tasks == 1) {
+    matmul_cols(isa, args, 0, args.w->rows);
+    return;
+  }
+  pool.parallel_for(plan.n_tasks, [&](int64_t task_idx) {
+    const ColumnRange r = plan_task_range(plan, args.w->rows, static_cast<int>(task_idx));
+    matmul_cols(isa, args, r.begin, r.end);
+  });
+}
+
+}  // namespace ds

@@ -3,7 +3,16 @@
 // Batch invariance (ARCHITECTURE "by construction"): y[i, n] is produced by the same sequence of
 // floating-point operations whatever m is, wherever row i sits, and however many threads run.
 // There is no split-K; threads split the output columns n only; each ISA path has one fixed
-// lane partition and reduction order for the dot product over cols.
+// lane partition and reduction order for the dot product over cols:
+//   reference: one f32 accumulator, k = 0, 1, 2, ... (product rounded, then added);
+//   avx2:      8 lanes, lane l accumulates k ≡ l (mod 8) in increasing k with FMA;
+//   avx512:    16 lanes, lane l accumulates k ≡ l (mod 16) in increasing k with FMA;
+//   then a fixed pairwise horizontal sum (lane l + lane l+half, halving down to one).
+// Vector paths dequantise each weight exactly as the reference does (bf16: exact; fp8: the
+// f32 product fp8 · scale, rounded once), so paths differ only in summation order.
+// Vector-path fp8 caveats: the NaN codes 0x7f/0xff decode as ±480·scale instead of NaN, and a
+// block scale must satisfy |scale| < 2^8 (it is pre-multiplied by 2^120); real FP8 checkpoints
+// never use either.
 #pragma once
 
 #include <cstdint>
@@ -23,12 +32,33 @@ struct MatmulArgs {
   int64_t ldy = 0;
 };
 
-// Multithreaded over output columns. Precondition: w.cols % 16 == 0 for the vector paths
-// (the reference path takes any shape); x and y must not overlap.
+// Multithreaded over output columns. Any shape (m = 0, cols not a multiple of the vector width
+// or of the fp8 block); x and y must not overlap. `isa` must be supported by the CPU.
 void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& args);
 
 // Single-threaded, output columns [n_begin, n_end) only (building block; also used by the MoE
 // code to run one expert on one thread).
 void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end);
+
+// How matmul() runs one call (STYLE habit 10: descriptor -> pure heuristic -> launcher).
+// A plan only decides speed, never a result bit: every plan gives the same y.
+struct MatmulPlan {
+  Isa isa = Isa::reference;
+  int tile_m = 1;       // rows of x per register tile (GEMM micro-kernel height; 1 when m == 1)
+  int tile_n = 1;       // rows of W per register tile
+  int64_t n_grain = 1;  // thread ranges over output columns start at multiples of this
+  int n_tasks = 0;      // thread ranges used (1..n_threads; 0 when there is nothing to do)
+};
+
+// Pure function of the shape, format, Isa and thread count (w.data is not read).
+MatmulPlan plan_matmul(Isa isa, int64_t m, const WeightMatrix& w, int n_threads);
+
+// Output-column range of task `task_idx` under `plan` for a W with `rows` rows; contiguous,
+// aligned to plan.n_grain, covering [0, rows) exactly once over all tasks.
+struct ColumnRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+ColumnRange plan_task_range(const MatmulPlan& plan, int64_t rows, int task_idx);
 
 }  // namespace ds

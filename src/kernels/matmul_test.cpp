@@ -1,0 +1,377 @@
+// matmul: every ISA path against the scalar reference (shape sweep), batch invariance (bitwise),
+// the documented lane order (bitwise, via a scalar model), NaN/Inf propagation, plans.
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/ref/matmul_ref.h"
+#include "tensor/dtype.h"
+
+namespace ds {
+namespace {
+
+constexpr Isa kAllIsas[] = {Isa::reference, Isa::avx2, Isa::avx512};
+constexpr WeightFormat kAllFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_e4m3_block};
+
+const char* format_name(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::f32: return "f32";
+    case WeightFormat::bf16: return "bf16";
+    case WeightFormat::fp8_e4m3_block: return "fp8_e4m3_block";
+  }
+  return "?";
+}
+
+// Owns the bytes behind a WeightMatrix filled with random data.
+struct TestWeights {
+  std::vector<float> f32;
+  std::vector<uint16_t> bf16;
+  std::vector<uint8_t> fp8;
+  std::vector<float> scales;
+  WeightMatrix w;
+};
+
+// f32/bf16: standard normal. fp8: uniformly random codes except the NaN codes 0x7f/0xff (the vector
+// paths decode those as finite numbers, see matmul.h), so zeros and subnormals occur; block scales
+// log-uniform in [2^-10, 2^2].
+TestWeights make_weights(WeightFormat format, int64_t rows, int64_t cols, uint32_t seed,
+                         int32_t block_rows = 128, int32_t block_cols = 128) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  TestWeights t;
+  t.w.format = format;
+  t.w.rows = rows;
+  t.w.cols = cols;
+  t.w.block_rows = block_rows;
+  t.w.block_cols = block_cols;
+  const size_t n = static_cast<size_t>(rows * cols);
+  switch (format) {
+    case WeightFormat::f32:
+      t.f32.resize(n);
+      for (auto& v : t.f32) v = normal(rng);
+      t.w.data = t.f32.data();
+      break;
+    case WeightFormat::bf16:
+      t.bf16.resize(n);
+      for (auto& v : t.bf16) v = f32_to_bf16(normal(rng));
+      t.w.data = t.bf16.data();
+      break;
+    case WeightFormat::fp8_e4m3_block: {
+      t.fp8.resize(n);
+      std::uniform_int_distribution<int> code(0, 253);
+      for (auto& v : t.fp8) {
+        const int c = code(rng);  // 0..253 -> skip 0x7f and 0xff
+        v = static_cast<uint8_t>(c < 0x7f ? c : c + 1);
+      }
+      t.scales.resize(static_cast<size_t>(t.w.scale_rows() * t.w.scale_cols()));
+      std::uniform_real_distribution<float> log2_scale(-10.0f, 2.0f);
+      for (auto& s : t.scales) s = std::exp2(log2_scale(rng));
+      t.w.data = t.fp8.data();
+      t.w.scales = t.scales.data();
+      break;
+    }
+  }
+  return t;
+}
+
+std::vector<float> random_normal(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& e : v) e = normal(rng);
+  return v;
+}
+
+std::vector<float> run_matmul(Isa isa, ThreadPool& pool, const std::vector<float>& x, int64_t m,
+                              const WeightMatrix& w) {
+  std::vector<float> y(static_cast<size_t>(m * w.rows), -12345.0f);
+  matmul(isa, pool, MatmulArgs{x.data(), m, w.cols, &w, y.data(), w.rows});
+  return y;
+}
+
+std::vector<float> run_reference(const std::vector<float>& x, int64_t m, const WeightMatrix& w) {
+  std::vector<float> y(static_cast<size_t>(m * w.rows));
+  matmul_cols_ref(MatmulArgs{x.data(), m, w.cols, &w, y.data(), w.rows}, 0, w.rows);
+  return y;
+}
+
+bool bit_equal(float a, float b) { return f32_to_bits(a) == f32_to_bits(b); }
+
+// Tolerance: both results are f32 dot products of the same exactly dequantised terms, summed in
+// different orders. The reference's sequential sum is within γ_cols · Σ|x·W| of the exact value
+// (γ_n ≈ n·2^-24), the lane-split FMA sum within a smaller bound of the same form, so their
+// difference is at most c · cols · 2^-24 · Σ_k |x_k W_nk| with c = 2.
+constexpr double kTolC = 2.0;
+
+// Compares y against the reference; on failure reports the worst coordinate.
+void expect_close(const std::vector<float>& y, const std::vector<float>& y_ref, const std::vector<float>& x,
+                  int64_t m, const WeightMatrix& w, const std::string& what) {
+  std::vector<double> w_abs(static_cast<size_t>(w.rows * w.cols));  // |W| dequantised once
+  for (int64_t n = 0; n < w.rows; ++n)
+    for (int64_t k = 0; k < w.cols; ++k) w_abs[n * w.cols + k] = std::fabs(weight_at_ref(w, n, k));
+  double worst_excess = 0.0;
+  int64_t worst_i = -1, worst_n = -1;
+  double worst_err = 0.0, worst_bound = 0.0;
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t n = 0; n < w.rows; ++n) {
+      double abs_sum = 0.0;
+      for (int64_t k = 0; k < w.cols; ++k) abs_sum += std::fabs(double{x[i * w.cols + k]}) * w_abs[n * w.cols + k];
+      const double bound = kTolC * static_cast<double>(w.cols) * 0x1p-24 * abs_sum;
+      const double err = std::fabs(double{y[i * w.rows + n]} - y_ref[i * w.rows + n]);
+      const double excess = std::isnan(err) ? INFINITY : err - bound;
+      if (excess > 0.0 && excess > worst_excess) {
+        worst_excess = excess;
+        worst_i = i;
+        worst_n = n;
+        worst_err = err;
+        worst_bound = bound;
+      }
+    }
+  }
+  EXPECT_EQ(worst_i, -1) << what << ": worst at y[" << worst_i << ", " << worst_n << "] = "
+                         << (worst_i >= 0 ? y[worst_i * w.rows + worst_n] : 0.0f) << " vs reference "
+                         << (worst_i >= 0 ? y_ref[worst_i * w.rows + worst_n] : 0.0f) << ", |err| " << worst_err
+                         << " > bound " << worst_bound;
+}
+
+std::string describe(Isa isa, WeightFormat f, int64_t m, int64_t rows, int64_t cols) {
+  return std::string(isa_name(isa)) + " " + format_name(f) + " m=" + std::to_string(m) +
+         " rows=" + std::to_string(rows) + " cols=" + std::to_string(cols);
+}
+
+class MatmulIsaTest : public ::testing::TestWithParam<Isa> {
+ protected:
+  void SetUp() override {
+    if (!isa_supported(GetParam())) {
+      GTEST_SKIP() << "CPU lacks " << isa_name(GetParam()) << "; path not tested on this machine";
+    }
+  }
+};
+
+TEST_P(MatmulIsaTest, ShapeSweepMatchesReference) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  uint32_t seed = 1;
+  for (WeightFormat f : kAllFormats) {
+    for (int64_t rows : {1, 15, 16, 17, 64, 130, 300}) {
+      for (int64_t cols : {16, 24, 48, 128, 144, 256, 1040}) {
+        const TestWeights t = make_weights(f, rows, cols, ++seed);
+        for (int64_t m : {0, 1, 2, 3, 5, 7, 16, 33}) {
+          const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), ++seed);
+          const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
+          expect_close(y, run_reference(x, m, t.w), x, m, t.w, describe(isa, f, m, rows, cols));
+        }
+      }
+    }
+  }
+}
+
+// Odd fp8 block shapes: blocks narrower than a vector, not multiples of it, partial edge blocks.
+TEST_P(MatmulIsaTest, Fp8OddBlockShapesMatchReference) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  uint32_t seed = 100;
+  const int32_t block_shapes[][2] = {{1, 1}, {3, 7}, {5, 24}, {16, 40}, {128, 128}, {7, 200}};
+  for (const auto& bs : block_shapes) {
+    for (int64_t cols : {16, 40, 100, 1040}) {
+      const TestWeights t = make_weights(WeightFormat::fp8_e4m3_block, 37, cols, ++seed, bs[0], bs[1]);
+      for (int64_t m : {1, 5, 8}) {
+        const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), ++seed);
+        expect_close(run_matmul(isa, pool, x, m, t.w), run_reference(x, m, t.w), x, m, t.w,
+                     describe(isa, t.w.format, m, 37, cols) + " block " + std::to_string(bs[0]) + "x" +
+                         std::to_string(bs[1]));
+      }
+    }
+  }
+}
+
+TEST_P(MatmulIsaTest, ZeroRowsLeavesOutputUntouched) {
+  const TestWeights t = make_weights(WeightFormat::bf16, 8, 32, 7);
+  ThreadPool pool(2);
+  float y[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+  const float x[32] = {};
+  matmul(GetParam(), pool, MatmulArgs{x, 0, 32, &t.w, y, 8});
+  EXPECT_EQ(y[0], 1.0f);
+  EXPECT_EQ(y[3], 4.0f);
+}
+
+// y[i, n] must not depend on m, on the row's position, on the pool size or on the n-range split.
+TEST_P(MatmulIsaTest, BatchInvariantBitwise) {
+  const Isa isa = GetParam();
+  constexpr int64_t kM = 37;
+  for (WeightFormat f : kAllFormats) {
+    for (int64_t cols : {40, 1000}) {
+      const int64_t rows = 67;
+      const TestWeights t = make_weights(f, rows, cols, 11, 5, 24);
+      const std::vector<float> x = random_normal(static_cast<size_t>(kM * cols), 12);
+      // The same rows in reverse order: row i of x sits at position kM-1-i.
+      std::vector<float> x_rev(x.size());
+      for (int64_t i = 0; i < kM; ++i) {
+        std::memcpy(&x_rev[(kM - 1 - i) * cols], &x[i * cols], cols * sizeof(float));
+      }
+      for (int n_threads : {1, 2, 3}) {
+        ThreadPool pool(n_threads);
+        const std::vector<float> y = run_matmul(isa, pool, x, kM, t.w);
+        const std::vector<float> y_rev = run_matmul(isa, pool, x_rev, kM, t.w);
+        for (int64_t i = 0; i < kM; ++i) {
+          const std::vector<float> x_row(x.begin() + i * cols, x.begin() + (i + 1) * cols);
+          const std::vector<float> y_row = run_matmul(isa, pool, x_row, 1, t.w);
+          for (int64_t n = 0; n < rows; ++n) {
+            ASSERT_TRUE(bit_equal(y_row[n], y[i * rows + n]))
+                << describe(isa, f, kM, rows, cols) << " threads=" << n_threads << ": m=1 row " << i
+                << " differs at n=" << n << ": " << y_row[n] << " vs " << y[i * rows + n];
+            ASSERT_TRUE(bit_equal(y_rev[(kM - 1 - i) * rows + n], y[i * rows + n]))
+                << describe(isa, f, kM, rows, cols) << " threads=" << n_threads << ": row " << i
+                << " moved to " << kM - 1 - i << " differs at n=" << n;
+          }
+        }
+      }
+      // Uneven single-threaded column ranges give the same bits as well.
+      std::vector<float> y_split(static_cast<size_t>(kM * rows));
+      const MatmulArgs args{x.data(), kM, cols, &t.w, y_split.data(), rows};
+      for (int64_t n0 : {0, 13, 14, 51}) {
+        const int64_t n1 = n0 == 0 ? 13 : n0 == 13 ? 14 : n0 == 14 ? 51 : rows;
+        matmul_cols(isa, args, n0, n1);
+      }
+      ThreadPool pool(1);
+      const std::vector<float> y = run_matmul(isa, pool, x, kM, t.w);
+      for (size_t e = 0; e < y.size(); ++e) {
+        ASSERT_TRUE(bit_equal(y_split[e], y[e])) << describe(isa, f, kM, rows, cols) << " split at " << e;
+      }
+    }
+  }
+}
+
+TEST_P(MatmulIsaTest, NanAndInfPropagateToTheirRowsOnly) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  for (WeightFormat f : kAllFormats) {
+    const int64_t rows = 21, cols = 50, m = 4;
+    const TestWeights t = make_weights(f, rows, cols, 21);
+    std::vector<float> x = random_normal(static_cast<size_t>(m * cols), 22);
+    x[1 * cols + 5] = NAN;        // row 1: NaN everywhere
+    x[2 * cols + 49] = INFINITY;  // row 2, in the tail chunk: ±Inf by the sign of W[n, 49]
+    x[3 * cols + 7] = -INFINITY;
+    const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
+    const std::vector<float> y_ref = run_reference(x, m, t.w);
+    for (int64_t n = 0; n < rows; ++n) {
+      EXPECT_TRUE(std::isfinite(y[n])) << describe(isa, f, m, rows, cols) << " clean row 0, n=" << n;
+      EXPECT_TRUE(std::isnan(y[rows + n])) << describe(isa, f, m, rows, cols) << " NaN row, n=" << n;
+      for (int64_t i : {2, 3}) {
+        const float got = y[i * rows + n], want = y_ref[i * rows + n];
+        EXPECT_TRUE(std::isinf(want) || std::isnan(want)) << "reference row " << i << " n=" << n;
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
+            << describe(isa, f, m, rows, cols) << " Inf row " << i << " n=" << n << ": " << got << " vs " << want;
+      }
+    }
+  }
+}
+
+// The documented order, modelled in scalar code: `lanes` accumulators, lane l takes k ≡ l mod lanes
+// in increasing k with a fused multiply-add, then the pairwise tree (l + l + half, halving).
+// The vector path must match it bit for bit (which also shows the forced path really ran).
+float lane_order_model(const float* x, const WeightMatrix& w, int64_t n, int lanes) {
+  std::vector<float> acc(static_cast<size_t>(lanes), 0.0f);
+  const int64_t padded = (w.cols + lanes - 1) / lanes * lanes;
+  for (int64_t k = 0; k < padded; ++k) {
+    const float xv = k < w.cols ? x[k] : 0.0f;
+    const float wv = k < w.cols ? weight_at_ref(w, n, k) : 0.0f;
+    acc[k % lanes] = std::fma(xv, wv, acc[k % lanes]);
+  }
+  for (int half = lanes / 2; half >= 1; half /= 2) {
+    for (int l = 0; l < half; ++l) acc[l] = acc[l] + acc[l + half];
+  }
+  return acc[0];
+}
+
+TEST_P(MatmulIsaTest, ForcedPathFollowsItsDocumentedLaneOrder) {
+  const Isa isa = GetParam();
+  if (isa == Isa::reference) GTEST_SKIP() << "the reference order is the plain loop (tested by the sweep)";
+  const int lanes = isa == Isa::avx512 ? 16 : 8;
+  ThreadPool pool(2);
+  for (WeightFormat f : kAllFormats) {
+    for (int64_t cols : {8, 24, 100, 1040}) {
+      const int64_t rows = 9, m = 7;
+      const TestWeights t = make_weights(f, rows, cols, 31, 4, 24);
+      const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), 32);
+      const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t n = 0; n < rows; ++n) {
+          const float want = lane_order_model(&x[i * cols], t.w, n, lanes);
+          ASSERT_TRUE(bit_equal(y[i * rows + n], want))
+              << describe(isa, f, m, rows, cols) << " y[" << i << ", " << n << "] = " << y[i * rows + n]
+              << ", lane model " << want;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, MatmulIsaTest, ::testing::ValuesIn(kAllIsas),
+                         [](const ::testing::TestParamInfo<Isa>& p) { return std::string(isa_name(p.param)); });
+
+TEST(Isa, NamesRoundTripAndBestIsSupported) {
+  for (Isa isa : kAllIsas) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);
+  EXPECT_FALSE(isa_from_name("sse9").has_value());
+  EXPECT_TRUE(isa_supported(Isa::reference));
+  EXPECT_TRUE(isa_supported(best_isa()));
+  // avx512 implies avx2 in our definition (the avx512 path also uses AVX2/FMA instructions).
+  if (isa_supported(Isa::avx512)) {
+    EXPECT_TRUE(isa_supported(Isa::avx2));
+  }
+}
+
+TEST(MatmulPlan, TilesAndTasksFollowShape) {
+  WeightMatrix w;
+  w.format = WeightFormat::bf16;
+  w.rows = 4096;
+  w.cols = 7168;
+  const MatmulPlan decode = plan_matmul(Isa::avx512, 1, w, 2);
+  EXPECT_EQ(decode.tile_m, 1);
+  EXPECT_EQ(decode.n_tasks, 2);
+  EXPECT_EQ(decode.n_grain % decode.tile_n, 0);
+  const MatmulPlan prefill = plan_matmul(Isa::avx512, 512, w, 3);
+  EXPECT_GT(prefill.tile_m, 1);
+  EXPECT_EQ(prefill.n_tasks, 3);
+  EXPECT_EQ(plan_matmul(Isa::avx2, 0, w, 2).n_tasks, 0);
+  // Tiny work stays on one thread; never more tasks than grains.
+  w.rows = 8;
+  w.cols = 16;
+  EXPECT_EQ(plan_matmul(Isa::avx512, 1, w, 8).n_tasks, 1);
+  w.rows = 5;
+  w.cols = 1 << 20;
+  EXPECT_LE(plan_matmul(Isa::reference, 1, w, 8).n_tasks, 5);
+}
+
+TEST(MatmulPlan, TaskRangesPartitionColumnsOnGrainBoundaries) {
+  WeightMatrix w;
+  w.cols = 4096;
+  for (int64_t rows : {1, 7, 64, 1000, 129280}) {
+    w.rows = rows;
+    for (int n_threads : {1, 2, 3, 16}) {
+      for (Isa isa : kAllIsas) {
+        const MatmulPlan plan = plan_matmul(isa, 4, w, n_threads);
+        ASSERT_GE(plan.n_tasks, 1);
+        ASSERT_LE(plan.n_tasks, n_threads);
+        int64_t next = 0;
+        for (int t = 0; t < plan.n_tasks; ++t) {
+          const ColumnRange r = plan_task_range(plan, rows, t);
+          EXPECT_EQ(r.begin, next);
+          EXPECT_EQ(r.begin % plan.n_grain, 0);
+          EXPECT_LE(r.begin, r.end);
+          next = r.end;
+        }
+        EXPECT_EQ(next, rows);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ds

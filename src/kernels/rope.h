@@ -23,6 +23,14 @@ struct RopeParams {
 // Inverse frequencies f_i (YaRN-adjusted), i = 0 .. rope_dim/2 - 1, as f32.
 std::vector<float> rope_inv_freq(const RopeParams& p);
 
+// The per-token rotation table shared by every Isa path (so paths differ only in the rotation
+// arithmetic): angle_i = (float)pos · inv_freq[i] as an f32 product, then cos/sin evaluated in
+// double on that f32 angle and rounded to f32 (correctly rounded to within 1 ulp; f32 libm
+// sinf/cosf would do as well, but double keeps the table independent of the libm's f32 paths).
+// inverse = true negates the sine (rotation by −angle). cos_v, sin_v: [n_pairs].
+void rope_cos_sin(int32_t pos, const float* inv_freq, int64_t n_pairs, bool inverse, float* cos_v,
+                  float* sin_v);
+
 // Rotates x[t, h, offset .. offset+rope_dim) in place for each token t (position pos[t]) and
 // head h. Layout: token t, head h starts at x + t*token_stride + h*head_stride.
 // inverse = true rotates by -pos (V4's output un-rotation).

@@ -1,0 +1,231 @@
+#include "model/deepseek_v3.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/norm.h"
+#include "kernels/rope.h"
+
+namespace ds {
+
+namespace {
+
+Status unsupported(const std::string& what) {
+  return Status(ErrorCode::model_unsupported, "config.json: " + what);
+}
+
+Status check_config(const ModelConfig& c) {
+  if (c.model_type != "deepseek_v3" && c.model_type != "deepseek_v2") {
+    return unsupported("model_type '" + c.model_type + "' is not supported by the V3 model (deepseek_v3)");
+  }
+  if (c.hidden_act != "silu") return unsupported("hidden_act '" + c.hidden_act + "' (only silu)");
+  if (!c.rope_scaling.type.empty() && c.rope_scaling.type != "yarn") {
+    return unsupported("rope_scaling.type '" + c.rope_scaling.type + "' (only yarn)");
+  }
+  if (c.qk_rope_head_dim <= 0 || c.qk_rope_head_dim % 2 != 0) {
+    return Status(ErrorCode::weights_bad_config, "config.json: qk_rope_head_dim must be even and > 0");
+  }
+  if (c.hidden_size <= 0 || c.vocab_size <= 0 || c.num_attention_heads <= 0 || c.kv_lora_rank <= 0 ||
+      c.num_hidden_layers <= 0) {
+    return Status(ErrorCode::weights_bad_config,
+                  "config.json: hidden_size, vocab_size, num_attention_heads, kv_lora_rank and "
+                  "num_hidden_layers must be > 0");
+  }
+  if (!c.quantization.quant_method.empty() && c.quantization.block_rows != c.quantization.block_cols) {
+    return unsupported("quantization_config.weight_block_size must be square");
+  }
+  return ok_status();
+}
+
+Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_input, what); }
+
+}  // namespace
+
+DeepSeekV3::DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts)
+    : ckpt_(std::move(ckpt)), cfg_(cfg), opts_(opts) {
+  pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
+  ctx_.isa = opts.isa;
+  ctx_.pool = pool_.get();
+}
+
+Result<std::unique_ptr<DeepSeekV3>> DeepSeekV3::load(const std::string& dir, const ModelOptions& opts) {
+  DS_ASSIGN_OR_RETURN(ModelConfig cfg, load_model_config(dir));
+  DS_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::open(dir));
+  return load(std::move(ckpt), cfg, opts);
+}
+
+Result<std::unique_ptr<DeepSeekV3>> DeepSeekV3::load(Checkpoint ckpt, const ModelConfig& cfg,
+                                                     const ModelOptions& opts) {
+  DS_TRY(check_config(cfg));
+  if (opts.max_seq_len <= 0) return Status(ErrorCode::invalid_argument, "max_seq_len must be > 0");
+  std::unique_ptr<DeepSeekV3> m(new DeepSeekV3(std::move(ckpt), cfg, opts));
+  DS_TRY(m->build());
+  return m;
+}
+
+Status DeepSeekV3::build() {
+  const ModelConfig& c = cfg_;
+  const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
+  dims_ = MlaDims::from_config(c);
+
+  RopeParams rp;
+  rp.rope_dim = c.qk_rope_head_dim;
+  rp.theta = c.rope_theta;
+  if (c.rope_scaling.type == "yarn") {  // numerics.md: whenever the config says yarn
+    rp.yarn_factor = c.rope_scaling.factor;
+    rp.yarn_original_max_pos = c.rope_scaling.original_max_position_embeddings;
+    rp.yarn_beta_fast = c.rope_scaling.beta_fast;
+    rp.yarn_beta_slow = c.rope_scaling.beta_slow;
+  }
+  inv_freq_ = rope_inv_freq(rp);
+
+  DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    DS_ASSIGN_OR_RETURN(DecoderLayer layer, DecoderLayer::load(ckpt_, l, c, dims_, block));
+    layers_.push_back(std::move(layer));
+  }
+  DS_ASSIGN_OR_RETURN(final_norm_, load_f32(ckpt_, "model.norm.weight", Shape{c.hidden_size}));
+  if (ckpt_.find("lm_head.weight") == nullptr && c.tie_word_embeddings) {
+    const TensorEntry& e = embed_.entry();
+    if (e.dtype == DType::f16) return unsupported("tied F16 embeddings as lm_head");
+    head_ = WeightMatrix{e.dtype == DType::bf16 ? WeightFormat::bf16 : WeightFormat::f32, e.data, c.vocab_size,
+                         c.hidden_size};
+  } else {
+    DS_ASSIGN_OR_RETURN(lm_head_, load_linear_layer(ckpt_, "lm_head", c.vocab_size, c.hidden_size, block));
+    head_ = lm_head_->w;
+  }
+  if (c.num_nextn_predict_layers > 0) {
+    DS_ASSIGN_OR_RETURN(mtp_, MtpLayer::load(ckpt_, c, dims_, block, embed_, head_));
+  }
+  return ok_status();
+}
+
+std::unique_ptr<SequenceState> DeepSeekV3::new_sequence() const {
+  return std::make_unique<SequenceState>(cfg_.num_hidden_layers, dims_.latent_row(), has_mtp(),
+                                         opts_.max_seq_len);
+}
+
+Status DeepSeekV3::plan_batch(std::span<SequenceState* const> seqs,
+                              std::span<const std::span<const int32_t>> tokens, bool mtp) {
+  chunks_.clear();
+  pos_.clear();
+  int64_t row = 0;
+  for (size_t r = 0; r < seqs.size(); ++r) {
+    SequenceState* seq = seqs[r];
+    const std::string which = "request " + std::to_string(r) + ": ";
+    if (seq == nullptr) return bad_input(which + "no sequence");
+    if (seq->n_layers() != cfg_.num_hidden_layers || seq->row_dim() != dims_.latent_row() ||
+        seq->has_mtp() != has_mtp()) {
+      return bad_input(which + "sequence was not created by this model");
+    }
+    for (size_t q = 0; q < r; ++q) {
+      if (seqs[q] == seq) return bad_input(which + "sequence appears twice in one batch");
+    }
+    const auto& toks = tokens[r];
+    if (toks.empty()) return bad_input(which + "empty chunk");
+    for (size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i] < 0 || toks[i] >= cfg_.vocab_size) {
+        return bad_input(which + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
+                         " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
+      }
+    }
+    const int64_t n = static_cast<int64_t>(toks.size());
+    const int64_t base = mtp ? seq->n_mtp_tokens() : seq->n_tokens();
+    if (mtp && base + n > seq->n_tokens()) {
+      return bad_input(which + "MTP rows up to position " + std::to_string(base + n - 1) +
+                       " need the main model to have consumed them first (it has " +
+                       std::to_string(seq->n_tokens()) + " tokens)");
+    }
+    DS_TRY(seq->check_room(n, base));
+    chunks_.push_back(SeqChunk{row, n, base});
+    for (int64_t i = 0; i < n; ++i) pos_.push_back(static_cast<int32_t>(base + i));
+    row += n;
+  }
+  return ok_status();
+}
+
+Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
+  seqs_.clear();
+  tokens_.clear();
+  for (const auto& r : requests) {
+    seqs_.push_back(r.seq);
+    tokens_.push_back(r.tokens);
+  }
+  DS_TRY(plan_batch(seqs_, tokens_, /*mtp=*/false));
+  const int64_t H = cfg_.hidden_size;
+  const int64_t T = static_cast<int64_t>(pos_.size());
+
+  // x: [T, H] residual stream
+  x_.reshape(Shape{T, H});
+  for (size_t r = 0; r < requests.size(); ++r) {
+    embed_.lookup(tokens_[r].data(), chunks_[r].n_rows, x_.row(chunks_[r].row_begin), H);
+  }
+  caches_.resize(requests.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    for (size_t r = 0; r < requests.size(); ++r) caches_[r] = &seqs_[r]->layer(static_cast<int>(l));
+    const AttentionBatch batch{chunks_, pos_.data(), caches_, T};
+    layers_[l].forward(ctx_, opts_.mla_mode, batch, inv_freq_, x_.data(), layer_scratch_);
+  }
+
+  // Rows that produce logits: all of a chunk, or its last.
+  out.row_begin.assign(1, 0);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t n_out = requests[r].all_logits ? chunks_[r].n_rows : 1;
+    out.row_begin.push_back(out.row_begin.back() + n_out);
+  }
+  const int64_t R = out.row_begin.back();
+  sel_.reshape(Shape{R, H});
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const SeqChunk& c = chunks_[r];
+    const int64_t first = requests[r].all_logits ? c.row_begin : c.row_begin + c.n_rows - 1;
+    const int64_t n_out = out.row_begin[r + 1] - out.row_begin[r];
+    std::memcpy(sel_.row(out.row_begin[r]), x_.row(first), static_cast<size_t>(n_out * H) * sizeof(float));
+  }
+  normed_.reshape(Shape{R, H});
+  rmsnorm(ctx_.isa, sel_.data(), R, H, H, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
+          normed_.data(), H);
+  out.hidden.reshape(Shape{R, H});
+  const TensorF32& mtp_in = opts_.mtp_input == MtpInput::post_norm ? normed_ : sel_;
+  std::memcpy(out.hidden.data(), mtp_in.data(), static_cast<size_t>(R * H) * sizeof(float));
+  out.logits.reshape(Shape{R, cfg_.vocab_size});
+  linear(ctx_, head_, normed_.data(), R, H, out.logits.data(), cfg_.vocab_size);
+
+  for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->advance(chunks_[r].n_rows);
+  return ok_status();
+}
+
+Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
+  if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
+  seqs_.clear();
+  tokens_.clear();
+  for (const auto& r : requests) {
+    if (r.hidden == nullptr) return bad_input("MTP request without hidden states");
+    seqs_.push_back(r.seq);
+    tokens_.push_back(r.next_tokens);
+  }
+  DS_TRY(plan_batch(seqs_, tokens_, /*mtp=*/true));
+  const int64_t H = cfg_.hidden_size;
+  const int64_t T = static_cast<int64_t>(pos_.size());
+
+  // Concatenate every request's tokens and hidden rows: flat_tokens_ [T], sel_ [T, H].
+  flat_tokens_.clear();
+  sel_.reshape(Shape{T, H});
+  out.row_begin.assign(1, 0);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const SeqChunk& c = chunks_[r];
+    flat_tokens_.insert(flat_tokens_.end(), tokens_[r].begin(), tokens_[r].end());
+    std::memcpy(sel_.row(c.row_begin), requests[r].hidden, static_cast<size_t>(c.n_rows * H) * sizeof(float));
+    out.row_begin.push_back(c.row_begin + c.n_rows);
+  }
+  caches_.resize(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) caches_[r] = &seqs_[r]->mtp_layer();
+  const AttentionBatch batch{chunks_, pos_.data(), caches_, T};
+  out.logits.reshape(Shape{T, cfg_.vocab_size});
+  mtp_->forward(ctx_, opts_.mla_mode, batch, inv_freq_, flat_tokens_.data(), sel_.data(), mtp_scratch_,
+                layer_scratch_, out.logits.data());
+  for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->advance_mtp(chunks_[r].n_rows);
+  return ok_status();
+}
+
+}  // namespace ds

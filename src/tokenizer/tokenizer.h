@@ -20,6 +20,10 @@ class Tokenizer {
  public:
   // Reads DIR/tokenizer.json and (optionally) DIR/tokenizer_config.json.
   static Result<Tokenizer> load(const std::string& dir);
+  // Same from JSON texts already in memory (config_json may be empty: no tokenizer_config.json).
+  // `source` names them in error messages.
+  static Result<Tokenizer> from_json(const std::string& tokenizer_json, const std::string& config_json,
+                                     const std::string& source);
   ~Tokenizer();
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
@@ -38,6 +42,8 @@ class Tokenizer {
   int32_t eos_id() const;
   bool add_bos_by_default() const;  // tokenizer_config.json add_bos_token
   bool is_special(int32_t id) const;
+  // Decoded bytes of one id (empty for a skipped special token); tokenizer_unknown_id if unknown.
+  Result<std::string_view> token_bytes(int32_t id, bool skip_special = false) const;
 
  private:
   explicit Tokenizer(std::unique_ptr<TokenizerImpl> impl);

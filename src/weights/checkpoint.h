@@ -35,7 +35,9 @@ class Checkpoint {
 // A linear layer's weight as the kernels see it, from `<prefix>.weight` (+ `<prefix>.weight_scale_inv`
 // F32 for F8_E4M3, V3 style; or `<prefix>.scale` F8_E8M0, V4 style). Accepts BF16, F32 and
 // block-scaled F8_E4M3; checks shape [rows, cols] and the scale grid for `block` × `block` tiles.
-// E8M0 scales are converted to f32 into `scale_storage` (owned by the caller, must outlive the result).
+// E8M0 scales (and F32 scales that are not 4-byte aligned in the file) are converted into
+// `scale_storage`, owned by the caller: use one vector per matrix, kept alive as long as the result.
+// Errors name the tensor, the expected and the actual dtype/shape.
 Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& prefix, int64_t rows,
                                  int64_t cols, int block, std::vector<float>& scale_storage);
 

@@ -19,6 +19,8 @@ struct RopeScaling {
   double beta_slow = 1;
   double mscale = 1;
   double mscale_all_dim = 0;
+
+  bool operator==(const RopeScaling&) const = default;
 };
 
 struct QuantizationConfig {
@@ -28,6 +30,8 @@ struct QuantizationConfig {
   std::string scale_fmt;     // "ue8m0" in V3.1/V3.2, else empty
   int block_rows = 128;
   int block_cols = 128;
+
+  bool operator==(const QuantizationConfig&) const = default;
 };
 
 struct ModelConfig {
@@ -70,13 +74,20 @@ struct ModelConfig {
   int index_head_dim = 0;
   int index_topk = 0;
 
+  bool operator==(const ModelConfig&) const = default;
+
   int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   bool is_moe_layer(int layer) const {
     return n_routed_experts > 0 && layer >= first_k_dense_replace && layer % moe_layer_freq == 0;
   }
 };
 
-// `source` names the file in errors ("DIR/config.json").
+// `source` names the file in errors ("DIR/config.json"). Required keys: model_type, vocab_size,
+// hidden_size, intermediate_size, num_hidden_layers, num_attention_heads, q_lora_rank (int or null),
+// kv_lora_rank, qk_{nope,rope}_head_dim, v_head_dim, max_position_embeddings, rms_norm_eps; with
+// n_routed_experts > 0 also moe_intermediate_size, num_experts_per_tok, n_shared_experts; for
+// deepseek_v32 also index_n_heads, index_head_dim, index_topk. Other keys default as in the HF
+// config classes (scoring_func/topk_method/norm_topk_prob default per model_type).
 Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
 Result<ModelConfig> load_model_config(const std::string& dir);
 // Serialises the config back to HF-style JSON (make-model writes it; round-trips through parse).

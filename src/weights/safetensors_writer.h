@@ -1,6 +1,7 @@
-// Writes safetensors files (used by make-model and tests). Deterministic: the header lists
-// tensors in name order with data laid out in that order (the
-// header is padded with spaces to a multiple of 8, as the Python writer does).
+// Writes safetensors files (used by make-model and tests). Deterministic bytes: the header is
+// compact JSON with sorted keys, padded with spaces to a multiple of 8 as the Python writer does.
+// Data is laid out by element size (largest first) then name, so each tensor is aligned to its
+// element size (the Python writer's order). Files are written via a temporary file + rename.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +16,8 @@ namespace ds {
 
 class SafetensorsWriter {
  public:
-  // bytes.size() must equal shape.numel() × dtype_size(dtype).
+  // bytes.size() must equal shape.numel() × dtype_size(dtype); the name must be non-empty UTF-8,
+  // not "__metadata__", and not already added (invalid_argument otherwise).
   Status add(const std::string& name, DType dtype, const Shape& shape, std::vector<uint8_t> bytes);
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
   size_t total_bytes() const;
@@ -34,6 +36,8 @@ class SafetensorsWriter {
     Shape shape;
     std::vector<uint8_t> bytes;
   };
+  Status check_metadata() const;  // invalid_argument unless keys and values are UTF-8
+
   std::map<std::string, Pending> tensors_;
   std::map<std::string, std::string> metadata_;
 };

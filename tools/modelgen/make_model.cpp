@@ -1,0 +1,137 @@
+#include "make_model.h"
+
+#include <filesystem>
+#include <future>
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "presets.h"
+#include "tensor_fill.h"
+#include "weights/atomic_file.h"
+#include "weights/safetensors_writer.h"
+
+namespace ds::modelgen {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Greedy packing in name order; a tensor and its scale stay together; a tensor larger than the
+// limit gets a shard of its own.
+std::vector<std::vector<const TensorSpec*>> pack_shards(const std::vector<TensorSpec>& plan,
+                                                        size_t max_shard_bytes) {
+  std::vector<std::vector<const TensorSpec*>> shards;
+  size_t shard_bytes = 0;
+  for (const TensorSpec& t : plan) {
+    const size_t bytes = stored_bytes(t);
+    if (shards.empty() || (shard_bytes > 0 && shard_bytes + bytes > max_shard_bytes)) {
+      shards.emplace_back();
+      shard_bytes = 0;
+    }
+    shards.back().push_back(&t);
+    shard_bytes += bytes;
+  }
+  return shards;
+}
+
+std::string shard_file_name(size_t index, size_t count) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", index, count);
+  return buf;
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  return write_file_atomically(path, {{text.data(), text.size()}});
+}
+
+Status copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
+  if (from_dir.empty() || !fs::is_directory(from_dir)) {
+    return Status(ErrorCode::not_found,
+                  "tokenizer directory '" + from_dir + "' does not exist (pass --tokenizer DIR " +
+                      "holding tokenizer.json and tokenizer_config.json)");
+  }
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
+    const fs::path src = fs::path(from_dir) / file;
+    if (!fs::is_regular_file(src)) {
+      return Status(ErrorCode::not_found, src.string() + ": missing tokenizer file");
+    }
+    std::error_code ec;
+    fs::copy_file(src, fs::path(to_dir) / file, fs::copy_options::overwrite_existing, ec);
+    if (ec) return Status(ErrorCode::io_error, src.string() + ": cannot copy: " + ec.message());
+  }
+  return ok_status();
+}
+
+// Generates one shard's tensors.
+Result<SafetensorsWriter> fill_shard(const std::vector<const TensorSpec*>& specs, uint64_t seed,
+                                     ThreadPool& pool) {
+  SafetensorsWriter writer;
+  writer.set_metadata("format", "pt");
+  for (const TensorSpec* spec : specs) {
+    FilledTensor filled = fill_tensor(*spec, seed, pool);
+    DS_TRY(writer.add(spec->name, spec->dtype, spec->shape, std::move(filled.bytes)));
+    if (spec->block_quantized()) {
+      const Shape scale_shape{(spec->shape[0] + kFp8Block - 1) / kFp8Block,
+                              (spec->shape[1] + kFp8Block - 1) / kFp8Block};
+      DS_TRY(writer.add(spec->scale_name(), DType::f32, scale_shape, std::move(filled.scale_bytes)));
+    }
+  }
+  return writer;
+}
+
+}  // namespace
+
+size_t shard_bytes_for_preset(const std::string& preset) {
+  if (preset == "tiny") return size_t{16} << 20;    // ~5 shards of ≤ 16 MiB
+  if (preset == "small") return size_t{100} << 20;  // ~4 shards
+  return size_t{1} << 30;                           // bench: 1 GiB shards
+}
+
+Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& pool) {
+  if (options.arch != "deepseek_v3") {
+    return Status(ErrorCode::invalid_argument,
+                  "unsupported --arch '" + options.arch + "' (supported: deepseek_v3)");
+  }
+  if (options.out_dir.empty()) return Status(ErrorCode::invalid_argument, "--out is required");
+  DS_ASSIGN_OR_RETURN(ModelConfig config, deepseek_v3_preset(options.preset, options.fp8));
+
+  std::error_code ec;
+  fs::create_directories(options.out_dir, ec);
+  if (ec) return Status(ErrorCode::io_error, options.out_dir + ": cannot create directory: " + ec.message());
+  // Check the tokenizer before spending time on weights.
+  DS_TRY(copy_tokenizer(options.tokenizer_dir, options.out_dir));
+  DS_TRY(write_text(options.out_dir + "/config.json", model_config_to_json(config)));
+
+  const std::vector<TensorSpec> plan = plan_deepseek_v3_tensors(config);
+  const auto shards = pack_shards(plan, shard_bytes_for_preset(options.preset));
+  nlohmann::json weight_map = nlohmann::json::object();
+  MakeModelReport report;
+  // Shard i is written by a background thread while shard i+1 is generated, so the disk and the
+  // cores work at the same time; at most two shards are in memory. The future's destructor
+  // joins the writer on every return path.
+  std::future<Status> pending_write;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    const std::string file = shard_file_name(i + 1, shards.size());
+    for (const TensorSpec* spec : shards[i]) {
+      weight_map[spec->name] = file;
+      if (spec->block_quantized()) weight_map[spec->scale_name()] = file;
+    }
+    DS_ASSIGN_OR_RETURN(SafetensorsWriter writer, fill_shard(shards[i], options.seed, pool));
+    if (pending_write.valid()) DS_TRY(pending_write.get());
+    pending_write = std::async(std::launch::async,
+                               [w = std::move(writer), path = options.out_dir + "/" + file] {
+                                 return w.write(path);
+                               });
+  }
+  if (pending_write.valid()) DS_TRY(pending_write.get());
+  report.config = config;
+  report.bytes = model_bytes(config, plan);
+  report.n_tensors = weight_map.size();
+  report.n_shards = static_cast<int>(shards.size());
+  // The index goes last, so a reader never sees it name a shard that is not written yet.
+  const nlohmann::json index = {{"metadata", {{"total_size", report.bytes.total}}},
+                                {"weight_map", std::move(weight_map)}};
+  DS_TRY(write_text(options.out_dir + "/model.safetensors.index.json", index.dump(2) + "\n"));
+  return report;
+}
+
+}  // namespace ds::modelgen

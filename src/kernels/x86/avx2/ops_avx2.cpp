@@ -1,0 +1,168 @@
+#include "kernels/x86/avx2/ops_avx2.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/x86/avx2/exp_avx2.h"
+
+namespace ds::avx2 {
+namespace {
+
+// Lane mask for a tail of `remaining` elements (all lanes when remaining ≥ 8).
+__m256i tail_mask(int64_t remaining) {
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int r = remaining >= 8 ? 8 : static_cast<int>(remaining);
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(r), lane);
+}
+
+__m256 load(const float* p, __m256i m, int64_t remaining) {
+  return remaining >= 8 ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, m);
+}
+
+void store(float* p, __m256i m, int64_t remaining, __m256 v) {
+  if (remaining >= 8) {
+    _mm256_storeu_ps(p, v);
+  } else {
+    _mm256_maskstore_ps(p, m, v);
+  }
+}
+
+double hsum(__m256d v) {
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, v);
+  return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+}
+
+}  // namespace
+
+void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
+             float* y, int64_t ldy) {
+  if (dim <= 0) return;
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * ldx;
+    float* yr = y + r * ldy;
+    __m256d acc_lo = _mm256_setzero_pd(), acc_hi = _mm256_setzero_pd();
+    for (int64_t i = 0; i < dim; i += 8) {
+      const __m256 v = load(xr + i, tail_mask(dim - i), dim - i);  // masked lanes read as 0
+      const __m256d lo = _mm256_cvtps_pd(_mm256_castps256_ps128(v));
+      const __m256d hi = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+      acc_lo = _mm256_fmadd_pd(lo, lo, acc_lo);
+      acc_hi = _mm256_fmadd_pd(hi, hi, acc_hi);
+    }
+    const double sum_sq = hsum(_mm256_add_pd(acc_lo, acc_hi));
+    const float inv_rms =
+        static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
+    const __m256 rv = _mm256_set1_ps(inv_rms);
+    for (int64_t i = 0; i < dim; i += 8) {
+      const __m256i m = tail_mask(dim - i);
+      __m256 v = _mm256_mul_ps(load(xr + i, m, dim - i), rv);
+      if (w) v = _mm256_mul_ps(v, load(w + i, m, dim - i));
+      store(yr + i, m, dim - i, v);
+    }
+  }
+}
+
+void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v,
+                 const float* sin_v, int64_t n_pairs) {
+  // See the AVX-512 path: interleaved tables make the vector result the reference's bits.
+  constexpr int64_t kStackPairs = 128;
+  float cos_stack[2 * kStackPairs], sin_stack[2 * kStackPairs];
+  std::vector<float> heap;
+  float* cos2 = cos_stack;
+  float* sin2 = sin_stack;
+  if (n_pairs > kStackPairs) {
+    heap.resize(static_cast<size_t>(4 * n_pairs));
+    cos2 = heap.data();
+    sin2 = heap.data() + 2 * n_pairs;
+  }
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    cos2[2 * i] = cos2[2 * i + 1] = cos_v[i];
+    sin2[2 * i] = -sin_v[i];
+    sin2[2 * i + 1] = sin_v[i];
+  }
+  const int64_t n = 2 * n_pairs;
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* xh = x + h * head_stride;
+    for (int64_t i = 0; i < n; i += 8) {
+      const __m256i m = tail_mask(n - i);
+      const __m256 v = load(xh + i, m, n - i);
+      const __m256 swapped = _mm256_permute_ps(v, 0xB1);
+      const __m256 a = _mm256_mul_ps(v, load(cos2 + i, m, n - i));
+      const __m256 b = _mm256_mul_ps(swapped, load(sin2 + i, m, n - i));
+      store(xh + i, m, n - i, _mm256_add_ps(a, b));
+    }
+  }
+}
+
+void silu_mul(const float* gate, const float* up, int64_t n, float* out, float limit) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  const __m256 hi = _mm256_set1_ps(limit);
+  const __m256 lo = _mm256_set1_ps(-limit);
+  const bool clamp = limit > 0.0f;
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    __m256 g = load(gate + i, m, n - i);
+    __m256 u = load(up + i, m, n - i);
+    if (clamp) {  // the constant goes first so a NaN operand is what min/max return
+      g = _mm256_min_ps(hi, g);
+      u = _mm256_max_ps(lo, _mm256_min_ps(hi, u));
+    }
+    const __m256 e = exp_ps(_mm256_sub_ps(_mm256_setzero_ps(), g));
+    const __m256 silu = _mm256_div_ps(g, _mm256_add_ps(one, e));
+    store(out + i, m, n - i, _mm256_mul_ps(silu, u));
+  }
+}
+
+void softmax(float* x, int64_t n) {
+  if (n <= 0) return;
+  const float neg_inf = -std::numeric_limits<float>::infinity();
+  const __m256 neg_inf_v = _mm256_set1_ps(neg_inf);
+  __m256 max_v = neg_inf_v;
+  __m256 nan_seen = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    const __m256 v = _mm256_blendv_ps(neg_inf_v, load(x + i, m, n - i), _mm256_castsi256_ps(m));
+    nan_seen = _mm256_or_ps(nan_seen, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+    max_v = _mm256_max_ps(max_v, v);
+  }
+  if (_mm256_movemask_ps(nan_seen)) {
+    for (int64_t i = 0; i < n; ++i) x[i] = std::numeric_limits<float>::quiet_NaN();
+    return;
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, max_v);
+  float max_s = lanes[0];
+  for (int l = 1; l < 8; ++l) max_s = lanes[l] > max_s ? lanes[l] : max_s;
+  if (max_s == neg_inf) {
+    for (int64_t i = 0; i < n; ++i) x[i] = 0.0f;
+    return;
+  }
+  const __m256 mv = _mm256_set1_ps(max_s);
+  __m256d acc_lo = _mm256_setzero_pd(), acc_hi = _mm256_setzero_pd();
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    // Masked-off lanes hold −inf, whose exponential is exactly 0 and adds nothing.
+    const __m256 v = _mm256_blendv_ps(neg_inf_v, load(x + i, m, n - i), _mm256_castsi256_ps(m));
+    const __m256 e = exp_ps(_mm256_sub_ps(v, mv));
+    acc_lo = _mm256_add_pd(acc_lo, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    acc_hi = _mm256_add_pd(acc_hi, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+    store(x + i, m, n - i, e);
+  }
+  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / hsum(_mm256_add_pd(acc_lo, acc_hi))));
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    store(x + i, m, n - i, _mm256_mul_ps(load(x + i, m, n - i), inv));
+  }
+}
+
+void exp_f32(const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; i += 8) {
+    const __m256i m = tail_mask(n - i);
+    store(y + i, m, n - i, exp_ps(load(x + i, m, n - i)));
+  }
+}
+
+}  // namespace ds::avx2

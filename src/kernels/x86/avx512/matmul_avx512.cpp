@@ -1,0 +1,267 @@
+// AVX-512 matmul. Every output y[i, n] is computed by tile<F, MR, NR> for some MR, NR, and
+// every tile runs, per (i, n), the same operations: for k-chunk c = 0, 1, ... (16 columns each,
+// the last one zero-masked) acc = fma(x[i, 16c + l], W[n, 16c + l], acc) in lane l, then hsum16.
+// Tile shape, cache blocking and thread split only reorder independent (i, n) pairs, so the
+// result is bit-identical whatever m, row position or thread range (batch invariance).
+#include "kernels/x86/avx512/matmul_avx512.h"
+
+// GCC 12 flags _mm512_undefined_*() inside its own intrinsic headers as (maybe-)uninitialized
+// (a known false positive); the pragma must be active where the header is parsed.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+
+namespace ds {
+namespace {
+
+#define DS_INLINE inline __attribute__((always_inline))
+
+constexpr int kLanes = 16;
+
+template <WeightFormat F>
+struct Format;
+
+template <>
+struct Format<WeightFormat::f32> {
+  using T = float;
+  static DS_INLINE __m512 load(const float* p) { return _mm512_loadu_ps(p); }
+  static DS_INLINE __m512 load_tail(const float* p, __mmask16 m) { return _mm512_maskz_loadu_ps(m, p); }
+};
+
+template <>
+struct Format<WeightFormat::bf16> {
+  using T = uint16_t;
+  // bf16 is the top half of an f32: zero-extend to 32 bits and shift up (exact).
+  static DS_INLINE __m512 widen(__m256i h) {
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+  static DS_INLINE __m512 load(const uint16_t* p) {
+    return widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static DS_INLINE __m512 load_tail(const uint16_t* p, __mmask16 m) {
+    return widen(_mm256_maskz_loadu_epi16(m, p));
+  }
+};
+
+template <>
+struct Format<WeightFormat::fp8_e4m3_block> {
+  using T = uint8_t;
+  // Sign-extend each byte to 32 bits and shift left by 20: exponent+mantissa land in bits 20..26
+  // (an f32 whose exponent field is the fp8 exponent), the sign in bit 31; the mask clears the
+  // sign copies in bits 27..30. The f32 equals fp8 · 2^-120 exactly, subnormals included, so
+  // multiplying by (scale · 2^120) gives the reference's fp8 · scale rounded once.
+  // Codes 0x7f/0xff are not special: they decode as ±480 (not NaN). Needs MXCSR.DAZ off.
+  static DS_INLINE __m512 widen(__m128i b) {
+    const __m512i v = _mm512_slli_epi32(_mm512_cvtepi8_epi32(b), 20);
+    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0x87f00000u))));
+  }
+  static DS_INLINE __m512 load(const uint8_t* p) {
+    return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  }
+  static DS_INLINE __m512 load_tail(const uint8_t* p, __mmask16 m) { return widen(_mm_maskz_loadu_epi8(m, p)); }
+};
+
+constexpr float kFp8Fold = 0x1p120f;  // undoes the 2^-120 of Format<fp8>::widen
+
+// Fixed reduction tree shared by every tile: (l + l+8), then (l + l+4), (l + l+2), (l + l+1).
+DS_INLINE float hsum16(__m512 v) {
+  const __m256 a = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
+  const __m128 b = _mm_add_ps(_mm256_castps256_ps128(a), _mm256_extractf128_ps(a, 1));
+  const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
+  const __m128 d = _mm_add_ss(c, _mm_movehdup_ps(c));
+  return _mm_cvtss_f32(d);
+}
+
+// How the 16 f32 lanes of a W chunk get their fp8 block scale; apply(j, wv) for W row j of the
+// tile, advance() after each chunk. All three give lane l of chunk c the factor
+// scale(row, column 16c + l) · 2^120 (or none), so which one a tile uses never changes a bit.
+struct NoScale {
+  DS_INLINE __m512 apply(int /*j*/, __m512 wv) const { return wv; }
+  DS_INLINE void advance() {}
+};
+
+// block_cols % 16 == 0: a chunk never straddles a k-block, so each W row needs one broadcast
+// factor per chunk, read from a per-tile table of folded scales.
+constexpr int64_t kMaxFoldedBlocks = 256;  // cols up to 256 k-blocks (32768 at block 128)
+
+template <int NR>
+struct BlockScale {
+  const float (*folded)[kMaxFoldedBlocks];  // [NR][scale_cols]: scale · 2^120
+  int64_t chunks_per_block;
+  int64_t kb = 0;
+  int64_t in_block = 0;
+  DS_INLINE __m512 apply(int j, __m512 wv) const { return _mm512_mul_ps(wv, _mm512_set1_ps(folded[j][kb])); }
+  DS_INLINE void advance() {
+    if (++in_block == chunks_per_block) {
+      in_block = 0;
+      ++kb;
+    }
+  }
+};
+
+// Any block shape (tiny test models): per-lane factors rebuilt for every chunk.
+template <int NR>
+struct LaneScale {
+  const float* srow[NR];  // each W row's scales: [scale_cols]
+  int64_t block_cols = 1;
+  int64_t cols = 0;
+  int64_t k0 = 0;
+  alignas(64) float sv[NR][kLanes];
+  void fill() {
+    for (int j = 0; j < NR; ++j) {
+      for (int l = 0; l < kLanes; ++l) {
+        const int64_t k = std::min(k0 + l, cols - 1);  // lanes past cols are zero-masked anyway
+        sv[j][l] = srow[j][k / block_cols] * kFp8Fold;
+      }
+    }
+  }
+  DS_INLINE __m512 apply(int j, __m512 wv) const { return _mm512_mul_ps(wv, _mm512_load_ps(sv[j])); }
+  void advance() {
+    k0 += kLanes;
+    fill();
+  }
+};
+
+// One 16-column chunk at k0 for an MR × NR tile.
+template <WeightFormat F, int MR, int NR, bool kTail, class Scale>
+DS_INLINE void chunk(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
+                     const typename Format<F>::T* const (&wr)[NR], int64_t k0, __mmask16 tail_mask,
+                     const Scale& scale) {
+  using Fm = Format<F>;
+  __m512 wv[NR];
+#pragma GCC unroll 8
+  for (int j = 0; j < NR; ++j) {
+    wv[j] = scale.apply(j, kTail ? Fm::load_tail(wr[j] + k0, tail_mask) : Fm::load(wr[j] + k0));
+  }
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i) {
+    const __m512 xv = kTail ? _mm512_maskz_loadu_ps(tail_mask, xr[i] + k0) : _mm512_loadu_ps(xr[i] + k0);
+#pragma GCC unroll 8
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
+  }
+}
+
+// All chunks of the row in order; the last one is zero-masked when cols % 16 != 0.
+template <WeightFormat F, int MR, int NR, class Scale>
+DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
+                          const typename Format<F>::T* const (&wr)[NR], int64_t cols, Scale& scale) {
+  const int64_t n_full = cols / kLanes;
+  const int rem = static_cast<int>(cols % kLanes);
+  const __mmask16 tail_mask = static_cast<__mmask16>((1u << rem) - 1u);
+  for (int64_t c = 0; c < n_full; ++c) {
+    if constexpr (MR == 1) {
+      // GEMV streams W from DRAM: keep the next lines of every W row in flight.
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; ++j) {
+        _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
+      }
+    }
+    chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
+    scale.advance();
+  }
+  if (rem != 0) chunk<F, MR, NR, true>(acc, xr, wr, n_full * kLanes, tail_mask, scale);
+}
+
+// y[i0 + i, n0 + j] for i < MR, j < NR. x points at row i0, y at row i0 (column 0).
+template <WeightFormat F, int MR, int NR>
+void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
+  using T = typename Format<F>::T;
+  const WeightMatrix& w = *a.w;
+  const int64_t cols = w.cols;
+  const float* xr[MR];
+  for (int i = 0; i < MR; ++i) xr[i] = x + i * a.ldx;
+  const T* wr[NR];
+  for (int j = 0; j < NR; ++j) wr[j] = static_cast<const T*>(w.data) + (n0 + j) * cols;
+
+  __m512 acc[MR][NR];
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+
+  if constexpr (F != WeightFormat::fp8_e4m3_block) {
+    NoScale none;
+    chunk_loop<F, MR, NR>(acc, xr, wr, cols, none);
+  } else {
+    const int64_t n_blocks = w.scale_cols();
+    const float* srow[NR];
+    for (int j = 0; j < NR; ++j) srow[j] = w.scales + ((n0 + j) / w.block_rows) * n_blocks;
+    if (w.block_cols % kLanes == 0 && n_blocks <= kMaxFoldedBlocks) {
+      alignas(64) float folded[NR][kMaxFoldedBlocks];
+      for (int j = 0; j < NR; ++j)
+        for (int64_t b = 0; b < n_blocks; ++b) folded[j][b] = srow[j][b] * kFp8Fold;
+      BlockScale<NR> scale{folded, w.block_cols / kLanes};
+      chunk_loop<F, MR, NR>(acc, xr, wr, cols, scale);
+    } else {
+      LaneScale<NR> scale;
+      for (int j = 0; j < NR; ++j) scale.srow[j] = srow[j];
+      scale.block_cols = w.block_cols;
+      scale.cols = cols;
+      scale.fill();
+      chunk_loop<F, MR, NR>(acc, xr, wr, cols, scale);
+    }
+  }
+
+  for (int i = 0; i < MR; ++i)
+    for (int j = 0; j < NR; ++j) y[i * a.ldy + n0 + j] = hsum16(acc[i][j]);
+}
+
+// All W rows [n_begin, n_end) against MR rows of x: full NR tiles, then single rows.
+template <WeightFormat F, int MR, int NR>
+void row_strip(const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y) {
+  int64_t n = n_begin;
+  for (; n + NR <= n_end; n += NR) tile<F, MR, NR>(a, x, n, y);
+  for (; n < n_end; ++n) tile<F, MR, 1>(a, x, n, y);
+}
+
+template <WeightFormat F>
+void strip_for_rows(int mr, const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y) {
+  constexpr int NR = kAvx512TileN;
+  switch (mr) {
+    case 1: row_strip<F, 1, NR>(a, x, n_begin, n_end, y); break;
+    case 2: row_strip<F, 2, NR>(a, x, n_begin, n_end, y); break;
+    case 3: row_strip<F, 3, NR>(a, x, n_begin, n_end, y); break;
+    case 4: row_strip<F, 4, NR>(a, x, n_begin, n_end, y); break;
+    case 5: row_strip<F, 5, NR>(a, x, n_begin, n_end, y); break;
+    default: row_strip<F, 6, NR>(a, x, n_begin, n_end, y); break;
+  }
+}
+static_assert(kAvx512TileM == 6, "strip_for_rows handles heights 1..6");
+
+template <WeightFormat F>
+void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  using T = typename Format<F>::T;
+  if (a.m == 1) {
+    row_strip<F, 1, kAvx512GemvTileN>(a, a.x, n_begin, n_end, a.y);
+    return;
+  }
+  // Cache blocking: a panel of x rows (~3 MiB, L3) is swept against blocks of W rows (~384 KiB,
+  // L2) so W is re-read from DRAM once per panel and x from L3 once per W block.
+  const int64_t row_bytes = std::max<int64_t>(1, a.w->cols * static_cast<int64_t>(sizeof(T)));
+  const int64_t block_n = std::max<int64_t>(kAvx512TileN, (int64_t{384} << 10) / row_bytes / kAvx512TileN * kAvx512TileN);
+  const int64_t x_row_bytes = std::max<int64_t>(1, a.w->cols * 4);
+  const int64_t panel_m = std::max<int64_t>(kAvx512TileM, (int64_t{3} << 20) / x_row_bytes / kAvx512TileM * kAvx512TileM);
+  for (int64_t mb = 0; mb < a.m; mb += panel_m) {
+    const int64_t me = std::min(a.m, mb + panel_m);
+    for (int64_t nb = n_begin; nb < n_end; nb += block_n) {
+      const int64_t ne = std::min(n_end, nb + block_n);
+      for (int64_t i0 = mb; i0 < me; i0 += kAvx512TileM) {
+        const int mr = static_cast<int>(std::min<int64_t>(kAvx512TileM, me - i0));
+        strip_for_rows<F>(mr, a, a.x + i0 * a.ldx, nb, ne, a.y + i0 * a.ldy);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void matmul_cols_avx512(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
+  if (args.m <= 0 || n_begin >= n_end) return;
+  switch (args.w->format) {
+    case WeightFormat::f32: run<WeightFormat::f32>(args, n_begin, n_end); break;
+    case WeightFormat::bf16: run<WeightFormat::bf16>(args, n_begin, n_end); break;
+    case WeightFormat::fp8_e4m3_block: run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end); break;
+  }
+}
+
+}  // namespace ds

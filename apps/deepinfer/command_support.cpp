@@ -1,0 +1,40 @@
+#include "command_support.h"
+
+#include <cstdio>
+#include <thread>
+
+namespace ds::cli {
+
+Result<Isa> parse_isa_option(const std::string& value) {
+  if (value == "auto") return best_isa();
+  const std::optional<Isa> isa = isa_from_name(value);
+  if (!isa) {
+    return Status(ErrorCode::invalid_argument, "--isa: '" + value + "' is not auto, reference, avx2 or avx512");
+  }
+  if (!isa_supported(*isa)) {
+    return Status(ErrorCode::invalid_argument, "--isa: this CPU does not support " + value);
+  }
+  return *isa;
+}
+
+int resolve_threads(int requested) {
+  if (requested > 0) return requested;
+  const unsigned hw = std::thread::hardware_concurrency();
+  return hw == 0 ? 1 : static_cast<int>(hw);
+}
+
+int report_error(const std::string& command, const Status& status) {
+  std::string line = status.to_string();
+  for (char& c : line) {
+    if (c == '\n') c = ' ';  // one line, whatever the message
+  }
+  std::fprintf(stderr, "deepinfer %s: error: %s\n", command.c_str(), line.c_str());
+  return 1;
+}
+
+int report_usage_error(const std::string& command, const std::string& message) {
+  std::fprintf(stderr, "deepinfer %s: usage error: %s\n", command.c_str(), message.c_str());
+  return 2;
+}
+
+}  // namespace ds::cli

@@ -1,0 +1,23 @@
+// Small pieces every model command shares: the --isa/--threads options and the one-line error.
+#pragma once
+
+#include <string>
+
+#include "base/status.h"
+#include "kernels/isa.h"
+
+namespace ds::cli {
+
+// "auto" -> best_isa(); "reference" | "avx2" | "avx512" -> that path if this CPU has it.
+// invalid_argument otherwise.
+Result<Isa> parse_isa_option(const std::string& value);
+
+// Threads for --threads 0 (default): the machine's hardware threads.
+int resolve_threads(int requested);
+
+// Prints "deepinfer <command>: error: <code>: <message>" on one line to stderr; returns 1.
+int report_error(const std::string& command, const Status& status);
+// For usage errors found after CLI11's parse (bad --ids, --prefill out of range): exit code 2.
+int report_usage_error(const std::string& command, const std::string& message);
+
+}  // namespace ds::cli

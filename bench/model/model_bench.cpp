@@ -1,0 +1,212 @@
+// model_bench: decode tok/s at batch 1 and prefill tok/s of a DeepSeek-V3-family checkpoint,
+// each against its roofline from machine peaks measured in the same run:
+//   decode roofline  = read bandwidth / bytes of active weights per token (stored precision)
+//   prefill roofline = fp32 FMA peak / FLOPs per prompt token
+//   model_bench --model DIR [--threads N] [--isa avx512] [--prompt 512] [--decode-steps 32] [--quick]
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "active_weights.h"
+#include "base/clock.h"
+#include "kernels/isa.h"
+#include "machine/bench_timing.h"
+#include "machine/peaks.h"
+#include "model/deepseek_v3.h"
+
+namespace {
+
+using ds::bench::ActiveWeights;
+
+constexpr double kMB = 1e6;
+
+struct BenchArgs {
+  std::string model_dir;
+  int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::string isa_name;
+  int64_t prompt_len = 512;
+  int64_t decode_prompt_len = 16;
+  int decode_steps = 32;
+  int decode_warmup_steps = 2;
+  int prefill_runs = 3;
+  bool quick = false;
+  uint64_t seed = 42;
+};
+
+// Prompt tokens drawn uniformly from the vocabulary with a fixed seed (the speed of a forward
+// does not depend on which ids, only on how many and which experts they route to).
+std::vector<int32_t> random_tokens(int64_t n, int vocab, uint64_t seed) {
+  std::vector<int32_t> t(static_cast<size_t>(n));
+  uint64_t s = seed;
+  for (auto& id : t) {
+    s = s * 6364136223846793005ull + 1442695040888963407ull;
+    id = static_cast<int32_t>((s >> 33) % static_cast<uint64_t>(vocab));
+  }
+  return t;
+}
+
+int32_t argmax_row(const ds::TensorF32& logits, int64_t row) {
+  const int64_t vocab = logits.shape()[logits.shape().rank - 1];
+  const float* p = logits.data() + row * vocab;
+  return static_cast<int32_t>(std::max_element(p, p + vocab) - p);
+}
+
+void check(const ds::Status& s, const char* what) {
+  if (!s.ok()) throw std::runtime_error(fmt::format("{}: {}", what, s.to_string()));
+}
+
+std::vector<ds::bench::TensorInfo> tensor_infos(const ds::Checkpoint& ckpt) {
+  std::vector<ds::bench::TensorInfo> v;
+  for (const ds::TensorEntry* e : ckpt.tensors()) {
+    v.push_back({e->name, e->dtype, e->shape, static_cast<int64_t>(e->nbytes)});
+  }
+  return v;
+}
+
+std::string dtype_census(const ds::Checkpoint& ckpt) {
+  std::map<std::string, std::pair<int, double>> by_dtype;
+  for (const ds::TensorEntry* e : ckpt.tensors()) {
+    auto& [n, bytes] = by_dtype[std::string(ds::dtype_name(e->dtype))];
+    ++n;
+    bytes += static_cast<double>(e->nbytes);
+  }
+  std::string s;
+  for (const auto& [name, nb] : by_dtype) {
+    s += fmt::format("{}{} x{} ({:.0f} MB)", s.empty() ? "" : ", ", name, nb.first, nb.second / kMB);
+  }
+  return s;
+}
+
+int run(const BenchArgs& args) {
+  // 1. Peaks of this machine, now (the rooflines' denominators).
+  ds::bench::PeakOptions popt = ds::bench::quick_peak_options();
+  const ds::bench::MachinePeaks peaks = ds::bench::measure_peaks(args.n_threads, popt);
+  const double read_gbps = peaks.read_gbps.peak_at(args.n_threads);
+  const double fma_gflops = peaks.fp32_fma_gflops().peak_at(args.n_threads);
+  fmt::print("CPU: {} [{}]\n{}\n", peaks.cpu.brand, peaks.cpu.summary(), ds::bench::format_roofline_line(peaks));
+
+  // 2. The model.
+  ds::ModelOptions mopt;
+  mopt.isa = ds::best_isa();
+  if (!args.isa_name.empty()) {
+    const auto isa = ds::isa_from_name(args.isa_name);
+    if (!isa || !ds::isa_supported(*isa)) throw std::runtime_error("ISA not available: " + args.isa_name);
+    mopt.isa = *isa;
+  }
+  mopt.n_threads = args.n_threads;
+  mopt.max_seq_len = std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
+  const double t_load = ds::now_seconds();
+  auto loaded = ds::DeepSeekV3::load(args.model_dir, mopt);
+  check(loaded.status(), "loading the model");
+  std::unique_ptr<ds::DeepSeekV3> model = std::move(loaded).value();
+  const ds::ModelConfig& cfg = model->config();
+  fmt::print("model: {} ({}, {} layers, hidden {}, {} routed experts top-{}, {} shared, vocab {}), loaded in {:.1f} s\n",
+             args.model_dir, cfg.model_type, cfg.num_hidden_layers, cfg.hidden_size, cfg.n_routed_experts,
+             cfg.num_experts_per_tok, cfg.n_shared_experts, cfg.vocab_size, ds::now_seconds() - t_load);
+  fmt::print("tensors: {}\n", dtype_census(model->checkpoint()));
+  fmt::print("run: isa {}, {} threads, seed {}\n\n", ds::isa_name(mopt.isa), args.n_threads, args.seed);
+
+  const ActiveWeights aw = ds::bench::count_active_weights(tensor_infos(model->checkpoint()), cfg);
+
+  // 3. Warm-up prefill: faults the memory-mapped weights in (nearly every expert gets routed to).
+  ds::LogitsOutput out;
+  {
+    const auto warm = random_tokens(args.quick ? 64 : args.prompt_len, cfg.vocab_size, args.seed + 7);
+    auto seq = model->new_sequence();
+    const ds::ForwardRequest req{seq.get(), warm, false};
+    check(model->forward({&req, 1}, out), "warm-up prefill");
+  }
+
+  // 4. Prefill: one forward over a prompt_len-token prompt, fresh sequence each run.
+  const auto prompt = random_tokens(args.prompt_len, cfg.vocab_size, args.seed);
+  std::vector<double> prefill_s;
+  for (int r = 0; r < args.prefill_runs; ++r) {
+    auto seq = model->new_sequence();
+    const ds::ForwardRequest req{seq.get(), prompt, false};
+    const double t0 = ds::now_seconds();
+    check(model->forward({&req, 1}, out), "prefill");
+    prefill_s.push_back(ds::now_seconds() - t0);
+  }
+  const double prefill_median_s = ds::bench::median_of(prefill_s);
+  const double prefill_tok_s = static_cast<double>(args.prompt_len) / prefill_median_s;
+
+  // 5. Decode at batch 1 after a short prompt, greedy; each step timed on its own.
+  auto seq = model->new_sequence();
+  const auto short_prompt = random_tokens(args.decode_prompt_len, cfg.vocab_size, args.seed + 1);
+  {
+    const ds::ForwardRequest req{seq.get(), short_prompt, false};
+    check(model->forward({&req, 1}, out), "decode prompt");
+  }
+  std::vector<double> step_s;
+  int32_t next = argmax_row(out.logits, 0);
+  for (int i = 0; i < args.decode_warmup_steps + args.decode_steps; ++i) {
+    const ds::ForwardRequest req{seq.get(), std::span<const int32_t>(&next, 1), false};
+    const double t0 = ds::now_seconds();
+    check(model->forward({&req, 1}, out), "decode step");
+    const double dt = ds::now_seconds() - t0;
+    if (i >= args.decode_warmup_steps) step_s.push_back(dt);
+    next = argmax_row(out.logits, 0);
+  }
+  const double step_median_s = ds::bench::median_of(step_s);
+  const double decode_tok_s = 1.0 / step_median_s;
+
+  // 6. Rooflines.
+  const int64_t mid_ctx = args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps / 2;
+  const double kv_bytes = ds::bench::latent_cache_bytes(cfg, mid_ctx);
+  const double decode_bytes = aw.total_bytes() + kv_bytes;
+  const double decode_roofline = read_gbps * 1e9 / decode_bytes;
+  const double attn_flops = ds::bench::mla_attention_flops_per_token(cfg, args.prompt_len);
+  const double prefill_flops =
+      2.0 * aw.body_params + 2.0 * aw.head_params / static_cast<double>(args.prompt_len) + attn_flops;
+  const double prefill_roofline = fma_gflops * 1e9 / prefill_flops;
+
+  fmt::print("decode bytes per token (stored precision incl. scales; MTP layer excluded, {} tensors):\n",
+             aw.n_mtp_tensors_excluded);
+  fmt::print("  attention {:.1f} MB | dense MLP + shared experts + gates {:.1f} MB | routed experts (top-{} of {}) {:.1f} MB\n",
+             aw.attention_bytes / kMB, aw.dense_bytes / kMB, cfg.num_experts_per_tok, cfg.n_routed_experts,
+             aw.routed_bytes / kMB);
+  fmt::print("  head {:.1f} MB | norms + embedding row {:.2f} MB | latent cache at ctx {} {:.2f} MB | total {:.1f} MB\n",
+             aw.head_bytes / kMB, aw.other_bytes / kMB, mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
+  if (aw.n_unclassified > 0) fmt::print("  note: {} tensors matched no rule (counted in full)\n", aw.n_unclassified);
+  fmt::print("prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP = {:.3f} GFLOP\n\n",
+             aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9, prefill_flops / 1e9);
+
+  fmt::print("{:<34} {:>10} {:>12} {:>14} {:>10} {:>8}\n", "", "tok/s", "ms/token", "roofline tok/s", "achieved", "target");
+  fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
+             fmt::format("decode, batch 1 (median of {})", step_s.size()), decode_tok_s, step_median_s * 1e3,
+             decode_roofline, 100.0 * decode_tok_s / decode_roofline, ">= 75%");
+  fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
+             fmt::format("prefill {} tokens (median of {})", args.prompt_len, prefill_s.size()), prefill_tok_s,
+             prefill_median_s * 1e3 / static_cast<double>(args.prompt_len), prefill_roofline,
+             100.0 * prefill_tok_s / prefill_roofline, ">= 50%");
+  fmt::print("  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs fp32 FMA peak {:.1f} GFLOP/s\n",
+             decode_bytes * decode_tok_s / 1e9, read_gbps, prefill_flops * prefill_tok_s / 1e9, fma_gflops);
+  const auto [mn, mx] = std::minmax_element(step_s.begin(), step_s.end());
+  fmt::print("  decode step spread: min {:.2f} ms, max {:.2f} ms\n", *mn * 1e3, *mx * 1e3);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  BenchArgs args;
+  CLI::App app{"Decode and prefill throughput of a checkpoint against its machine roofline"};
+  app.add_option("--model", args.model_dir, "checkpoint directory (deepinfer make-model --preset bench)")->required();
+  app.add_option("--threads", args.n_threads, "threads")->check(CLI::Range(1, 1024));
+  app.add_option("--isa", args.isa_name, "kernel path (default: best the CPU has)");
+  app.add_option("--prompt", args.prompt_len, "prefill prompt length")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--decode-steps", args.decode_steps, "timed decode steps (median)")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--prefill-runs", args.prefill_runs, "timed prefill runs (median)")->check(CLI::Range(1, 100));
+  app.add_flag("--quick", args.quick, "one prefill run, short warm-up, quick peaks");
+  app.add_option("--seed", args.seed, "seed of the prompt tokens");
+  CLI11_PARSE(app, argc, argv);
+  if (args.quick) args.prefill_runs = 1;
+  return run(args);
+} catch (const std::exception& e) {
+  fmt::print(stderr, "model_bench: {}\n", e.what());
+  return 1;
+}

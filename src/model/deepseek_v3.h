@@ -1,0 +1,78 @@
+// DeepSeek-V3 (and V2-style q_proj variants): embedding, decoder layers (MLA + dense/MoE), final
+// norm, lm_head, and the MTP layer, loaded from a Hugging Face checkpoint directory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/batch_layout.h"
+#include "model/decoder_layer.h"
+#include "model/embedding.h"
+#include "model/linear.h"
+#include "model/model_options.h"
+#include "model/model_runner.h"
+#include "model/mtp.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+class DeepSeekV3 final : public ModelRunner {
+ public:
+  // Opens DIR (config.json + safetensors), validates every tensor's dtype and shape (errors name
+  // the tensor) and builds the layers. Weights stay memory-mapped in their stored precision.
+  static Result<std::unique_ptr<DeepSeekV3>> load(const std::string& dir, const ModelOptions& opts);
+  // Same from an already opened checkpoint and parsed config (tests build configs in memory).
+  static Result<std::unique_ptr<DeepSeekV3>> load(Checkpoint ckpt, const ModelConfig& cfg,
+                                                  const ModelOptions& opts);
+
+  const ModelConfig& config() const override { return cfg_; }
+  const ModelOptions& options() const { return opts_; }
+  const Checkpoint& checkpoint() const { return ckpt_; }
+  std::unique_ptr<SequenceState> new_sequence() const override;
+  Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) override;
+  bool has_mtp() const override { return mtp_.has_value(); }
+  Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
+
+ private:
+  DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts);
+  Status build();
+  // Checks ids, lengths and duplicates; fills chunks_/pos_ for the rows of the batch.
+  Status plan_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
+                    bool mtp);
+
+  Checkpoint ckpt_;  // owns the mappings every WeightMatrix points into
+  ModelConfig cfg_;
+  ModelOptions opts_;
+  std::unique_ptr<ThreadPool> pool_;
+  ForwardContext ctx_;
+  MlaDims dims_;
+  std::vector<float> inv_freq_;  // RoPE frequencies [qk_rope_head_dim / 2]
+  Embedding embed_;
+  std::vector<DecoderLayer> layers_;
+  std::vector<float> final_norm_;
+  std::optional<Linear> lm_head_;
+  WeightMatrix head_;  // lm_head_->w, or the embedding with tie_word_embeddings
+  std::optional<MtpLayer> mtp_;
+
+  // Per-forward bookkeeping and scratch, reused (no allocation in steady decode).
+  std::vector<SeqChunk> chunks_;
+  std::vector<int32_t> pos_;
+  std::vector<LatentCache*> caches_;
+  std::vector<SequenceState*> seqs_;
+  std::vector<std::span<const int32_t>> tokens_;
+  std::vector<int32_t> flat_tokens_;
+  TensorF32 x_;       // [n_rows, hidden] residual stream
+  TensorF32 sel_;     // [n_out_rows, hidden] rows that produce logits
+  TensorF32 normed_;  // [n_out_rows, hidden]
+  LayerScratch layer_scratch_;
+  MtpScratch mtp_scratch_;
+};
+
+}  // namespace ds

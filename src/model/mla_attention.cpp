@@ -1,0 +1,216 @@
+#include "model/mla_attention.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "base/assert.h"
+#include "kernels/attention.h"
+#include "kernels/matmul.h"
+#include "kernels/norm.h"
+#include "kernels/rope.h"
+
+namespace ds {
+
+MlaDims MlaDims::from_config(const ModelConfig& c) {
+  MlaDims d;
+  d.hidden = c.hidden_size;
+  d.n_heads = c.num_attention_heads;
+  d.q_lora_rank = c.q_lora_rank;
+  d.kv_lora_rank = c.kv_lora_rank;
+  d.qk_nope = c.qk_nope_head_dim;
+  d.qk_rope = c.qk_rope_head_dim;
+  d.v_head = c.v_head_dim;
+  d.eps = static_cast<float>(c.rms_norm_eps);
+  // numerics.md: scale = (qk_nope + qk_rope)^-½ · m², m = 0.1·mscale_all_dim·ln(factor) + 1 when
+  // YaRN is on (independent of any runtime length).
+  double scale = 1.0 / std::sqrt(static_cast<double>(d.qk_head()));
+  const RopeScaling& rs = c.rope_scaling;
+  if (rs.type == "yarn" && rs.mscale_all_dim > 0 && rs.factor > 1) {
+    const double m = 0.1 * rs.mscale_all_dim * std::log(rs.factor) + 1.0;
+    scale *= m * m;
+  }
+  d.softmax_scale = static_cast<float>(scale);
+  return d;
+}
+
+Result<MlaAttention> MlaAttention::load(const Checkpoint& ckpt, const std::string& prefix,
+                                        const MlaDims& d, int block) {
+  MlaAttention a;
+  a.dims_ = d;
+  const int64_t q_out = d.n_heads * d.qk_head();
+  if (d.q_lora_rank > 0) {
+    DS_ASSIGN_OR_RETURN(a.q_a_, load_linear_layer(ckpt, prefix + ".q_a_proj", d.q_lora_rank, d.hidden, block));
+    DS_ASSIGN_OR_RETURN(a.q_a_norm_, load_f32(ckpt, prefix + ".q_a_layernorm.weight", Shape{d.q_lora_rank}));
+    DS_ASSIGN_OR_RETURN(a.q_b_, load_linear_layer(ckpt, prefix + ".q_b_proj", q_out, d.q_lora_rank, block));
+  } else {
+    DS_ASSIGN_OR_RETURN(a.q_, load_linear_layer(ckpt, prefix + ".q_proj", q_out, d.hidden, block));
+  }
+  DS_ASSIGN_OR_RETURN(a.kv_a_, load_linear_layer(ckpt, prefix + ".kv_a_proj_with_mqa", d.latent_row(),
+                                                 d.hidden, block));
+  DS_ASSIGN_OR_RETURN(a.kv_a_norm_, load_f32(ckpt, prefix + ".kv_a_layernorm.weight", Shape{d.kv_lora_rank}));
+  const int64_t per_head = d.qk_nope + d.v_head;
+  DS_ASSIGN_OR_RETURN(Linear kv_b, load_linear_layer(ckpt, prefix + ".kv_b_proj", d.n_heads * per_head,
+                                                     d.kv_lora_rank, block));
+  DS_ASSIGN_OR_RETURN(a.o_, load_linear_layer(ckpt, prefix + ".o_proj", d.hidden, d.n_heads * d.v_head, block));
+
+  a.kv_b_f32_ = dequantize_to_f32(kv_b.w);
+  a.kv_b_ = WeightMatrix{WeightFormat::f32, a.kv_b_f32_.data(), d.n_heads * per_head, d.kv_lora_rank};
+  const int64_t C = d.kv_lora_rank;
+  a.w_uk_t_f32_.resize(static_cast<size_t>(d.n_heads * C * d.qk_nope));
+  for (int64_t h = 0; h < d.n_heads; ++h) {
+    const float* w_uk = a.kv_b_f32_.data() + h * per_head * C;  // [qk_nope, C]
+    float* w_t = a.w_uk_t_f32_.data() + h * C * d.qk_nope;       // [C, qk_nope]
+    for (int64_t j = 0; j < d.qk_nope; ++j)
+      for (int64_t c = 0; c < C; ++c) w_t[c * d.qk_nope + j] = w_uk[j * C + c];
+  }
+  for (int64_t h = 0; h < d.n_heads; ++h) {
+    a.w_uk_t_.push_back(WeightMatrix{WeightFormat::f32, a.w_uk_t_f32_.data() + h * C * d.qk_nope, C, d.qk_nope});
+    a.w_uv_.push_back(WeightMatrix{WeightFormat::f32, a.kv_b_f32_.data() + (h * per_head + d.qk_nope) * C,
+                                   d.v_head, C});
+  }
+  return a;
+}
+
+void MlaAttention::forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
+                           const std::vector<float>& inv_freq, const float* x, MlaScratch& s,
+                           float* out) const {
+  const MlaDims& d = dims_;
+  const int64_t T = batch.n_rows;
+  const int64_t q_row = d.n_heads * d.qk_head();
+  const int64_t L = d.latent_row();
+
+  // q: [T, n_heads, qk_nope + qk_rope]
+  s.q.reshape(Shape{T, q_row});
+  if (d.q_lora_rank > 0) {
+    s.cq.reshape(Shape{T, d.q_lora_rank});  // cq: [T, q_lora_rank]
+    linear(ctx, q_a_.w, x, T, d.hidden, s.cq.data(), d.q_lora_rank);
+    rmsnorm(ctx.isa, s.cq.data(), T, d.q_lora_rank, d.q_lora_rank, q_a_norm_.data(), d.eps, s.cq.data(),
+            d.q_lora_rank);
+    linear(ctx, q_b_.w, s.cq.data(), T, d.q_lora_rank, s.q.data(), q_row);
+  } else {
+    linear(ctx, q_.w, x, T, d.hidden, s.q.data(), q_row);
+  }
+  // kv: [T, kv_lora_rank | qk_rope] -> normalised c_kv and RoPE'd k_pe, the cache row.
+  s.kv.reshape(Shape{T, L});
+  linear(ctx, kv_a_.w, x, T, d.hidden, s.kv.data(), L);
+  rmsnorm(ctx.isa, s.kv.data(), T, d.kv_lora_rank, L, kv_a_norm_.data(), d.eps, s.kv.data(), L);
+  rope_interleaved(ctx.isa, s.kv.data(), T, L, 1, L, d.kv_lora_rank, batch.pos, inv_freq);
+  rope_interleaved(ctx.isa, s.q.data(), T, q_row, d.n_heads, d.qk_head(), d.qk_nope, batch.pos, inv_freq);
+
+  for (size_t i = 0; i < batch.chunks.size(); ++i) {
+    const SeqChunk& c = batch.chunks[i];
+    LatentCache* cache = batch.caches[i];
+    DS_ASSERT(cache->n_rows() == c.pos_begin, "latent cache length must equal the chunk's first position");
+    float* dst = cache->append_rows(c.n_rows);
+    std::memcpy(dst, s.kv.row(c.row_begin), static_cast<size_t>(c.n_rows * L) * sizeof(float));
+  }
+
+  s.o.reshape(Shape{T, d.n_heads * d.v_head});
+  if (mode == MlaMode::absorbed) {
+    attend_absorbed(ctx, batch, s);
+  } else {
+    attend_plain(ctx, batch, s);
+  }
+  linear(ctx, o_.w, s.o.data(), T, d.n_heads * d.v_head, out, d.hidden);
+}
+
+void MlaAttention::attend_absorbed(const ForwardContext& ctx, const AttentionBatch& batch,
+                                   MlaScratch& s) const {
+  const MlaDims& d = dims_;
+  const int64_t T = batch.n_rows;
+  const int64_t C = d.kv_lora_rank;
+  const int64_t L = d.latent_row();
+  const int64_t q_row = d.n_heads * d.qk_head();
+  // q_lat[t, h] = [q_nope[t, h] · W_uk,h | q_pe[t, h]]: row-wise, so all sequences at once; one
+  // head per task keeps each head's product on one thread in a fixed order.
+  s.q_lat.reshape(Shape{T, d.n_heads * L});
+  ctx.pool->parallel_for(d.n_heads, [&](int64_t h) {
+    MatmulArgs a;
+    a.x = s.q.data() + h * d.qk_head();
+    a.m = T;
+    a.ldx = q_row;
+    a.w = &w_uk_t_[static_cast<size_t>(h)];
+    a.y = s.q_lat.data() + h * L;
+    a.ldy = d.n_heads * L;
+    matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, C);
+    for (int64_t t = 0; t < T; ++t) {
+      std::memcpy(s.q_lat.data() + t * d.n_heads * L + h * L + C,
+                  s.q.data() + t * q_row + h * d.qk_head() + d.qk_nope,
+                  static_cast<size_t>(d.qk_rope) * sizeof(float));
+    }
+  });
+  // o_lat: [T, n_heads, C]
+  s.o_lat.reshape(Shape{T, d.n_heads * C});
+  for (size_t i = 0; i < batch.chunks.size(); ++i) {
+    const SeqChunk& c = batch.chunks[i];
+    const LatentCache* cache = batch.caches[i];
+    MlaAbsorbedArgs a;
+    a.q = s.q_lat.row(c.row_begin);
+    a.n_q = c.n_rows;
+    a.q_pos = batch.pos + c.row_begin;
+    a.cache = cache->data();
+    a.n_ctx = cache->n_rows();
+    a.n_heads = static_cast<int>(d.n_heads);
+    a.latent_dim = static_cast<int>(C);
+    a.rope_dim = static_cast<int>(d.qk_rope);
+    a.scale = d.softmax_scale;
+    a.out = s.o_lat.row(c.row_begin);
+    mla_attention_absorbed(ctx.isa, *ctx.pool, a);
+  }
+  // o[t, h] = W_uv,h · o_lat[t, h]
+  ctx.pool->parallel_for(d.n_heads, [&](int64_t h) {
+    MatmulArgs a;
+    a.x = s.o_lat.data() + h * C;
+    a.m = T;
+    a.ldx = d.n_heads * C;
+    a.w = &w_uv_[static_cast<size_t>(h)];
+    a.y = s.o.data() + h * d.v_head;
+    a.ldy = d.n_heads * d.v_head;
+    matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, d.v_head);
+  });
+}
+
+void MlaAttention::attend_plain(const ForwardContext& ctx, const AttentionBatch& batch,
+                                MlaScratch& s) const {
+  const MlaDims& d = dims_;
+  const int64_t C = d.kv_lora_rank;
+  const int64_t L = d.latent_row();
+  const int64_t per_head = d.qk_nope + d.v_head;
+  for (size_t i = 0; i < batch.chunks.size(); ++i) {
+    const SeqChunk& c = batch.chunks[i];
+    const LatentCache* cache = batch.caches[i];
+    const int64_t n_ctx = cache->n_rows();
+    // kv_up: [n_ctx, n_heads, qk_nope + v_head] = c_kv · W_kvbᵀ over the whole context.
+    s.kv_up.reshape(Shape{n_ctx, d.n_heads * per_head});
+    linear(ctx, kv_b_, cache->data(), n_ctx, L, s.kv_up.data(), d.n_heads * per_head);
+    s.k.reshape(Shape{n_ctx, d.n_heads * d.qk_head()});
+    s.v.reshape(Shape{n_ctx, d.n_heads * d.v_head});
+    s.kv_pos.resize(static_cast<size_t>(n_ctx));
+    for (int64_t j = 0; j < n_ctx; ++j) {
+      s.kv_pos[static_cast<size_t>(j)] = static_cast<int32_t>(j);
+      for (int64_t h = 0; h < d.n_heads; ++h) {
+        const float* up = s.kv_up.row(j) + h * per_head;
+        float* k = s.k.row(j) + h * d.qk_head();
+        std::memcpy(k, up, static_cast<size_t>(d.qk_nope) * sizeof(float));
+        std::memcpy(k + d.qk_nope, cache->row(j) + C, static_cast<size_t>(d.qk_rope) * sizeof(float));
+        std::memcpy(s.v.row(j) + h * d.v_head, up + d.qk_nope, static_cast<size_t>(d.v_head) * sizeof(float));
+      }
+    }
+    MhaArgs a;
+    a.q = s.q.row(c.row_begin);
+    a.n_q = c.n_rows;
+    a.q_pos = batch.pos + c.row_begin;
+    a.k = s.k.data();
+    a.v = s.v.data();
+    a.n_kv = n_ctx;
+    a.kv_pos = s.kv_pos.data();
+    a.n_heads = static_cast<int>(d.n_heads);
+    a.qk_dim = static_cast<int>(d.qk_head());
+    a.v_dim = static_cast<int>(d.v_head);
+    a.scale = d.softmax_scale;
+    a.out = s.o.row(c.row_begin);
+    mha_attention(ctx.isa, *ctx.pool, a);
+  }
+}
+
+}  // namespace ds

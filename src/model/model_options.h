@@ -1,0 +1,28 @@
+// Run-time choices of the model that the checkpoint does not fix (numerics.md records the defaults).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/isa.h"
+
+namespace ds {
+
+// Absorbed MLA (q_nope·W_uk against the latent cache, W_uv after) is the default for prefill and
+// decode: every token then runs the same arithmetic whatever the chunking, which the engine's
+// batch invariance relies on. Plain (K/V up-projected from the cache, standard multi-head
+// attention) is kept as a cross-check.
+enum class MlaMode { absorbed, plain };
+
+// Which hidden state of the main model feeds the MTP layer's hnorm (numerics.md, MTP):
+// post_norm = after the final RMSNorm (vLLM/SGLang), pre_norm = the residual stream before it.
+enum class MtpInput { post_norm, pre_norm };
+
+struct ModelOptions {
+  Isa isa = Isa::reference;
+  int n_threads = 1;
+  MlaMode mla_mode = MlaMode::absorbed;
+  MtpInput mtp_input = MtpInput::post_norm;
+  int64_t max_seq_len = 4096;  // per sequence; longer is model_bad_input
+};
+
+}  // namespace ds

@@ -1,0 +1,40 @@
+// `deepinfer make-model`: writes a random-weight DeepSeek checkpoint in the real Hugging Face
+// layout: config.json, sharded safetensors with model.safetensors.index.json, and the tokenizer
+// files. Same options (seed included) → byte-identical files, whatever the thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "tensor_plan.h"
+#include "weights/model_config.h"
+
+namespace ds::modelgen {
+
+struct MakeModelOptions {
+  std::string arch = "deepseek_v3";
+  std::string preset = "tiny";   // tiny | small | bench
+  bool fp8 = false;              // F8_E4M3 Linear weights with 128×128 F32 scales
+  uint64_t seed = 0;
+  std::string out_dir;
+  std::string tokenizer_dir;     // holds tokenizer.json and tokenizer_config.json
+};
+
+struct MakeModelReport {
+  ModelConfig config;
+  ModelBytes bytes;
+  size_t n_tensors = 0;  // scale tensors included
+  int n_shards = 0;
+};
+
+// Upper bound on one shard's tensor bytes for a preset (several shards even for tiny, so the
+// sharded loading path is always exercised).
+size_t shard_bytes_for_preset(const std::string& preset);
+
+// Creates out_dir if needed and overwrites the files it writes. Errors: invalid_argument (arch,
+// preset), not_found (tokenizer dir/files), io_error (writing).
+Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& pool);
+
+}  // namespace ds::modelgen

@@ -1,0 +1,21 @@
+// Model shapes that `deepinfer make-model` can generate (docs/models.md lists the exact values).
+// tiny: CI tests (tens of MB, seconds); small: dims >= 256 so FP8 has several 128×128 blocks per
+// matrix; bench: a V2-Lite-width model of a few GB for performance work.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "weights/model_config.h"
+
+namespace ds::modelgen {
+
+// The preset's DeepSeek-V3 config (model_type deepseek_v3, vocab 129280 so the real tokenizer
+// works). `fp8` adds quantization_config {fp8, e4m3, dynamic, [128, 128]}.
+// Unknown name: invalid_argument naming the accepted presets.
+Result<ModelConfig> deepseek_v3_preset(std::string_view preset, bool fp8);
+
+std::vector<std::string_view> preset_names();
+
+}  // namespace ds::modelgen

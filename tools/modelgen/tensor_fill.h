@@ -1,0 +1,23 @@
+// Produces the stored bytes of one planned tensor from (seed, name): BF16/F32 values, or FP8
+// codes plus their block scales. Work is split over the pool; the bytes do not depend on it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "tensor_plan.h"
+
+namespace ds::modelgen {
+
+struct FilledTensor {
+  std::vector<uint8_t> bytes;        // spec.dtype, row-major
+  std::vector<uint8_t> scale_bytes;  // F32 weight_scale_inv, only when spec.block_quantized()
+};
+
+// Value of element `index` before storage rounding (InitKind decides the distribution).
+float init_value(const TensorSpec& spec, uint64_t key, uint64_t index);
+
+FilledTensor fill_tensor(const TensorSpec& spec, uint64_t seed, ThreadPool& pool);
+
+}  // namespace ds::modelgen
