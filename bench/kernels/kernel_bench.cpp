@@ -12,6 +12,7 @@
 #include "kernels/isa.h"
 #include "matmul_bench.h"
 #include "ops_bench.h"
+#include "machine/host_load.h"
 #include "machine/peaks.h"
 
 namespace {
@@ -61,7 +62,8 @@ int main(int argc, char** argv) try {
 
   const ds::bench::MachinePeaks peaks =
       ds::bench::measure_peaks(n_threads, quick ? ds::bench::quick_peak_options() : ds::bench::PeakOptions{});
-  fmt::print("CPU: {} [{}]\n{}\n\n", peaks.cpu.brand, peaks.cpu.summary(), ds::bench::format_roofline_line(peaks));
+  fmt::print("CPU: {} [{}]\n{}\n{}\n\n", peaks.cpu.brand, peaks.cpu.summary(),
+             ds::bench::format_host_load(ds::bench::read_host_load()), ds::bench::format_roofline_line(peaks));
 
   std::vector<int> thread_counts = {1};
   if (n_threads > 1) thread_counts.push_back(n_threads);
@@ -93,6 +95,7 @@ int main(int argc, char** argv) try {
     oo.seed = seed;
     ds::bench::run_ops_bench(oo, peaks);
   }
+  fmt::print("\nat the end: {}\n", ds::bench::format_host_load(ds::bench::read_host_load()));
   return 0;
 } catch (const std::exception& e) {
   fmt::print(stderr, "kernel_bench: {}\n", e.what());

@@ -10,6 +10,8 @@
 #include "bench_weights.h"
 #include "kernels/matmul.h"
 #include "machine/bench_timing.h"
+#include "machine/host_load.h"
+#include "base/clock.h"
 
 namespace ds::bench {
 namespace {
@@ -17,15 +19,16 @@ namespace {
 std::string shape_cell(const MatmulShape& s) { return fmt::format("{} {}->{}", s.name, s.cols, s.rows); }
 
 void print_header() {
-  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10} {:>8} {:>9} {:>8} {:>8} {:>7}\n", "shape (in->out)", "fmt",
-             "isa", "thr", "m", "ms/call", "W GB/s", "GFLOP/s", "%readBW", "%FMA", "x ref");
+  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10} {:>8} {:>9} {:>8} {:>8} {:>7} {:>5}\n", "shape (in->out)", "fmt",
+             "isa", "thr", "m", "ms/call", "W GB/s", "GFLOP/s", "%readBW", "%FMA", "x ref", "cpu%");
 }
 
 void print_row(const MatmulResult& r) {
-  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10.3f} {:>8.1f} {:>9.1f} {:>7.0f}% {:>7.0f}% {:>7}\n",
+  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10.3f} {:>8.1f} {:>9.1f} {:>7.0f}% {:>7.0f}% {:>7} {:>4.0f}%\n",
              shape_cell(r.shape), weight_format_name(r.format), isa_name(r.isa), r.n_threads, r.m,
              r.median_s * 1e3, r.weight_gbps, r.gflops, r.pct_read_peak, r.pct_fma_peak,
-             r.speedup_vs_reference > 0 ? fmt::format("{:.0f}x", r.speedup_vs_reference) : "");
+             r.speedup_vs_reference > 0 ? fmt::format("{:.0f}x", r.speedup_vs_reference) : "",
+             100.0 * r.cpu_share);
   std::fflush(stdout);
 }
 
@@ -45,6 +48,7 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
   AlignedBuffer<float> y(static_cast<size_t>(c.m * w0.rows));
   fill_signed_unit(x.data(), c.m * w0.cols, opt.seed + static_cast<uint64_t>(c.m));
   const size_t n_mats = c.streamed ? c.weights->matrices().size() : 1;
+  const double cpu0 = process_cpu_seconds(), wall0 = now_seconds();
   const RunStats s = time_runs(opt.n_warmup, c.n_runs, [&] {
     for (size_t i = 0; i < n_mats; ++i) {
       MatmulArgs a;
@@ -57,7 +61,9 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
       matmul(c.isa, *c.pool, a);
     }
   });
+  const double cpu_s = process_cpu_seconds() - cpu0, wall_s = now_seconds() - wall0;
   MatmulResult r;
+  r.cpu_share = cpu_share(cpu_s, wall_s, c.pool->n_threads());
   r.shape = *c.shape;
   r.format = w0.format;
   r.isa = c.isa;
@@ -107,7 +113,9 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
   std::vector<MatmulResult> results;
   fmt::print(
       "matmul y[m, out] = x[m, in] . W[out, in]^T; W GB/s = stored weight bytes (incl. fp8 scales) per "
-      "second; m <= {} streams {} MiB of W copies from DRAM, larger m reuses one W\n",
+      "second; m <= {} streams {} MiB of W copies from DRAM, larger m reuses one W.\n"
+      "%readBW / %FMA: of the best peak run at the same thread count (fp32 FMA of the widest ISA);\n"
+      "cpu%: CPU time the bench got / (wall time x threads) during the case (well below 100%: host busy)\n",
       opt.max_streamed_m, opt.stream_bytes >> 20);
   print_header();
 
@@ -115,7 +123,7 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
     // Baseline: the scalar reference against each vector path on one small shape whose W stays
     // in cache (the reference is ~100x slower, so a DRAM-sized case would take too long).
     static const MatmulShape kBaselineShape{"bench.q_a", 2048, 1536};
-    fmt::print("-- baseline: scalar reference vs vector paths, 1 thread, W in cache --\n");
+    fmt::print("-- baseline: scalar reference vs vector paths, 1 thread, W in cache (so %readBW may pass 100%) --\n");
     ThreadPool pool1(1);
     for (WeightFormat f : opt.formats) {
       const WeightSet ws(f, kBaselineShape.rows, kBaselineShape.cols, 1, opt.seed);

@@ -51,6 +51,7 @@ struct MatmulResult {
   double gflops = 0;
   double pct_read_peak = 0;  // weight GB/s / read peak (best run, same thread count)
   double pct_fma_peak = 0;   // GFLOP/s / fp32 FMA peak (best run, same thread count)
+  double cpu_share = 0;  // CPU time / (wall time x threads) over the case's runs
   double speedup_vs_reference = 0;  // baseline section only: reference time / this time
 };
 

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "base/thread_pool.h"
 #include "machine/bench_timing.h"
+#include "machine/host_load.h"
 #include "machine/peak_loops.h"
 #include "tensor/dtype.h"
 
@@ -257,7 +258,7 @@ MachinePeaks measure_peaks(int n_threads, const PeakOptions& options) {
 
 std::string format_peaks_table(const MachinePeaks& p) {
   std::string s;
-  s += fmt::format("CPU: {}  [{}]\n", p.cpu.brand, p.cpu.summary());
+  s += fmt::format("CPU: {}  [{}]\n{}\n", p.cpu.brand, p.cpu.summary(), format_host_load(read_host_load()));
   s += fmt::format(
       "threads: 1 and {}; {} warm-up run(s); memory: {} passes over {} MiB ({} loop); compute: {} runs "
       "of ~{:.0f} ms\n",

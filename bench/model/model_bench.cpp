@@ -15,6 +15,7 @@
 #include "base/clock.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
+#include "machine/host_load.h"
 #include "machine/peaks.h"
 #include "model/deepseek_v3.h"
 
@@ -87,7 +88,8 @@ int run(const BenchArgs& args) {
   const ds::bench::MachinePeaks peaks = ds::bench::measure_peaks(args.n_threads, popt);
   const double read_gbps = peaks.read_gbps.peak_at(args.n_threads);
   const double fma_gflops = peaks.fp32_fma_gflops().peak_at(args.n_threads);
-  fmt::print("CPU: {} [{}]\n{}\n", peaks.cpu.brand, peaks.cpu.summary(), ds::bench::format_roofline_line(peaks));
+  fmt::print("CPU: {} [{}]\n{}\n{}\n", peaks.cpu.brand, peaks.cpu.summary(),
+             ds::bench::format_host_load(ds::bench::read_host_load()), ds::bench::format_roofline_line(peaks));
 
   // 2. The model.
   ds::ModelOptions mopt;
@@ -124,6 +126,7 @@ int run(const BenchArgs& args) {
   // 4. Prefill: one forward over a prompt_len-token prompt, fresh sequence each run.
   const auto prompt = random_tokens(args.prompt_len, cfg.vocab_size, args.seed);
   std::vector<double> prefill_s;
+  const double prefill_cpu0 = ds::bench::process_cpu_seconds(), prefill_wall0 = ds::now_seconds();
   for (int r = 0; r < args.prefill_runs; ++r) {
     auto seq = model->new_sequence();
     const ds::ForwardRequest req{seq.get(), prompt, false};
@@ -131,6 +134,8 @@ int run(const BenchArgs& args) {
     check(model->forward({&req, 1}, out), "prefill");
     prefill_s.push_back(ds::now_seconds() - t0);
   }
+  const double prefill_share = ds::bench::cpu_share(ds::bench::process_cpu_seconds() - prefill_cpu0,
+                                                    ds::now_seconds() - prefill_wall0, args.n_threads);
   const double prefill_median_s = ds::bench::median_of(prefill_s);
   const double prefill_tok_s = static_cast<double>(args.prompt_len) / prefill_median_s;
 
@@ -143,6 +148,7 @@ int run(const BenchArgs& args) {
   }
   std::vector<double> step_s;
   int32_t next = argmax_row(out.logits, 0);
+  const double decode_cpu0 = ds::bench::process_cpu_seconds(), decode_wall0 = ds::now_seconds();
   for (int i = 0; i < args.decode_warmup_steps + args.decode_steps; ++i) {
     const ds::ForwardRequest req{seq.get(), std::span<const int32_t>(&next, 1), false};
     const double t0 = ds::now_seconds();
@@ -151,6 +157,8 @@ int run(const BenchArgs& args) {
     if (i >= args.decode_warmup_steps) step_s.push_back(dt);
     next = argmax_row(out.logits, 0);
   }
+  const double decode_share = ds::bench::cpu_share(ds::bench::process_cpu_seconds() - decode_cpu0,
+                                                   ds::now_seconds() - decode_wall0, args.n_threads);
   const double step_median_s = ds::bench::median_of(step_s);
   const double decode_tok_s = 1.0 / step_median_s;
 
@@ -186,7 +194,10 @@ int run(const BenchArgs& args) {
   fmt::print("  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs fp32 FMA peak {:.1f} GFLOP/s\n",
              decode_bytes * decode_tok_s / 1e9, read_gbps, prefill_flops * prefill_tok_s / 1e9, fma_gflops);
   const auto [mn, mx] = std::minmax_element(step_s.begin(), step_s.end());
-  fmt::print("  decode step spread: min {:.2f} ms, max {:.2f} ms\n", *mn * 1e3, *mx * 1e3);
+  fmt::print("  decode step spread: min {:.2f} ms, max {:.2f} ms (best step: {:.2f} tok/s, {:.0f}% of roofline)\n",
+             *mn * 1e3, *mx * 1e3, 1.0 / *mn, 100.0 / *mn / decode_roofline);
+  fmt::print("  cpu share (CPU time / (wall x threads)): decode {:.0f}%, prefill {:.0f}%; at the end: {}\n",
+             100.0 * decode_share, 100.0 * prefill_share, ds::bench::format_host_load(ds::bench::read_host_load()));
   return 0;
 }
 

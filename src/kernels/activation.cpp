@@ -8,9 +8,12 @@ namespace ds {
 
 void silu_mul(Isa isa, const float* gate, const float* up, int64_t n, float* out, float limit) {
   switch (isa) {
-    case Isa::avx512: return avx512::silu_mul(gate, up, n, out, limit);
-    case Isa::avx2: return avx2::silu_mul(gate, up, n, out, limit);
-    case Isa::reference: return ref::silu_mul(gate, up, n, out, limit);
+    case Isa::avx512:
+      return avx512::silu_mul(gate, up, n, out, limit);
+    case Isa::avx2:
+      return avx2::silu_mul(gate, up, n, out, limit);
+    case Isa::reference:
+      return ref::silu_mul(gate, up, n, out, limit);
   }
 }
 

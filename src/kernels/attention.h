@@ -1,5 +1,11 @@
 // MLA attention kernels (DeepSeek V2/V3/V3.2). Causal by absolute position: a query at position p
 // sees cache rows 0..p. All math f32; each (query, head) is computed independently (batch-invariant).
+//
+// Softmax is two-pass in a fixed order: the scores of every visible row, their max, exp(s − max)
+// summed in row order, then Σ_j e_j·v_j in row order times 1/Σ. For a given Isa each (query, head)
+// result is bit-identical whatever other queries share the call, their order and the pool size
+// (tests check this bitwise). Paths differ from each other by f32 rounding and the vector exp
+// (≤ 1 ulp measured; see kernels/x86/avx512/exp_avx512.h).
 #pragma once
 
 #include <cstdint>
@@ -26,11 +32,15 @@ struct MlaAbsorbedArgs {
   float scale = 1.0f;
   float* out = nullptr;
 };
+// Each cache row is streamed once per task for all of the task's heads; a task takes all heads of
+// a query unless the pool has more threads than queries (decode), then the heads are split.
 void mla_attention_absorbed(Isa isa, ThreadPool& pool, const MlaAbsorbedArgs& a);
 
 // Plain (non-absorbed) multi-head form for prefill:
 //   q: [n_q, n_heads, qk_dim], k: [n_kv, n_heads, qk_dim], v: [n_kv, n_heads, v_dim]
 //   out: [n_q, n_heads, v_dim]. Query i attends kv rows j with kv_pos[j] <= q_pos[i].
+// The x86 paths let the queries of a tile share K/V row loads; a V row a query cannot see then
+// enters its sum with weight exactly 0, so V rows must be finite (they are in a prefill).
 struct MhaArgs {
   const float* q = nullptr;
   int64_t n_q = 0;

@@ -46,9 +46,7 @@ struct Problem {
   const int32_t* kv_pos = nullptr;  // nullptr: row j has position j
   float scale = 1.0f;
 
-  bool visible(int64_t i, int64_t j) const {
-    return (kv_pos ? kv_pos[j] : j) <= q_pos[i];
-  }
+  bool visible(int64_t i, int64_t j) const { return (kv_pos ? kv_pos[j] : j) <= q_pos[i]; }
   const float* q_at(int64_t i, int h) const { return q + (i * n_heads + h) * q_stride_h; }
   const float* k_at(int64_t j, int h) const { return k + j * kv_row_stride + h * kv_head_stride; }
   const float* v_at(int64_t j, int h) const { return v + j * v_row_stride + h * v_head_stride; }
@@ -64,8 +62,7 @@ std::vector<double> naive_f64(const Problem& p) {
       for (int64_t j = 0; j < p.n_kv; ++j) {
         if (!p.visible(i, j)) continue;
         double d = 0;
-        for (int c = 0; c < p.qk_dim; ++c)
-          d += static_cast<double>(p.q_at(i, h)[c]) * p.k_at(j, h)[c];
+        for (int c = 0; c < p.qk_dim; ++c) d += static_cast<double>(p.q_at(i, h)[c]) * p.k_at(j, h)[c];
         s.push_back(d * p.scale);
         rows.push_back(j);
       }
@@ -112,8 +109,8 @@ std::vector<double> error_bound(const Problem& p) {
 // dropped row or a wrong scale, which cost ≥ 1e-3.
 template <typename T>
 testing::AssertionResult attention_close(const std::vector<float>& got, const std::vector<T>& want,
-                                         const std::vector<double>& bound, int64_t v_dim,
-                                         double bound_factor, const std::string& what) {
+                                         const std::vector<double>& bound, int64_t v_dim, double bound_factor,
+                                         const std::string& what) {
   double worst = 0, err2 = 0, ref2 = 0;
   size_t worst_i = 0, n_nonfinite = 0;
   for (size_t x = 0; x < got.size(); ++x) {
@@ -135,10 +132,8 @@ testing::AssertionResult attention_close(const std::vector<float>& got, const st
   std::snprintf(buf, sizeof buf,
                 "%s: worst at %zu (query·head %zu, channel %zu) got %.9g want %.9g err/bound %.3g; "
                 "rel RMS %.3g; non-finite %zu",
-                what.c_str(), worst_i, worst_i / v_dim, worst_i % v_dim,
-                got.empty() ? 0.0 : got[worst_i],
-                want.empty() ? 0.0 : static_cast<double>(want[worst_i]), worst, rel_rms,
-                n_nonfinite);
+                what.c_str(), worst_i, worst_i / v_dim, worst_i % v_dim, got.empty() ? 0.0 : got[worst_i],
+                want.empty() ? 0.0 : static_cast<double>(want[worst_i]), worst, rel_rms, n_nonfinite);
   if (worst > 1.0 || rel_rms > 1e-5 || n_nonfinite > 0) return testing::AssertionFailure() << buf;
   return testing::AssertionSuccess() << buf;
 }
@@ -151,8 +146,8 @@ struct AbsorbedCase {
   std::vector<float> q, cache;
   float scale;
 
-  AbsorbedCase(int heads, int latent_dim, int rope_dim, int64_t ctx, std::vector<int32_t> pos,
-               uint32_t seed, float scale_mul = 1.0f)
+  AbsorbedCase(int heads, int latent_dim, int rope_dim, int64_t ctx, std::vector<int32_t> pos, uint32_t seed,
+               float scale_mul = 1.0f)
       : n_heads(heads), latent(latent_dim), rope(rope_dim), n_ctx(ctx), q_pos(std::move(pos)) {
     const size_t d = static_cast<size_t>(latent + rope);
     q = random_vec(q_pos.size() * n_heads * d, seed);
@@ -213,9 +208,8 @@ TEST(MlaAbsorbed, ReferenceMatchesNaiveF64) {
         const auto got = c.run(Isa::reference, pool);
         const auto want = naive_f64(c.problem());
         EXPECT_TRUE(attention_close(got, want, error_bound(c.problem()), latent, 1.0,
-                                    "ref vs f64 ctx=" + std::to_string(n_ctx) +
-                                        " heads=" + std::to_string(heads) +
-                                        " latent=" + std::to_string(latent)));
+                                    "ref vs f64 ctx=" + std::to_string(n_ctx) + " heads=" +
+                                        std::to_string(heads) + " latent=" + std::to_string(latent)));
       }
 }
 
@@ -238,11 +232,9 @@ TEST_P(AttentionIsaTest, AbsorbedMatchesReference) {
             const auto want = c.run(Isa::reference, pool);
             const auto got = c.run(GetParam(), pool);
             EXPECT_TRUE(attention_close(got, want, error_bound(c.problem()), latent, 2.0,
-                                        std::string(name_of(GetParam())) +
-                                            " ctx=" + std::to_string(n_ctx) +
-                                            " heads=" + std::to_string(heads) +
-                                            " latent=" + std::to_string(latent) +
-                                            " decode=" + std::to_string(decode)));
+                                        std::string(name_of(GetParam())) + " ctx=" + std::to_string(n_ctx) +
+                                            " heads=" + std::to_string(heads) + " latent=" +
+                                            std::to_string(latent) + " decode=" + std::to_string(decode)));
           }
 }
 
@@ -277,8 +269,8 @@ TEST_P(AttentionIsaTest, AbsorbedIsBatchInvariant) {
                 rev.q.begin() + (all.q_pos.size() - 1 - i) * qrow);
     const auto reversed = rev.run(GetParam(), pool1);
     for (size_t i = 0; i < all.q_pos.size(); ++i)
-      ASSERT_EQ(std::memcmp(reversed.data() + (all.q_pos.size() - 1 - i) * row,
-                            together.data() + i * row, row * sizeof(float)),
+      ASSERT_EQ(std::memcmp(reversed.data() + (all.q_pos.size() - 1 - i) * row, together.data() + i * row,
+                            row * sizeof(float)),
                 0)
           << "reversed batch changes query " << i;
   }
@@ -291,8 +283,7 @@ struct MhaCase {
   std::vector<float> q, k, v;
   float scale;
 
-  MhaCase(int heads, int qk_dim, int v_dim, std::vector<int32_t> qp, std::vector<int32_t> kvp,
-          uint32_t seed)
+  MhaCase(int heads, int qk_dim, int v_dim, std::vector<int32_t> qp, std::vector<int32_t> kvp, uint32_t seed)
       : n_heads(heads), qk(qk_dim), dv(v_dim), q_pos(std::move(qp)), kv_pos(std::move(kvp)) {
     q = random_vec(q_pos.size() * heads * qk, seed);
     k = random_vec(kv_pos.size() * heads * qk, seed + 1);
@@ -354,9 +345,8 @@ TEST(Mha, ReferenceMatchesNaiveF64) {
   ThreadPool pool(2);
   for (int64_t n_kv : {1, 7, 64, 130}) {
     MhaCase c(4, 192, 128, positions(n_kv, false), shuffled_positions(n_kv, 5), 400);
-    EXPECT_TRUE(attention_close(c.run(Isa::reference, pool), naive_f64(c.problem()),
-                                error_bound(c.problem()), c.dv, 1.0,
-                                "mha ref vs f64 n_kv=" + std::to_string(n_kv)));
+    EXPECT_TRUE(attention_close(c.run(Isa::reference, pool), naive_f64(c.problem()), error_bound(c.problem()),
+                                c.dv, 1.0, "mha ref vs f64 n_kv=" + std::to_string(n_kv)));
   }
 }
 
@@ -369,9 +359,8 @@ TEST_P(AttentionIsaTest, MhaMatchesReferenceAndIsBatchInvariant) {
                   static_cast<uint32_t>(500 + n_kv + heads));
         const auto want = c.run(Isa::reference, pool3);
         const auto got = c.run(GetParam(), pool3);
-        const std::string what = std::string(name_of(GetParam())) + " mha n_kv=" +
-                                 std::to_string(n_kv) + " heads=" + std::to_string(heads) +
-                                 " qk=" + std::to_string(qk);
+        const std::string what = std::string(name_of(GetParam())) + " mha n_kv=" + std::to_string(n_kv) +
+                                 " heads=" + std::to_string(heads) + " qk=" + std::to_string(qk);
         EXPECT_TRUE(attention_close(got, want, error_bound(c.problem()), dv, 2.0, what));
         // The last query alone on one thread gives the same bits.
         MhaCase alone = c;
@@ -470,9 +459,9 @@ TEST_P(AttentionIsaTest, AbsorbedEqualsPlainThroughWkvb) {
     double max_v = 0;
     for (float x : plain.v) max_v = std::max(max_v, std::fabs(double{x}));
     const std::vector<double> cap(n_q * heads, 1e-4 * max_v);
-    EXPECT_TRUE(attention_close(got, want, cap, dv, 1.0,
-                                std::string(name_of(GetParam())) + " absorption latent=" +
-                                    std::to_string(latent)));
+    EXPECT_TRUE(
+        attention_close(got, want, cap, dv, 1.0,
+                        std::string(name_of(GetParam())) + " absorption latent=" + std::to_string(latent)));
   }
 }
 
@@ -486,10 +475,55 @@ TEST_P(AttentionIsaTest, ZeroQueriesIsANoOp) {
   m.n_q = 0;
   m.n_heads = 4;
   mha_attention(GetParam(), pool, m);
+  // Queries that see no kv row at all (every kv position is later) get zeros, not NaN.
+  MhaCase none(4, 48, 32, {0, 1}, {5, 6, 7}, 700);
+  for (float x : none.run(GetParam(), pool)) ASSERT_EQ(x, 0.0f);
+  MhaCase empty(4, 48, 32, {0, 1}, {}, 701);
+  for (float x : empty.run(GetParam(), pool)) ASSERT_EQ(x, 0.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionIsaTest,
-                         testing::Values(Isa::reference, Isa::avx2, Isa::avx512),
+// A NaN (or Inf) in cache row k poisons exactly the queries that can see it: every query at a
+// position ≥ k is all NaN, every earlier query is bit-identical to the clean run (the masking is
+// by position, and a later row is never read into an earlier query's sums).
+TEST_P(AttentionIsaTest, NonFiniteCacheRowOnlyReachesLaterQueries) {
+  ThreadPool pool(3);
+  for (float poison : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    AbsorbedCase c(8, 32, 16, 40, {39, 5, 20, 21, 0, 30}, 800);
+    const auto clean = c.run(GetParam(), pool);
+    const int64_t k = 21;
+    c.cache[k * 48 + 3] = poison;
+    const auto got = c.run(GetParam(), pool);
+    const size_t row = static_cast<size_t>(c.n_heads) * c.latent;
+    for (size_t i = 0; i < c.q_pos.size(); ++i) {
+      if (c.q_pos[i] >= k) {
+        for (size_t x = 0; x < row; ++x) ASSERT_TRUE(std::isnan(got[i * row + x])) << "query " << i;
+      } else {
+        ASSERT_EQ(std::memcmp(&got[i * row], &clean[i * row], row * sizeof(float)), 0) << "query " << i;
+      }
+    }
+    MhaCase m(4, 48, 32, {39, 5, 20, 21}, shuffled_positions(40, 9), 801);
+    const auto m_clean = m.run(GetParam(), pool);
+    int64_t j_k = 0;  // the kv row holding position k
+    while (m.kv_pos[j_k] != k) ++j_k;
+    m.k[(j_k * 4 + 1) * 48 + 7] = poison;  // head 1's key
+    const auto m_got = m.run(GetParam(), pool);
+    for (size_t i = 0; i < m.q_pos.size(); ++i)
+      for (int h = 0; h < 4; ++h) {
+        const float* o = &m_got[(i * 4 + h) * 32];
+        const float* o_clean = &m_clean[(i * 4 + h) * 32];
+        const bool hit = h == 1 && m.q_pos[i] >= k;
+        for (int e = 0; e < 32; ++e) {
+          if (hit) {
+            ASSERT_TRUE(std::isnan(o[e])) << "query " << i << " head " << h;
+          } else {
+            ASSERT_EQ(std::memcmp(&o[e], &o_clean[e], sizeof(float)), 0) << "query " << i << " head " << h;
+          }
+        }
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionIsaTest, testing::Values(Isa::reference, Isa::avx2, Isa::avx512),
                          [](const testing::TestParamInfo<Isa>& info) {
                            return std::string(name_of(info.param));
                          });

@@ -6,12 +6,15 @@
 
 namespace ds {
 
-void rmsnorm(Isa isa, const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w,
-             float eps, float* y, int64_t ldy) {
+void rmsnorm(Isa isa, const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
+             float* y, int64_t ldy) {
   switch (isa) {
-    case Isa::avx512: return avx512::rmsnorm(x, n_rows, dim, ldx, w, eps, y, ldy);
-    case Isa::avx2: return avx2::rmsnorm(x, n_rows, dim, ldx, w, eps, y, ldy);
-    case Isa::reference: return ref::rmsnorm(x, n_rows, dim, ldx, w, eps, y, ldy);
+    case Isa::avx512:
+      return avx512::rmsnorm(x, n_rows, dim, ldx, w, eps, y, ldy);
+    case Isa::avx2:
+      return avx2::rmsnorm(x, n_rows, dim, ldx, w, eps, y, ldy);
+    case Isa::reference:
+      return ref::rmsnorm(x, n_rows, dim, ldx, w, eps, y, ldy);
   }
 }
 

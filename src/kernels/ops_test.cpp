@@ -41,8 +41,8 @@ std::vector<float> random_vec(int64_t n, uint32_t seed, float stddev = 1.0f) {
 
 // got ≈ want elementwise: |got − want| ≤ atol + rtol·|want|; NaN and ±Inf must sit at the same
 // positions with the same value class. Reports the worst coordinate (by error / allowed).
-testing::AssertionResult close(const std::vector<float>& got, const std::vector<float>& want,
-                               double rtol, double atol, const std::string& what) {
+testing::AssertionResult close(const std::vector<float>& got, const std::vector<float>& want, double rtol,
+                               double atol, const std::string& what) {
   if (got.size() != want.size()) return testing::AssertionFailure() << what << ": size mismatch";
   double worst_ratio = 0.0;
   size_t worst_i = 0;
@@ -71,8 +71,7 @@ testing::AssertionResult close(const std::vector<float>& got, const std::vector<
                 "%s: n=%zu worst i=%zu got=%.9g want=%.9g (err/allowed=%.3g, rtol=%.3g atol=%.3g); "
                 "NaN/Inf positions: %zu special, %zu mismatched",
                 what.c_str(), got.size(), worst_i, got.empty() ? 0.0 : got[worst_i],
-                want.empty() ? 0.0 : want[worst_i], worst_ratio, rtol, atol, n_special,
-                n_special_mismatch);
+                want.empty() ? 0.0 : want[worst_i], worst_ratio, rtol, atol, n_special, n_special_mismatch);
   if (worst_ratio > 1.0 || n_special_mismatch > 0) {
     auto failure = testing::AssertionFailure() << buf;
     if (n_special_mismatch > 0)
@@ -106,14 +105,14 @@ TEST_P(IsaTest, RmsnormMatchesReference) {
       std::vector<float> want(static_cast<size_t>(n_rows * dim)), got(want.size());
       rmsnorm(Isa::reference, x.data(), n_rows, dim, ldx, with_weight ? w.data() : nullptr, 1e-6f,
               want.data(), dim);
-      rmsnorm(GetParam(), x.data(), n_rows, dim, ldx, with_weight ? w.data() : nullptr, 1e-6f,
-              got.data(), dim);
+      rmsnorm(GetParam(), x.data(), n_rows, dim, ldx, with_weight ? w.data() : nullptr, 1e-6f, got.data(),
+              dim);
       EXPECT_TRUE(close(got, want, 2 * kUlp1, 0.0,
                         "rmsnorm dim=" + std::to_string(dim) + " w=" + std::to_string(with_weight)));
       // In place gives the same bits as out of place.
       std::vector<float> inplace(x.begin(), x.end());
-      rmsnorm(GetParam(), inplace.data(), n_rows, dim, ldx, with_weight ? w.data() : nullptr,
-              1e-6f, inplace.data(), ldx);
+      rmsnorm(GetParam(), inplace.data(), n_rows, dim, ldx, with_weight ? w.data() : nullptr, 1e-6f,
+              inplace.data(), ldx);
       for (int64_t r = 0; r < n_rows; ++r)
         for (int64_t i = 0; i < dim; ++i)
           ASSERT_EQ(inplace[r * ldx + i], got[r * dim + i]) << "in-place row " << r << " i " << i;
@@ -124,8 +123,8 @@ TEST_P(IsaTest, RmsnormMatchesReference) {
 TEST_P(IsaTest, RmsnormSpecialValues) {
   const int64_t dim = 37;
   auto x = random_vec(4 * dim, 3);
-  x[0 * dim + 5] = kNaN;    // row 0: NaN → whole row NaN
-  x[1 * dim + 36] = kInf;   // row 1: inf → 1/rms = 0 → inf·0 = NaN there, ±0 elsewhere
+  x[0 * dim + 5] = kNaN;   // row 0: NaN → whole row NaN
+  x[1 * dim + 36] = kInf;  // row 1: inf → 1/rms = 0 → inf·0 = NaN there, ±0 elsewhere
   x[2 * dim + 0] = -kInf;
   std::fill(x.begin() + 3 * dim, x.end(), 0.0f);  // row 3: all zero → zeros (eps keeps it finite)
   std::vector<float> want(x.size()), got(x.size());
@@ -168,18 +167,21 @@ TEST_P(IsaTest, RopeMatchesReference) {
       const int64_t offset = 7;  // an odd offset: the vector path must not assume alignment
       const int64_t head_stride = offset + 2 * n_pairs + 3;
       const int64_t token_stride = n_heads * head_stride + 1;
-      const auto x0 = random_vec(n_tokens * token_stride, 21 + static_cast<uint32_t>(n_pairs));
+      auto x0 = random_vec(n_tokens * token_stride, 21 + static_cast<uint32_t>(n_pairs));
+      float max_abs = 0.0f;
+      for (float v : x0) max_abs = std::max(max_abs, std::fabs(v));
+      // Non-finite inputs in rotated channels must land in the same places in every path.
+      x0[1 * token_stride + offset] = kNaN;
+      x0[2 * token_stride + head_stride + offset + 1] = kInf;
       std::vector<float> inv_freq(static_cast<size_t>(n_pairs));
       for (int64_t i = 0; i < n_pairs; ++i)
         inv_freq[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / (2.0 * n_pairs)));
       const std::vector<int32_t> pos = {0, 1, 4095, 65535, 163839};
       std::vector<float> want = x0, got = x0;
-      rope_interleaved(Isa::reference, want.data(), n_tokens, token_stride, n_heads, head_stride,
-                       offset, pos.data(), inv_freq, inverse);
-      rope_interleaved(GetParam(), got.data(), n_tokens, token_stride, n_heads, head_stride,
-                       offset, pos.data(), inv_freq, inverse);
-      float max_abs = 0.0f;
-      for (float v : x0) max_abs = std::max(max_abs, std::fabs(v));
+      rope_interleaved(Isa::reference, want.data(), n_tokens, token_stride, n_heads, head_stride, offset,
+                       pos.data(), inv_freq, inverse);
+      rope_interleaved(GetParam(), got.data(), n_tokens, token_stride, n_heads, head_stride, offset,
+                       pos.data(), inv_freq, inverse);
       EXPECT_TRUE(close(got, want, 0.0, 2 * kUlp1 * max_abs,
                         "rope pairs=" + std::to_string(n_pairs) + " inv=" + std::to_string(inverse)));
       // Channels outside [offset, offset + 2·n_pairs) of each head are untouched.
@@ -202,8 +204,7 @@ TEST(Rope, ReferenceMatchesDoubleAndInverts) {
   const std::vector<int32_t> pos = {0, 3, 1000, 100000};
   const auto x0 = random_vec(4 * n_heads * dim, 31);
   auto x = x0;
-  rope_interleaved(Isa::reference, x.data(), 4, n_heads * dim, n_heads, dim, 0, pos.data(),
-                   inv_freq);
+  rope_interleaved(Isa::reference, x.data(), 4, n_heads * dim, n_heads, dim, 0, pos.data(), inv_freq);
   std::vector<float> want(x0.size());
   for (int64_t t = 0; t < 4; ++t)
     for (int64_t h = 0; h < n_heads; ++h)
@@ -219,8 +220,8 @@ TEST(Rope, ReferenceMatchesDoubleAndInverts) {
   // Position 0 is the identity, bit for bit.
   for (int64_t c = 0; c < n_heads * dim; ++c) ASSERT_EQ(x[c], x0[c]);
   // inverse undoes the rotation up to rounding.
-  rope_interleaved(Isa::reference, x.data(), 4, n_heads * dim, n_heads, dim, 0, pos.data(),
-                   inv_freq, /*inverse=*/true);
+  rope_interleaved(Isa::reference, x.data(), 4, n_heads * dim, n_heads, dim, 0, pos.data(), inv_freq,
+                   /*inverse=*/true);
   EXPECT_TRUE(close(x, x0, 0.0, 4 * 4 * kUlp1, "rope inverse∘rope"));
 }
 
@@ -318,9 +319,8 @@ TEST_P(IsaTest, ExpIsWithinTwoUlp) {
   EXPECT_EQ(y[0], 1.0f);
   EXPECT_EQ(y[1], 1.0f);
   EXPECT_LE(worst_ulp, 2) << "worst at x=" << worst_x;
-  std::printf("[ info ] %s exp: max error %lld ulp (at x=%.9g) over %lld points\n",
-              name_of(GetParam()), static_cast<long long>(worst_ulp), worst_x,
-              static_cast<long long>(n));
+  std::printf("[ info ] %s exp: max error %lld ulp (at x=%.9g) over %lld points\n", name_of(GetParam()),
+              static_cast<long long>(worst_ulp), worst_x, static_cast<long long>(n));
 }
 
 // ---------------------------------------------------------------- silu_mul
@@ -344,10 +344,10 @@ TEST_P(IsaTest, SiluMulMatchesReference) {
 }
 
 TEST_P(IsaTest, SiluMulSpecialValues) {
-  const std::vector<float> g = {kNaN, 1.0f, kInf, -kInf, -100.0f, 100.0f, 0.0f, -0.0f,
-                                2.0f, 50.0f, -88.0f, 88.0f, -104.0f, 1e-30f, 3.0f, kNaN, 20.0f};
-  const std::vector<float> u = {1.0f, kNaN, 2.0f, 1.0f, 1.0f, 1.0f, kInf, 1.0f,
-                                -kInf, 20.0f, 1.0f, -1.0f, 1.0f, 1.0f, 1e30f, 1.0f, -20.0f};
+  const std::vector<float> g = {kNaN,  1.0f,   kInf,  -kInf,   -100.0f, 100.0f, 0.0f, -0.0f, 2.0f,
+                                50.0f, -88.0f, 88.0f, -104.0f, 1e-30f,  3.0f,   kNaN, 20.0f};
+  const std::vector<float> u = {1.0f,  kNaN, 2.0f,  1.0f, 1.0f, 1.0f,  kInf, 1.0f,  -kInf,
+                                20.0f, 1.0f, -1.0f, 1.0f, 1.0f, 1e30f, 1.0f, -20.0f};
   for (float limit : {0.0f, 10.0f}) {
     std::vector<float> want(g.size()), got(g.size());
     silu_mul(Isa::reference, g.data(), u.data(), static_cast<int64_t>(g.size()), want.data(), limit);

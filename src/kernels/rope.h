@@ -10,7 +10,7 @@
 namespace ds {
 
 struct RopeParams {
-  int rope_dim = 64;      // channels rotated (pairs = rope_dim / 2)
+  int rope_dim = 64;  // channels rotated (pairs = rope_dim / 2)
   double theta = 10000.0;
   // YaRN (disabled when factor <= 1): blend f_i and f_i/factor over the ramp [low, high] with
   // low = floor(c(beta_fast)), high = ceil(c(beta_slow)), c(r) = d·ln(L/(2πr)) / (2 ln θ).

@@ -8,9 +8,12 @@ namespace ds {
 
 void softmax(Isa isa, float* x, int64_t n) {
   switch (isa) {
-    case Isa::avx512: return avx512::softmax(x, n);
-    case Isa::avx2: return avx2::softmax(x, n);
-    case Isa::reference: return ref::softmax(x, n);
+    case Isa::avx512:
+      return avx512::softmax(x, n);
+    case Isa::avx2:
+      return avx2::softmax(x, n);
+    case Isa::reference:
+      return ref::softmax(x, n);
   }
 }
 

@@ -1,5 +1,6 @@
 #include "tokenizer/pretokenizer.h"
 
+#include "tokenizer/regex_translation.h"
 #include "tokenizer/utf8.h"
 
 namespace ds {
@@ -7,7 +8,8 @@ namespace ds {
 Result<PreTokenizer> PreTokenizer::build(const std::vector<std::string>& patterns, std::string_view source) {
   PreTokenizer pre;
   for (const std::string& pattern : patterns) {
-    DS_ASSIGN_OR_RETURN(auto regex, CompiledRegex::compile(pattern, source));
+    DS_ASSIGN_OR_RETURN(const std::string translated, translate_hf_regex(pattern, std::string(source)));
+    DS_ASSIGN_OR_RETURN(auto regex, CompiledRegex::compile(translated, source));
     pre.regexes_.push_back(std::move(regex));
   }
   return pre;

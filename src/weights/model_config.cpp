@@ -263,19 +263,21 @@ std::string model_config_to_json(const ModelConfig& c) {
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;
   j["intermediate_size"] = c.intermediate_size;
-  j["moe_intermediate_size"] = c.moe_intermediate_size;
+  // Keys that must be positive when present are written as null when unset (dense models).
+  auto positive_or_null = [](int v) { return v == 0 ? Json(nullptr) : Json(v); };
+  j["moe_intermediate_size"] = positive_or_null(c.moe_intermediate_size);
   j["num_hidden_layers"] = c.num_hidden_layers;
   j["num_nextn_predict_layers"] = c.num_nextn_predict_layers;
   j["num_attention_heads"] = c.num_attention_heads;
   j["num_key_value_heads"] = c.num_key_value_heads;
-  j["q_lora_rank"] = c.q_lora_rank == 0 ? Json(nullptr) : Json(c.q_lora_rank);
+  j["q_lora_rank"] = positive_or_null(c.q_lora_rank);
   j["kv_lora_rank"] = c.kv_lora_rank;
   j["qk_nope_head_dim"] = c.qk_nope_head_dim;
   j["qk_rope_head_dim"] = c.qk_rope_head_dim;
   j["v_head_dim"] = c.v_head_dim;
   j["n_routed_experts"] = c.n_routed_experts;
   j["n_shared_experts"] = c.n_shared_experts;
-  j["num_experts_per_tok"] = c.num_experts_per_tok;
+  j["num_experts_per_tok"] = positive_or_null(c.num_experts_per_tok);
   j["n_group"] = c.n_group;
   j["topk_group"] = c.topk_group;
   j["first_k_dense_replace"] = c.first_k_dense_replace;

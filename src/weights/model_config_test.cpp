@@ -206,13 +206,10 @@ TEST(ModelConfig, EachMissingRequiredKeyIsNamed) {
   }
 }
 
+Json dense_config();
+
 TEST(ModelConfig, DenseModelNeedsNoMoeKeys) {
-  Json j = v3_config();
-  for (const char* key : {"n_routed_experts", "moe_intermediate_size", "num_experts_per_tok",
-                          "n_shared_experts"}) {
-    j.erase(key);
-  }
-  auto r = parse(j);
+  auto r = parse(dense_config());
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   EXPECT_EQ(r->n_routed_experts, 0);
   EXPECT_FALSE(r->is_moe_layer(10));
@@ -331,8 +328,16 @@ TEST(ModelConfig, RejectsTextThatIsNotAJsonObject) {
   }
 }
 
+Json dense_config() {
+  Json j = v3_config();
+  for (const char* key : {"n_routed_experts", "moe_intermediate_size", "num_experts_per_tok", "n_shared_experts"}) {
+    j.erase(key);
+  }
+  return j;
+}
+
 TEST(ModelConfig, RoundTripsThroughJson) {
-  for (const Json& j : {v3_config(), v2_lite_config(), v32_config()}) {
+  for (const Json& j : {v3_config(), v2_lite_config(), v32_config(), dense_config()}) {
     auto first = parse(j);
     ASSERT_TRUE(first.ok()) << first.status().to_string();
     const std::string text = model_config_to_json(*first);

@@ -9,15 +9,15 @@
 
 #include "weights/safetensors.h"
 
-#ifndef DS_SAFETENSORS_CORPUS_DIR
-#error "DS_SAFETENSORS_CORPUS_DIR must name the corpus directory"
+#ifndef DS_FUZZ_CORPUS_DIR
+#error "DS_FUZZ_CORPUS_DIR must name fuzz/corpus"
 #endif
 
 namespace ds {
 namespace {
 
 TEST(SafetensorsCorpus, EveryFileParsesOrFailsCleanly) {
-  const std::filesystem::path dir = DS_SAFETENSORS_CORPUS_DIR;
+  const std::filesystem::path dir = std::filesystem::path(DS_FUZZ_CORPUS_DIR) / "safetensors_header";
   ASSERT_TRUE(std::filesystem::is_directory(dir)) << dir;
   size_t n_files = 0, n_valid = 0, n_invalid = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
@@ -50,7 +50,7 @@ TEST(SafetensorsCorpus, EveryFileParsesOrFailsCleanly) {
       EXPECT_FALSE(f.ok());
     }
   }
-  // The generator (fuzz/make_safetensors_corpus.py) writes 7 valid and 28 invalid seeds.
+  // The generator (fuzz/make_fuzz_corpus.py) writes 7 valid and 28 invalid seeds.
   EXPECT_GE(n_valid, 7u);
   EXPECT_GE(n_invalid, 28u);
   EXPECT_LT(n_files, 200u) << "keep the committed corpus minimised";

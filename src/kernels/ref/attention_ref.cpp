@@ -45,9 +45,9 @@ void mla_attention_absorbed(ThreadPool& pool, const MlaAbsorbedArgs& a) {
     const int64_t n_vis = std::min<int64_t>(a.q_pos[i] + 1, a.n_ctx);
     std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(n_vis, 0)));
     for (int64_t j = 0; j < n_vis; ++j) scores[j] = a.scale * dot(q, a.cache + j * qk_dim, qk_dim);
-    weighted_sum(scores.data(), std::max<int64_t>(n_vis, 0), a.latent_dim,
-                 [&](int64_t j) { return a.cache + j * qk_dim; },
-                 a.out + (i * a.n_heads + h) * a.latent_dim);
+    weighted_sum(
+        scores.data(), std::max<int64_t>(n_vis, 0), a.latent_dim,
+        [&](int64_t j) { return a.cache + j * qk_dim; }, a.out + (i * a.n_heads + h) * a.latent_dim);
   });
 }
 
@@ -63,9 +63,10 @@ void mha_attention(ThreadPool& pool, const MhaArgs& a) {
     std::vector<float> scores(visible.size());
     for (int64_t t = 0; t < n_vis; ++t)
       scores[t] = a.scale * dot(q, a.k + (visible[t] * a.n_heads + h) * a.qk_dim, a.qk_dim);
-    weighted_sum(scores.data(), n_vis, a.v_dim,
-                 [&](int64_t t) { return a.v + (visible[t] * a.n_heads + h) * a.v_dim; },
-                 a.out + (i * a.n_heads + h) * a.v_dim);
+    weighted_sum(
+        scores.data(), n_vis, a.v_dim,
+        [&](int64_t t) { return a.v + (visible[t] * a.n_heads + h) * a.v_dim; },
+        a.out + (i * a.n_heads + h) * a.v_dim);
   });
 }
 

@@ -8,16 +8,15 @@
 
 namespace ds::ref {
 
-void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
-             float* y, int64_t ldy) {
+void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
+             int64_t ldy) {
   if (dim <= 0) return;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * ldx;
     float* yr = y + r * ldy;
     double sum_sq = 0.0;
     for (int64_t i = 0; i < dim; ++i) sum_sq += static_cast<double>(xr[i]) * xr[i];
-    const float inv_rms =
-        static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
+    const float inv_rms = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
     for (int64_t i = 0; i < dim; ++i) {
       const float v = xr[i] * inv_rms;
       yr[i] = w ? v * w[i] : v;
@@ -25,8 +24,8 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
   }
 }
 
-void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v,
-                 const float* sin_v, int64_t n_pairs) {
+void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
+                 int64_t n_pairs) {
   for (int64_t h = 0; h < n_heads; ++h) {
     float* xh = x + h * head_stride;
     for (int64_t i = 0; i < n_pairs; ++i) {

@@ -9,13 +9,13 @@ namespace ds::ref {
 
 // Sum of squares in f64 (order-insensitive to f32 precision), r = (float)(1/sqrt(mean + eps)),
 // y = (x · r) · w in f32.
-void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
-             float* y, int64_t ldy);
+void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
+             int64_t ldy);
 
 // Rotation with a precomputed per-token table (see rope_cos_sin in rope.h):
 //   re' = re·cos − im·sin, im' = re·sin + im·cos (f32 products and sums, no FMA).
-void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v,
-                 const float* sin_v, int64_t n_pairs);
+void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
+                 int64_t n_pairs);
 
 // out = silu(g)·u with silu(g) = g / (1 + expf(−g)); limit > 0 clamps first (NaN passes through).
 void silu_mul(const float* gate, const float* up, int64_t n, float* out, float limit);

@@ -49,6 +49,7 @@ struct Format<WeightFormat::fp8_e4m3_block> {
 };
 
 constexpr float kFp8Fold = 0x1p120f;  // undoes the 2^-120 of Format<fp8>::load
+constexpr int64_t kMaxFoldedBlocks = 256;  // per-tile table of folded scales (cols <= 32768 at 128)
 
 // Fixed reduction tree shared by every tile: (l + l+4), then (l + l+2), (l + l+1).
 DS_INLINE float hsum8(__m256 v) {
@@ -133,30 +134,48 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
   if constexpr (F != WeightFormat::fp8_e4m3_block) {
     chunk_range<F, MR, NR>(acc, s, 0, n_chunks, sv);
   } else {
-    // Walk the k-blocks as in the AVX-512 path: lane l of chunk c always multiplies by the scale
-    // of column 8c + l, broadcast within a block, per lane for a chunk straddling a block edge.
     const int64_t bc = w.block_cols;
+    const int64_t n_blocks = w.scale_cols();
     const float* srow[NR];
-    for (int j = 0; j < NR; ++j) srow[j] = w.scales + ((n0 + j) / w.block_rows) * w.scale_cols();
-    int64_t c = 0;
-    while (c < n_chunks) {
-      const int64_t k0 = c * kLanes;
-      const int64_t kb = k0 / bc;
-      const int64_t block_end = std::min(cols, (kb + 1) * bc);
-      const int64_t c_end = block_end == cols ? n_chunks : block_end / kLanes;
-      if (c_end > c) {
-        for (int j = 0; j < NR; ++j) _mm256_store_ps(sv[j], _mm256_set1_ps(srow[j][kb] * kFp8Fold));
+    for (int j = 0; j < NR; ++j) srow[j] = w.scales + ((n0 + j) / w.block_rows) * n_blocks;
+    if (bc % kLanes == 0 && n_blocks <= kMaxFoldedBlocks) {
+      // No chunk straddles a k-block: blocks outer, their chunks inner, one broadcast factor
+      // (scale · 2^120) per W row and block; the tail chunk lies in the last block.
+      alignas(32) float folded[NR][kMaxFoldedBlocks];
+      for (int j = 0; j < NR; ++j)
+        for (int64_t b = 0; b < n_blocks; ++b) folded[j][b] = srow[j][b] * kFp8Fold;
+      const int64_t chunks_per_block = bc / kLanes;
+      int64_t c = 0;
+      for (int64_t kb = 0; kb < n_blocks; ++kb) {
+        for (int j = 0; j < NR; ++j) _mm256_store_ps(sv[j], _mm256_set1_ps(folded[j][kb]));
+        const int64_t c_end = std::min(s.n_full, c + chunks_per_block);
         chunk_range<F, MR, NR>(acc, s, c, c_end, sv);
         c = c_end;
-      } else {
-        for (int j = 0; j < NR; ++j) {
-          for (int l = 0; l < kLanes; ++l) {
-            const int64_t k = std::min(k0 + l, cols - 1);
-            sv[j][l] = srow[j][k / bc] * kFp8Fold;
+      }
+      if (n_chunks > s.n_full) chunk_range<F, MR, NR>(acc, s, s.n_full, n_chunks, sv);
+    } else {
+      // Any block shape: walk the k-blocks; lane l of chunk c always multiplies by the scale of
+      // column 8c + l, broadcast within a block, per lane for a chunk straddling a block edge.
+      int64_t c = 0;
+      while (c < n_chunks) {
+        const int64_t k0 = c * kLanes;
+        const int64_t kb = k0 / bc;
+        const int64_t block_end = std::min(cols, (kb + 1) * bc);
+        const int64_t c_end = block_end == cols ? n_chunks : block_end / kLanes;
+        if (c_end > c) {
+          for (int j = 0; j < NR; ++j) _mm256_store_ps(sv[j], _mm256_set1_ps(srow[j][kb] * kFp8Fold));
+          chunk_range<F, MR, NR>(acc, s, c, c_end, sv);
+          c = c_end;
+        } else {
+          for (int j = 0; j < NR; ++j) {
+            for (int l = 0; l < kLanes; ++l) {
+              const int64_t k = std::min(k0 + l, cols - 1);
+              sv[j][l] = srow[j][k / bc] * kFp8Fold;
+            }
           }
+          chunk_range<F, MR, NR>(acc, s, c, c + 1, sv);
+          ++c;
         }
-        chunk_range<F, MR, NR>(acc, s, c, c + 1, sv);
-        ++c;
       }
     }
   }

@@ -38,8 +38,8 @@ double hsum(__m256d v) {
 
 }  // namespace
 
-void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
-             float* y, int64_t ldy) {
+void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
+             int64_t ldy) {
   if (dim <= 0) return;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * ldx;
@@ -53,8 +53,7 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
       acc_hi = _mm256_fmadd_pd(hi, hi, acc_hi);
     }
     const double sum_sq = hsum(_mm256_add_pd(acc_lo, acc_hi));
-    const float inv_rms =
-        static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
+    const float inv_rms = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
     const __m256 rv = _mm256_set1_ps(inv_rms);
     for (int64_t i = 0; i < dim; i += 8) {
       const __m256i m = tail_mask(dim - i);
@@ -65,8 +64,8 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
   }
 }
 
-void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v,
-                 const float* sin_v, int64_t n_pairs) {
+void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
+                 int64_t n_pairs) {
   // See the AVX-512 path: interleaved tables make the vector result the reference's bits.
   constexpr int64_t kStackPairs = 128;
   float cos_stack[2 * kStackPairs], sin_stack[2 * kStackPairs];

@@ -1,7 +1,9 @@
 // GCC 12 reports its own AVX-512 intrinsics (their _mm512_undefined_* operands) as possibly
 // uninitialised at -O3 (GCC PR 105593); the pragma must precede the first <immintrin.h>.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include "kernels/x86/avx512/attention_avx512.h"
 

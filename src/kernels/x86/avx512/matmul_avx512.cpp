@@ -88,17 +88,10 @@ constexpr int64_t kMaxFoldedBlocks = 256;  // cols up to 256 k-blocks (32768 at 
 
 template <int NR>
 struct BlockScale {
-  const float (*folded)[kMaxFoldedBlocks];  // [NR][scale_cols]: scale · 2^120
-  int64_t chunks_per_block;
-  int64_t kb = 0;
-  int64_t in_block = 0;
-  DS_INLINE __m512 apply(int j, __m512 wv) const { return _mm512_mul_ps(wv, _mm512_set1_ps(folded[j][kb])); }
-  DS_INLINE void advance() {
-    if (++in_block == chunks_per_block) {
-      in_block = 0;
-      ++kb;
-    }
-  }
+  // The current block's factors as full vectors: a plain memory operand in the multiply keeps
+  // all 32 zmm registers free for accumulators and chunks.
+  alignas(64) float sv[NR][kLanes];
+  DS_INLINE __m512 apply(int j, __m512 wv) const { return _mm512_mul_ps(wv, _mm512_load_ps(sv[j])); }
 };
 
 // Any block shape (tiny test models): per-lane factors rebuilt for every chunk.
@@ -164,6 +157,36 @@ DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
   if (rem != 0) chunk<F, MR, NR, true>(acc, xr, wr, n_full * kLanes, tail_mask, scale);
 }
 
+// chunk_loop for fp8 with block_cols % 16 == 0: k-blocks outer (one broadcast factor per W row
+// and block), the block's chunks inner. Same chunks in the same order as chunk_loop.
+template <int MR, int NR>
+DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
+                                  const uint8_t* const (&wr)[NR], int64_t cols,
+                                  const float (&folded)[NR][kMaxFoldedBlocks], int64_t n_blocks,
+                                  int64_t chunks_per_block) {
+  constexpr WeightFormat F = WeightFormat::fp8_e4m3_block;
+  const int64_t n_full = cols / kLanes;
+  const int rem = static_cast<int>(cols % kLanes);
+  const __mmask16 tail_mask = static_cast<__mmask16>((1u << rem) - 1u);
+  BlockScale<NR> scale;
+  int64_t c = 0;
+  for (int64_t kb = 0; kb < n_blocks; ++kb) {
+    for (int j = 0; j < NR; ++j) _mm512_store_ps(scale.sv[j], _mm512_set1_ps(folded[j][kb]));
+    const int64_t c_end = std::min(n_full, c + chunks_per_block);
+    for (; c < c_end; ++c) {
+      if constexpr (MR == 1) {
+#pragma GCC unroll 8
+        for (int j = 0; j < NR; ++j) {
+          _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
+        }
+      }
+      chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
+    }
+  }
+  // The tail chunk lies in the last block, whose factors are still in `scale`.
+  if (rem != 0) chunk<F, MR, NR, true>(acc, xr, wr, n_full * kLanes, tail_mask, scale);
+}
+
 // y[i0 + i, n0 + j] for i < MR, j < NR. x points at row i0, y at row i0 (column 0).
 template <WeightFormat F, int MR, int NR>
 void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
@@ -190,8 +213,7 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
       alignas(64) float folded[NR][kMaxFoldedBlocks];
       for (int j = 0; j < NR; ++j)
         for (int64_t b = 0; b < n_blocks; ++b) folded[j][b] = srow[j][b] * kFp8Fold;
-      BlockScale<NR> scale{folded, w.block_cols / kLanes};
-      chunk_loop<F, MR, NR>(acc, xr, wr, cols, scale);
+      chunk_loop_blocked<MR, NR>(acc, xr, wr, cols, folded, n_blocks, w.block_cols / kLanes);
     } else {
       LaneScale<NR> scale;
       for (int j = 0; j < NR; ++j) scale.srow[j] = srow[j];

@@ -1,7 +1,9 @@
 // GCC 12 reports its own AVX-512 intrinsics (their _mm512_undefined_* operands) as possibly
 // uninitialised at -O3 (GCC PR 105593); the pragma must precede the first <immintrin.h>.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 
 #include "kernels/x86/avx512/ops_avx512.h"
 
@@ -17,8 +19,7 @@ namespace ds::avx512 {
 namespace {
 
 __mmask16 tail_mask(int64_t remaining) {
-  return remaining >= 16 ? static_cast<__mmask16>(0xFFFF)
-                         : static_cast<__mmask16>((1u << remaining) - 1u);
+  return remaining >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << remaining) - 1u);
 }
 
 // Horizontal sums through memory: GCC 12's _mm512_reduce_add_pd trips -Wuninitialized
@@ -26,8 +27,7 @@ __mmask16 tail_mask(int64_t remaining) {
 double hsum(__m512d v) {
   alignas(64) double lanes[8];
   _mm512_store_pd(lanes, v);
-  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) +
-         ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
 }
 
 // Adds the squares of 16 f32 (as f64, where they are exact) into two accumulators.
@@ -45,8 +45,8 @@ void add_values(__m512 v, __m512d& acc_lo, __m512d& acc_hi) {
 
 }  // namespace
 
-void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
-             float* y, int64_t ldy) {
+void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
+             int64_t ldy) {
   if (dim <= 0) return;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* xr = x + r * ldx;
@@ -57,8 +57,7 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
       add_squares(v, acc_lo, acc_hi);
     }
     const double sum_sq = hsum(_mm512_add_pd(acc_lo, acc_hi));
-    const float inv_rms =
-        static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
+    const float inv_rms = static_cast<float>(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
     const __m512 rv = _mm512_set1_ps(inv_rms);
     for (int64_t i = 0; i < dim; i += 16) {
       const __mmask16 m = tail_mask(dim - i);
@@ -69,8 +68,8 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
   }
 }
 
-void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v,
-                 const float* sin_v, int64_t n_pairs) {
+void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
+                 int64_t n_pairs) {
   // Interleaved tables: cos2 = [c0, c0, c1, c1, ...], sin2 = [−s0, s0, −s1, s1, ...], so that
   // x·cos2 + swap_pairs(x)·sin2 = [re·c − im·s, im·c + re·s]: the reference's products and sums
   // (the sign flip is exact and a + b == b + a), hence the same bits.

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Writes the seed corpus for safetensors_header_fuzz: small valid and invalid safetensors images.
-
+"""Writes the fuzzers' seed corpora:
+  fuzz/corpus/safetensors_header/: small valid and invalid safetensors images;
+  fuzz/corpus/model_config/: DeepSeek config.json variants.
 Files named valid_* must parse, invalid_* must be rejected; safetensors_corpus_test checks both (and
 that fuzzer-found files, named by hash, parse or fail without crashing).
-Usage: fuzz/make_safetensors_corpus.py [OUT_DIR]   (default fuzz/corpus/safetensors_header)
+Usage: fuzz/make_fuzz_corpus.py [CORPUS_ROOT]   (default fuzz/corpus)
 """
 import json
 import os
@@ -37,9 +38,7 @@ def tensors(specs):
     return header, bytes((i * 37 + 11) & 0xFF for i in range(offset))
 
 
-def main():
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "corpus", "safetensors_header")
-    os.makedirs(out, exist_ok=True)
+def safetensors_seeds():
     files = {}
 
     h, d = tensors([("w", "F32", [2, 2])])
@@ -95,11 +94,68 @@ def main():
     dup = json.dumps(base, separators=(",", ":"), sort_keys=True)
     dup = '{"b":' + json.dumps(base["b"], separators=(",", ":")) + "," + dup[1:]
     files["invalid_duplicate_key"] = image(dup, data)
+    return files
 
+
+V3_CONFIG = {
+    "architectures": ["DeepseekV3ForCausalLM"], "bos_token_id": 0, "eos_token_id": 1,
+    "first_k_dense_replace": 3, "hidden_act": "silu", "hidden_size": 7168, "intermediate_size": 18432,
+    "kv_lora_rank": 512, "max_position_embeddings": 163840, "model_type": "deepseek_v3",
+    "moe_intermediate_size": 2048, "moe_layer_freq": 1, "n_group": 8, "n_routed_experts": 256,
+    "n_shared_experts": 1, "norm_topk_prob": True, "num_attention_heads": 128, "num_experts_per_tok": 8,
+    "num_hidden_layers": 61, "num_key_value_heads": 128, "num_nextn_predict_layers": 1, "q_lora_rank": 1536,
+    "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+    "quantization_config": {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                            "weight_block_size": [128, 128]},
+    "rms_norm_eps": 1e-06,
+    "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0, "mscale_all_dim": 1.0,
+                     "original_max_position_embeddings": 4096, "type": "yarn"},
+    "rope_theta": 10000, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid", "tie_word_embeddings": False,
+    "topk_group": 4, "topk_method": "noaux_tc", "torch_dtype": "bfloat16", "v_head_dim": 128,
+    "vocab_size": 129280,
+}
+
+
+def model_config_seeds():
+    def cfg(**changes):
+        c = json.loads(json.dumps(V3_CONFIG))
+        for k, v in changes.items():
+            if v is None and k != "q_lora_rank":
+                c.pop(k, None)
+            else:
+                c[k] = v
+        return json.dumps(c, indent=1).encode()
+
+    files = {
+        "valid_v3": cfg(),
+        "valid_v32": cfg(model_type="deepseek_v32", index_n_heads=64, index_head_dim=128, index_topk=2048),
+        "valid_v2_lite": cfg(model_type="deepseek_v2", q_lora_rank=None, n_routed_experts=64, n_group=1,
+                             topk_group=1, num_experts_per_tok=6, scoring_func="softmax", topk_method="greedy",
+                             quantization_config=None, first_k_dense_replace=1),
+        "valid_dense_tiny": cfg(hidden_size=64, n_routed_experts=None, moe_intermediate_size=None,
+                                num_experts_per_tok=None, n_shared_experts=None, rope_scaling=None,
+                                num_hidden_layers=2, first_k_dense_replace=2),
+        "invalid_not_object": b"[1, 2]",
+        "invalid_odd_rope_dim": cfg(qk_rope_head_dim=63),
+        "invalid_topk_over_experts": cfg(num_experts_per_tok=300),
+        "invalid_missing_hidden": cfg(hidden_size=None),
+        "invalid_v32_without_indexer": cfg(model_type="deepseek_v32"),
+    }
+    return files
+
+
+def write_all(out_dir, files):
+    os.makedirs(out_dir, exist_ok=True)
     for name, content in files.items():
-        with open(os.path.join(out, name), "wb") as f:
+        with open(os.path.join(out_dir, name), "wb") as f:
             f.write(content)
-    print(f"wrote {len(files)} files to {out}")
+    print(f"wrote {len(files)} files to {out_dir}")
+
+
+def main():
+    root = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus")
+    write_all(os.path.join(root, "safetensors_header"), safetensors_seeds())
+    write_all(os.path.join(root, "model_config"), model_config_seeds())
 
 
 if __name__ == "__main__":

@@ -1,0 +1,268 @@
+// DeepSeekV3 forward on generated tiny checkpoints (tools/modelgen, preset tiny): chunking and
+// batching invariance, absorbed vs plain MLA, ISA paths, MTP, and input validation.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "model/deepseek_v3.h"
+#include "modelgen/make_model.h"
+
+namespace ds {
+namespace {
+
+std::string make_tiny(bool fp8) {
+  const std::string dir = ::testing::TempDir() + "/ds_model_test_tiny_" + (fp8 ? "fp8" : "bf16");
+  modelgen::MakeModelOptions o;
+  o.preset = "tiny";
+  o.fp8 = fp8;
+  o.seed = 3;
+  o.out_dir = dir;
+  o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
+  ThreadPool pool(2);
+  Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
+  EXPECT_TRUE(r.ok()) << r.status().to_string();
+  return dir;
+}
+
+// Generated once per test process, and only the formats a test asks for.
+const std::string& tiny_dir(bool fp8) {
+  if (fp8) {
+    static const std::string fp8_dir = make_tiny(true);
+    return fp8_dir;
+  }
+  static const std::string bf16_dir = make_tiny(false);
+  return bf16_dir;
+}
+
+std::unique_ptr<DeepSeekV3> load(bool fp8, Isa isa = Isa::reference, MlaMode mode = MlaMode::absorbed,
+                                 int threads = 2) {
+  ModelOptions o;
+  o.isa = isa;
+  o.n_threads = threads;
+  o.mla_mode = mode;
+  o.max_seq_len = 64;
+  Result<std::unique_ptr<DeepSeekV3>> m = DeepSeekV3::load(tiny_dir(fp8), o);
+  EXPECT_TRUE(m.ok()) << m.status().to_string();
+  return m.ok() ? std::move(m).value() : nullptr;
+}
+
+const std::vector<int32_t> kIds = {0, 17, 42, 9000, 128000, 5, 77, 1234, 31, 100000, 64, 2};
+
+struct SeqRun {
+  std::vector<float> logits;  // [n_ids, vocab]
+  std::vector<float> hidden;  // [n_ids, hidden]
+  std::vector<float> mtp;     // [n_ids - 1, vocab]
+};
+
+// Feeds ids in chunks of the given sizes (the last size repeats), all logits kept.
+SeqRun run(DeepSeekV3& m, const std::vector<int32_t>& ids, const std::vector<size_t>& chunks, bool with_mtp = false) {
+  SeqRun r;
+  auto seq = m.new_sequence();
+  LogitsOutput out;
+  size_t pos = 0, c = 0;
+  while (pos < ids.size()) {
+    const size_t n = std::min(chunks[std::min(c++, chunks.size() - 1)], ids.size() - pos);
+    ForwardRequest req{seq.get(), {ids.data() + pos, n}, true};
+    const Status st = m.forward({&req, 1}, out);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    r.logits.insert(r.logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
+    r.hidden.insert(r.hidden.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
+    pos += n;
+  }
+  if (with_mtp) {
+    const int64_t H = m.config().hidden_size;
+    size_t row = 0;
+    c = 0;
+    while (row + 1 < ids.size()) {
+      const size_t n = std::min(chunks[std::min(c++, chunks.size() - 1)], ids.size() - 1 - row);
+      MtpRequest req{seq.get(), {ids.data() + row + 1, n}, r.hidden.data() + static_cast<int64_t>(row) * H};
+      const Status st = m.forward_mtp({&req, 1}, out);
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      r.mtp.insert(r.mtp.end(), out.logits.data(), out.logits.data() + out.logits.numel());
+      row += n;
+    }
+  }
+  return r;
+}
+
+// max |a - b| / max(1, max |a|)
+double rel_max_err(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double max_diff = 0, max_abs = 1;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
+    max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - b[i]));
+    max_abs = std::max(max_abs, std::abs(static_cast<double>(a[i])));
+  }
+  return max_diff / max_abs;
+}
+
+void expect_sane(const std::vector<float>& logits) {
+  ASSERT_FALSE(logits.empty());
+  double mean = 0;
+  for (float v : logits) {
+    ASSERT_TRUE(std::isfinite(v));
+    mean += v;
+  }
+  mean /= static_cast<double>(logits.size());
+  double var = 0;
+  for (float v : logits) var += (v - mean) * (v - mean);
+  EXPECT_GT(var / static_cast<double>(logits.size()), 1e-6) << "logits are constant";
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa i : {Isa::reference, Isa::avx2, Isa::avx512})
+    if (isa_supported(i)) isas.push_back(i);
+  return isas;
+}
+
+// Absorbed MLA gives every token the same arithmetic whatever the chunking, and the kernels are
+// batch-invariant by contract, so prefill, chunked prefill and token-by-token decode must agree
+// bit for bit, on every ISA path and for both weight formats.
+TEST(DeepSeekV3, ChunkingIsBitwiseInvariant) {
+  for (bool fp8 : {false, true}) {
+    for (Isa isa : supported_isas()) {
+      auto m = load(fp8, isa);
+      ASSERT_TRUE(m);
+      const SeqRun all = run(*m, kIds, {kIds.size()}, true);
+      expect_sane(all.logits);
+      expect_sane(all.mtp);
+      for (const auto& chunks : std::vector<std::vector<size_t>>{{1}, {3, 1}, {5, 4, 2}}) {
+        const SeqRun r = run(*m, kIds, chunks, true);
+        EXPECT_EQ(r.logits, all.logits) << "isa " << isa_name(isa) << " fp8 " << fp8 << " first chunk " << chunks[0];
+        EXPECT_EQ(r.mtp, all.mtp) << "isa " << isa_name(isa) << " fp8 " << fp8 << " first chunk " << chunks[0];
+      }
+    }
+  }
+}
+
+// Several sequences in one forward produce exactly what each produces alone.
+TEST(DeepSeekV3, BatchedSequencesEqualSeparateRuns) {
+  auto m = load(false, best_isa());
+  ASSERT_TRUE(m);
+  const std::vector<int32_t> a = {0, 5, 6, 7, 8}, b = {0, 900, 901};
+  const SeqRun ra = run(*m, {0, 5, 6, 7, 8, 11}, {5, 1});
+  const SeqRun rb = run(*m, {0, 900, 901, 12}, {3, 1});
+
+  auto sa = m->new_sequence(), sb = m->new_sequence();
+  LogitsOutput out;
+  ForwardRequest prefill[2] = {{sa.get(), a, true}, {sb.get(), b, true}};
+  ASSERT_TRUE(m->forward(prefill, out).ok());
+  const int64_t V = m->config().vocab_size;
+  ASSERT_EQ(out.row_begin, (std::vector<int64_t>{0, 5, 8}));
+  EXPECT_EQ(std::vector<float>(out.logits.data(), out.logits.data() + 5 * V),
+            std::vector<float>(ra.logits.begin(), ra.logits.begin() + 5 * V));
+  EXPECT_EQ(std::vector<float>(out.logits.row(5), out.logits.row(5) + 3 * V),
+            std::vector<float>(rb.logits.begin(), rb.logits.begin() + 3 * V));
+
+  const int32_t ta = 11, tb = 12;
+  ForwardRequest step[2] = {{sb.get(), {&tb, 1}, false}, {sa.get(), {&ta, 1}, false}};
+  ASSERT_TRUE(m->forward(step, out).ok());
+  EXPECT_EQ(std::vector<float>(out.logits.row(0), out.logits.row(0) + V),
+            std::vector<float>(rb.logits.begin() + 3 * V, rb.logits.end()));
+  EXPECT_EQ(std::vector<float>(out.logits.row(1), out.logits.row(1) + V),
+            std::vector<float>(ra.logits.begin() + 5 * V, ra.logits.end()));
+}
+
+// The two MLA forms are the same math in a different order: they agree to f32 rounding.
+// Measured worst relative error on this model: see the failure message; the bound 1e-4 is
+// ~50× f32 epsilon times the reduction depth of this model's dot products.
+TEST(DeepSeekV3, AbsorbedMatchesPlain) {
+  for (bool fp8 : {false, true}) {
+    auto ma = load(fp8, Isa::reference, MlaMode::absorbed);
+    auto mp = load(fp8, Isa::reference, MlaMode::plain);
+    ASSERT_TRUE(ma && mp);
+    const SeqRun a = run(*ma, kIds, {4, 1}, true);
+    const SeqRun p = run(*mp, kIds, {4, 1}, true);
+    std::printf("absorbed vs plain, fp8 %d: logits %.3g, mtp %.3g\n", fp8, rel_max_err(a.logits, p.logits),
+                rel_max_err(a.mtp, p.mtp));
+    EXPECT_LT(rel_max_err(a.logits, p.logits), 1e-4) << "fp8 " << fp8;
+    EXPECT_LT(rel_max_err(a.mtp, p.mtp), 1e-4) << "fp8 " << fp8;
+  }
+}
+
+// Vector paths differ from the reference only in summation order.
+TEST(DeepSeekV3, IsaPathsAgreeWithReference) {
+  auto ref = load(false, Isa::reference);
+  ASSERT_TRUE(ref);
+  const SeqRun r = run(*ref, kIds, {kIds.size()}, true);
+  for (Isa isa : supported_isas()) {
+    auto m = load(false, isa);
+    const SeqRun v = run(*m, kIds, {kIds.size()}, true);
+    std::printf("%s vs reference: logits %.3g, mtp %.3g\n", std::string(isa_name(isa)).c_str(),
+                rel_max_err(r.logits, v.logits), rel_max_err(r.mtp, v.mtp));
+    EXPECT_LT(rel_max_err(r.logits, v.logits), 1e-4) << isa_name(isa);
+    EXPECT_LT(rel_max_err(r.mtp, v.mtp), 1e-4) << isa_name(isa);
+  }
+}
+
+TEST(DeepSeekV3, ThreadCountDoesNotChangeResults) {
+  auto m1 = load(false, best_isa(), MlaMode::absorbed, 1);
+  auto m2 = load(false, best_isa(), MlaMode::absorbed, 2);
+  ASSERT_TRUE(m1 && m2);
+  EXPECT_EQ(run(*m1, kIds, {5, 1}).logits, run(*m2, kIds, {5, 1}).logits);
+}
+
+TEST(DeepSeekV3, RejectsBadInputWithoutSideEffects) {
+  auto m = load(false);
+  ASSERT_TRUE(m);
+  auto seq = m->new_sequence();
+  LogitsOutput out;
+  const std::vector<int32_t> bad = {0, 5, m->config().vocab_size};
+  ForwardRequest req{seq.get(), bad, false};
+  Status st = m->forward({&req, 1}, out);
+  EXPECT_EQ(st.code(), ErrorCode::model_bad_input);
+  EXPECT_NE(st.message().find("129280"), std::string::npos) << st.message();
+  EXPECT_EQ(seq->n_tokens(), 0);
+  EXPECT_EQ(seq->layer(0).n_rows(), 0);
+
+  const std::vector<int32_t> negative = {-1};
+  req.tokens = negative;
+  EXPECT_EQ(m->forward({&req, 1}, out).code(), ErrorCode::model_bad_input);
+
+  req.tokens = {};
+  EXPECT_EQ(m->forward({&req, 1}, out).code(), ErrorCode::model_bad_input);
+
+  const std::vector<int32_t> ok = {0, 5};
+  ForwardRequest twice[2] = {{seq.get(), ok, false}, {seq.get(), ok, false}};
+  EXPECT_EQ(m->forward(twice, out).code(), ErrorCode::model_bad_input);
+  EXPECT_EQ(seq->n_tokens(), 0);
+
+  // max_seq_len is 64 in these tests.
+  std::vector<int32_t> long_ids(65, 7);
+  req.tokens = long_ids;
+  st = m->forward({&req, 1}, out);
+  EXPECT_EQ(st.code(), ErrorCode::model_bad_input);
+  EXPECT_NE(st.message().find("max_seq_len"), std::string::npos) << st.message();
+
+  // MTP rows need the main model's positions first.
+  std::vector<float> hidden(static_cast<size_t>(m->config().hidden_size), 0.0f);
+  MtpRequest mreq{seq.get(), ok, hidden.data()};
+  EXPECT_EQ(m->forward_mtp({&mreq, 1}, out).code(), ErrorCode::model_bad_input);
+}
+
+TEST(DeepSeekV3, TruncateRewindsTheSequence) {
+  auto m = load(false, best_isa());
+  ASSERT_TRUE(m);
+  const SeqRun ref = run(*m, kIds, {kIds.size()});
+  auto seq = m->new_sequence();
+  LogitsOutput out;
+  ForwardRequest req{seq.get(), {kIds.data(), 6}, false};
+  ASSERT_TRUE(m->forward({&req, 1}, out).ok());
+  seq->truncate(4);
+  EXPECT_EQ(seq->n_tokens(), 4);
+  req.tokens = {kIds.data() + 4, kIds.size() - 4};
+  req.all_logits = true;
+  ASSERT_TRUE(m->forward({&req, 1}, out).ok());
+  const int64_t V = m->config().vocab_size;
+  EXPECT_EQ(std::vector<float>(out.logits.data(), out.logits.data() + out.logits.numel()),
+            std::vector<float>(ref.logits.begin() + 4 * V, ref.logits.end()));
+}
+
+}  // namespace
+}  // namespace ds
