@@ -41,9 +41,7 @@ void fill_fp8(uint8_t* dst, int64_t n, SplitMix64& rng) {
   }
 }
 
-int64_t elem_bytes(WeightFormat f) {
-  return f == WeightFormat::f32 ? 4 : f == WeightFormat::bf16 ? 2 : 1;
-}
+int64_t elem_bytes(WeightFormat f) { return f == WeightFormat::f32 ? 4 : f == WeightFormat::bf16 ? 2 : 1; }
 
 }  // namespace
 
@@ -57,9 +55,15 @@ WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copi
     w.cols = cols;
     AlignedBuffer<uint8_t> data(static_cast<size_t>(n * elem_bytes(format)));
     switch (format) {
-      case WeightFormat::f32: fill_f32(data.data(), n, rng); break;
-      case WeightFormat::bf16: fill_bf16(data.data(), n, rng); break;
-      case WeightFormat::fp8_e4m3_block: fill_fp8(data.data(), n, rng); break;
+      case WeightFormat::f32:
+        fill_f32(data.data(), n, rng);
+        break;
+      case WeightFormat::bf16:
+        fill_bf16(data.data(), n, rng);
+        break;
+      case WeightFormat::fp8_e4m3_block:
+        fill_fp8(data.data(), n, rng);
+        break;
     }
     w.data = data.data();
     if (format == WeightFormat::fp8_e4m3_block) {

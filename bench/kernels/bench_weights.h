@@ -22,7 +22,9 @@ class SplitMix64 {
     return z ^ (z >> 31);
   }
   // Uniform in [-1, 1).
-  float next_signed_unit() { return static_cast<float>(static_cast<int64_t>(next() >> 40) - (1 << 23)) * 0x1p-23f; }
+  float next_signed_unit() {
+    return static_cast<float>(static_cast<int64_t>(next() >> 40) - (1 << 23)) * 0x1p-23f;
+  }
 
  private:
   uint64_t state_;

@@ -2,16 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 
 #include "base/aligned_buffer.h"
+#include "base/clock.h"
 #include "base/thread_pool.h"
 #include "bench_weights.h"
 #include "kernels/matmul.h"
 #include "machine/bench_timing.h"
 #include "machine/host_load.h"
-#include "base/clock.h"
 
 namespace ds::bench {
 namespace {
@@ -19,16 +20,16 @@ namespace {
 std::string shape_cell(const MatmulShape& s) { return fmt::format("{} {}->{}", s.name, s.cols, s.rows); }
 
 void print_header() {
-  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10} {:>8} {:>9} {:>8} {:>8} {:>7} {:>5}\n", "shape (in->out)", "fmt",
-             "isa", "thr", "m", "ms/call", "W GB/s", "GFLOP/s", "%readBW", "%FMA", "x ref", "cpu%");
+  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10} {:>8} {:>9} {:>8} {:>8} {:>7} {:>5}\n", "shape (in->out)",
+             "fmt", "isa", "thr", "m", "ms/call", "W GB/s", "GFLOP/s", "%readBW", "%FMA", "x ref", "cpu%");
 }
 
 void print_row(const MatmulResult& r) {
-  fmt::print("{:<30} {:>5} {:>9} {:>3} {:>4} {:>10.3f} {:>8.1f} {:>9.1f} {:>7.0f}% {:>7.0f}% {:>7} {:>4.0f}%\n",
-             shape_cell(r.shape), weight_format_name(r.format), isa_name(r.isa), r.n_threads, r.m,
-             r.median_s * 1e3, r.weight_gbps, r.gflops, r.pct_read_peak, r.pct_fma_peak,
-             r.speedup_vs_reference > 0 ? fmt::format("{:.0f}x", r.speedup_vs_reference) : "",
-             100.0 * r.cpu_share);
+  fmt::print(
+      "{:<30} {:>5} {:>9} {:>3} {:>4} {:>10.3f} {:>8.1f} {:>9.1f} {:>7.0f}% {:>7.0f}% {:>7} {:>4.0f}%\n",
+      shape_cell(r.shape), weight_format_name(r.format), isa_name(r.isa), r.n_threads, r.m, r.median_s * 1e3,
+      r.weight_gbps, r.gflops, r.pct_read_peak, r.pct_fma_peak,
+      r.speedup_vs_reference > 0 ? fmt::format("{:.0f}x", r.speedup_vs_reference) : "", 100.0 * r.cpu_share);
   std::fflush(stdout);
 }
 
@@ -49,18 +50,19 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
   fill_signed_unit(x.data(), c.m * w0.cols, opt.seed + static_cast<uint64_t>(c.m));
   const size_t n_mats = c.streamed ? c.weights->matrices().size() : 1;
   const double cpu0 = process_cpu_seconds(), wall0 = now_seconds();
-  const RunStats s = time_runs(opt.n_warmup, c.n_runs, [&] {
-    for (size_t i = 0; i < n_mats; ++i) {
-      MatmulArgs a;
-      a.x = x.data();
-      a.m = c.m;
-      a.ldx = w0.cols;
-      a.w = &c.weights->matrices()[i];
-      a.y = y.data();
-      a.ldy = w0.rows;
-      matmul(c.isa, *c.pool, a);
-    }
-  });
+  const RunStats s =
+      time_runs_budget(opt.n_warmup, std::min(opt.min_runs, c.n_runs), c.n_runs, opt.budget_s, [&] {
+        for (size_t i = 0; i < n_mats; ++i) {
+          MatmulArgs a;
+          a.x = x.data();
+          a.m = c.m;
+          a.ldx = w0.cols;
+          a.w = &c.weights->matrices()[i];
+          a.y = y.data();
+          a.ldy = w0.rows;
+          matmul(c.isa, *c.pool, a);
+        }
+      });
   const double cpu_s = process_cpu_seconds() - cpu0, wall_s = now_seconds() - wall0;
   MatmulResult r;
   r.cpu_share = cpu_share(cpu_s, wall_s, c.pool->n_threads());
@@ -83,9 +85,12 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
 
 std::string_view weight_format_name(WeightFormat f) {
   switch (f) {
-    case WeightFormat::f32: return "f32";
-    case WeightFormat::bf16: return "bf16";
-    case WeightFormat::fp8_e4m3_block: return "fp8";
+    case WeightFormat::f32:
+      return "f32";
+    case WeightFormat::bf16:
+      return "bf16";
+    case WeightFormat::fp8_e4m3_block:
+      return "fp8";
   }
   return "?";
 }
@@ -93,10 +98,9 @@ std::string_view weight_format_name(WeightFormat f) {
 std::vector<MatmulShape> default_matmul_shapes() {
   return {
       {"bench.dense_up", 2048, 10944},  // dense-layer gate/up proj
-      {"bench.dense_down", 10944, 2048},
-      {"bench.q_a", 2048, 1536},
-      {"bench.q_b", 1536, 3072},        // 16 heads x 192
-      {"v3.expert_up", 7168, 2048},     // routed expert gate/up proj
+      {"bench.dense_down", 10944, 2048}, {"bench.q_a", 2048, 1536},
+      {"bench.q_b", 1536, 3072},     // 16 heads x 192
+      {"v3.expert_up", 7168, 2048},  // routed expert gate/up proj
       {"v3.expert_down", 2048, 7168},
   };
 }
@@ -123,12 +127,15 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
     // Baseline: the scalar reference against each vector path on one small shape whose W stays
     // in cache (the reference is ~100x slower, so a DRAM-sized case would take too long).
     static const MatmulShape kBaselineShape{"bench.q_a", 2048, 1536};
-    fmt::print("-- baseline: scalar reference vs vector paths, 1 thread, W in cache (so %readBW may pass 100%) --\n");
+    fmt::print(
+        "-- baseline: scalar reference vs vector paths, 1 thread, W in cache (so %readBW may pass 100%) "
+        "--\n");
     ThreadPool pool1(1);
     for (WeightFormat f : opt.formats) {
       const WeightSet ws(f, kBaselineShape.rows, kBaselineShape.cols, 1, opt.seed);
       for (int64_t m : {int64_t{1}, int64_t{4}}) {
-        const MatmulResult ref = run_case({&kBaselineShape, &ws, Isa::reference, &pool1, m, false, 3}, opt, peaks);
+        const MatmulResult ref =
+            run_case({&kBaselineShape, &ws, Isa::reference, &pool1, m, false, 3}, opt, peaks);
         results.push_back(ref);
         print_row(ref);
         for (Isa isa : opt.isas) {
@@ -153,8 +160,7 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
         for (int t : opt.thread_counts) {
           for (int64_t m : opt.ms) {
             const bool streamed = m <= opt.max_streamed_m;
-            const CaseSpec c{&shape, &ws, isa, pools[t].get(), m, streamed,
-                             streamed ? opt.n_runs : opt.n_runs_large};
+            const CaseSpec c{&shape, &ws, isa, pools[t].get(), m, streamed, opt.n_runs};
             results.push_back(run_case(c, opt, peaks));
             print_row(results.back());
           }

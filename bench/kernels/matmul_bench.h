@@ -19,23 +19,26 @@ struct MatmulShape {
   int64_t rows = 0;  // out_features
 };
 
-// Shapes of the bench preset (V2-Lite widths) and of DeepSeek-V3.
-std::vector<MatmulShape> default_matmul_shapes();
+// Shapes of the bench preset (V2-Lite widths), of DeepSeek-V3 (routed expert), and the two
+// largest bench shapes for --quick.
+std::vector<MatmulShape> bench_model_matmul_shapes();
+std::vector<MatmulShape> v3_matmul_shapes();
 std::vector<MatmulShape> quick_matmul_shapes();
 
 struct MatmulBenchOptions {
   std::vector<MatmulShape> shapes;
   std::vector<WeightFormat> formats;
-  std::vector<Isa> isas;          // vector paths; the reference runs separately (baseline)
-  std::vector<int64_t> ms;        // rows of x
+  std::vector<Isa> isas;           // vector paths; the reference runs separately (baseline)
+  std::vector<int64_t> ms;         // rows of x
   std::vector<int> thread_counts;  // each <= the peaks' pool size
   // Batches up to max_streamed_m cycle through copies of W totalling stream_bytes, so every
   // call reads W from DRAM (decode); larger batches reuse one W (compute-bound prefill).
   int64_t stream_bytes = int64_t{256} << 20;
   int64_t max_streamed_m = 16;
   int n_warmup = 1;
-  int n_runs = 5;         // m <= max_streamed_m
-  int n_runs_large = 3;   // larger m
+  int n_runs = 5;  // at most this many timed runs per case, median reported
+  int min_runs = 2;
+  double budget_s = 0.4;           // stop after min_runs once the timed runs took this long
   bool reference_baseline = true;  // scalar reference vs vector paths on one small shape, m = 1, 4
   uint64_t seed = 42;
 };
@@ -49,9 +52,9 @@ struct MatmulResult {
   double median_s = 0;  // per matmul call
   double weight_gbps = 0;
   double gflops = 0;
-  double pct_read_peak = 0;  // weight GB/s / read peak (best run, same thread count)
-  double pct_fma_peak = 0;   // GFLOP/s / fp32 FMA peak (best run, same thread count)
-  double cpu_share = 0;  // CPU time / (wall time x threads) over the case's runs
+  double pct_read_peak = 0;         // weight GB/s / read peak (best run, same thread count)
+  double pct_fma_peak = 0;          // GFLOP/s / fp32 FMA peak (best run, same thread count)
+  double cpu_share = 0;             // CPU time / (wall time x threads) over the case's runs
   double speedup_vs_reference = 0;  // baseline section only: reference time / this time
 };
 

@@ -10,8 +10,8 @@
 
 #include "base/aligned_buffer.h"
 #include "base/thread_pool.h"
-#include "kernels/attention.h"
 #include "bench_weights.h"
+#include "kernels/attention.h"
 #include "kernels/norm.h"
 #include "kernels/softmax.h"
 #include "machine/bench_timing.h"

@@ -10,7 +10,7 @@
 namespace ds::bench {
 
 struct OpsBenchOptions {
-  std::vector<Isa> isas;  // include Isa::reference for the baseline row
+  std::vector<Isa> isas;           // include Isa::reference for the baseline row
   std::vector<int> thread_counts;  // attention only (norm and softmax are single-row kernels)
   bool quick = false;
   int n_warmup = 1;

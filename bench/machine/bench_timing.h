@@ -44,4 +44,28 @@ RunStats time_runs(int n_warmup, int n_runs, Fn&& fn) {
   return s;
 }
 
+// Like time_runs, but stops early once at least min_runs timed calls have together taken
+// budget_s seconds (never more than max_runs): bounds the cost of slow cases (large GEMMs on a
+// busy host) while fast cases still get max_runs samples.
+template <class Fn>
+RunStats time_runs_budget(int n_warmup, int min_runs, int max_runs, double budget_s, Fn&& fn) {
+  for (int i = 0; i < n_warmup; ++i) fn();
+  std::vector<double> seconds;
+  double total_s = 0;
+  for (int i = 0; i < max_runs; ++i) {
+    if (i >= min_runs && total_s >= budget_s) break;
+    const double t0 = now_seconds();
+    fn();
+    seconds.push_back(now_seconds() - t0);
+    total_s += seconds.back();
+  }
+  RunStats s;
+  s.n_runs = static_cast<int>(seconds.size());
+  if (seconds.empty()) return s;
+  s.median_s = median_of(seconds);
+  s.min_s = *std::min_element(seconds.begin(), seconds.end());
+  s.max_s = *std::max_element(seconds.begin(), seconds.end());
+  return s;
+}
+
 }  // namespace ds::bench

@@ -53,9 +53,9 @@ CpuFeatures detect_cpu_features() {
   const bool osxsave = bit(l1.ecx, 27);
   if (!osxsave) return f;
   const uint64_t xcr0 = xgetbv0();
-  const bool os_ymm = (xcr0 & 0x6) == 0x6;            // SSE + AVX state
+  const bool os_ymm = (xcr0 & 0x6) == 0x6;              // SSE + AVX state
   const bool os_zmm = os_ymm && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM_Hi256 + Hi16_ZMM
-  const bool os_amx = (xcr0 & 0x60000) == 0x60000;     // XTILECFG + XTILEDATA
+  const bool os_amx = (xcr0 & 0x60000) == 0x60000;      // XTILECFG + XTILEDATA
   const Regs l7 = cpuid(7, 0);
   const Regs l7s1 = cpuid(7, 1);
   const bool fma = bit(l1.ecx, 12), f16c = bit(l1.ecx, 29), avx = bit(l1.ecx, 28);

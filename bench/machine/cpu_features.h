@@ -8,8 +8,8 @@
 namespace ds::bench {
 
 struct CpuFeatures {
-  std::string brand;  // "AMD EPYC 9B45" (CPUID brand string, trimmed)
-  bool avx2 = false;  // AVX2 + FMA + F16C, OS saves ymm state
+  std::string brand;    // "AMD EPYC 9B45" (CPUID brand string, trimmed)
+  bool avx2 = false;    // AVX2 + FMA + F16C, OS saves ymm state
   bool avx512 = false;  // AVX-512 F/BW/DQ/VL, OS saves zmm state
   bool avx512_bf16 = false;
   bool avx512_vnni = false;

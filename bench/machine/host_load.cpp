@@ -21,13 +21,16 @@ HostLoad read_host_load() {
 double process_cpu_seconds() {
   rusage u{};
   getrusage(RUSAGE_SELF, &u);
-  auto sec = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  auto sec = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
   return sec(u.ru_utime) + sec(u.ru_stime);
 }
 
 std::string format_host_load(const HostLoad& h) {
   if (h.load_1min < 0) return fmt::format("host load unknown on {} CPUs", h.n_cpus);
-  std::string s = fmt::format("host load {:.1f} (1 min) / {:.1f} (5 min) on {} CPUs", h.load_1min, h.load_5min, h.n_cpus);
+  std::string s =
+      fmt::format("host load {:.1f} (1 min) / {:.1f} (5 min) on {} CPUs", h.load_1min, h.load_5min, h.n_cpus);
   if (h.n_cpus > 0 && h.load_1min > 1.2 * h.n_cpus) s += " -- contended: other processes share the cores";
   return s;
 }

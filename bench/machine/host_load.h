@@ -9,7 +9,7 @@ namespace ds::bench {
 struct HostLoad {
   double load_1min = -1;  // /proc/loadavg; -1 when unavailable
   double load_5min = -1;
-  int n_cpus = 0;         // online CPUs
+  int n_cpus = 0;  // online CPUs
 };
 
 HostLoad read_host_load();

@@ -1,8 +1,8 @@
 // machine_peaks: prints this machine's memory bandwidth and per-ISA compute peaks, the
 // denominators of every "% of peak" the kernel and model benches report.
 //   machine_peaks [--threads N] [--quick] [--mem-mib M] [--runs R]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <thread>
@@ -17,8 +17,10 @@ int main(int argc, char** argv) {
   int n_runs = 0;
   app.add_option("--threads", n_threads, "threads for the all-threads column")->check(CLI::Range(1, 1024));
   app.add_flag("--quick", quick, "256 MiB buffer, fewer runs, no copy/triad");
-  app.add_option("--mem-mib", mem_mib, "memory buffer size in MiB (default 1024, quick 256)")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--runs", n_runs, "timed runs per measurement (memory and compute)")->check(CLI::Range(1, 1000));
+  app.add_option("--mem-mib", mem_mib, "memory buffer size in MiB (default 1024, quick 256)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--runs", n_runs, "timed runs per measurement (memory and compute)")
+      ->check(CLI::Range(1, 1000));
   CLI11_PARSE(app, argc, argv);
 
   ds::bench::PeakOptions opt = quick ? ds::bench::quick_peak_options() : ds::bench::PeakOptions{};

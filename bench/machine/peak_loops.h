@@ -5,8 +5,8 @@
 // throughput, not the FMA latency (4-6 cycles), is the limit: 2 pipes x 6 cycles = 12 in
 // flight at most on current x86 cores, 16 leaves margin and fits in 32 zmm with the inputs.
 // Accumulator k starts at k (lane-uniform): identical chains would let the compiler merge them
-// into one latency-bound chain. Each loop returns a checksum (the sum of every accumulator lane) so the work cannot be
-// removed by the compiler; peaks_test.cpp checks the checksum equals exactly what n_iters
+// into one latency-bound chain. Each loop returns a checksum (the sum of every accumulator lane) so the work
+// cannot be removed by the compiler; peaks_test.cpp checks the checksum equals exactly what n_iters
 // iterations must produce, which is what pins the op counts (k*OpsPerIter) below.
 #pragma once
 

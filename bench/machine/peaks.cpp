@@ -32,7 +32,8 @@ int64_t calibrate_iters(const ComputeLoop& loop, double seconds) {
     loop(n);
     const double dt = now_seconds() - t0;
     if (dt >= 0.005 || n >= (int64_t{1} << 40)) {
-      return std::max<int64_t>(1000, static_cast<int64_t>(static_cast<double>(n) * seconds / std::max(dt, 1e-9)));
+      return std::max<int64_t>(1000,
+                               static_cast<int64_t>(static_cast<double>(n) * seconds / std::max(dt, 1e-9)));
     }
     n *= 4;
   }
@@ -50,7 +51,8 @@ std::pair<double, double> compute_rate(ThreadPool& pool, int n_threads, const Co
   const RunStats s = time_runs(opt.n_warmup, opt.compute_runs, [&] {
     pool.parallel_for(n_threads, [&](int64_t t) { checksums[static_cast<size_t>(t)] = loop(n_iters); });
   });
-  return rates(static_cast<double>(n_threads) * static_cast<double>(n_iters) * static_cast<double>(ops_per_iter), s);
+  return rates(
+      static_cast<double>(n_threads) * static_cast<double>(n_iters) * static_cast<double>(ops_per_iter), s);
 }
 
 Rate measure_compute(ThreadPool& pool, const ComputeLoop& loop, int64_t ops_per_iter,
@@ -87,12 +89,13 @@ std::pair<double, double> memory_rate(ThreadPool& pool, int n_threads, double by
   return rates(bytes_per_pass, s);
 }
 
-Rate measure_memory(ThreadPool& pool, double bytes_per_pass,
-                    const std::function<void(int, int)>& pass, const PeakOptions& opt) {
+Rate measure_memory(ThreadPool& pool, double bytes_per_pass, const std::function<void(int, int)>& pass,
+                    const PeakOptions& opt) {
   Rate r;
   r.available = true;
   std::tie(r.one_thread, r.one_thread_best) = memory_rate(pool, 1, bytes_per_pass, pass, opt);
-  std::tie(r.all_threads, r.all_threads_best) = memory_rate(pool, pool.n_threads(), bytes_per_pass, pass, opt);
+  std::tie(r.all_threads, r.all_threads_best) =
+      memory_rate(pool, pool.n_threads(), bytes_per_pass, pass, opt);
   return r;
 }
 
@@ -124,29 +127,41 @@ void measure_memory_peaks(ThreadPool& pool, MachinePeaks& p) {
   p.mem_isa = ml.isa;
   const double read_bytes = static_cast<double>(n) * 4;
   std::vector<double> sink(static_cast<size_t>(pool.n_threads()));
-  p.read_gbps = measure_memory(pool, read_bytes, [&](int t, int nt) {
-    const auto [b, e] = share(n, t, nt);
-    sink[static_cast<size_t>(t)] = ml.read_sum(data + b, e - b);
-  }, opt);
-  p.read_baseline_gbps = measure_memory(pool, read_bytes, [&](int t, int nt) {
-    const auto [b, e] = share(n, t, nt);
-    sink[static_cast<size_t>(t)] = loops::read_sum_baseline(data + b, e - b);
-  }, opt);
+  p.read_gbps = measure_memory(
+      pool, read_bytes,
+      [&](int t, int nt) {
+        const auto [b, e] = share(n, t, nt);
+        sink[static_cast<size_t>(t)] = ml.read_sum(data + b, e - b);
+      },
+      opt);
+  p.read_baseline_gbps = measure_memory(
+      pool, read_bytes,
+      [&](int t, int nt) {
+        const auto [b, e] = share(n, t, nt);
+        sink[static_cast<size_t>(t)] = loops::read_sum_baseline(data + b, e - b);
+      },
+      opt);
   if (!opt.copy_and_triad) {
     p.copy_gbps = unavailable("skipped");
     p.triad_gbps = unavailable("skipped");
     return;
   }
   const int64_t half = n / 2 / 64 * 64;
-  p.copy_gbps = measure_memory(pool, static_cast<double>(half) * 8, [&](int t, int nt) {
-    const auto [b, e] = share(half, t, nt);
-    ml.copy(data + b, data + half + b, e - b);
-  }, opt);
+  p.copy_gbps = measure_memory(
+      pool, static_cast<double>(half) * 8,
+      [&](int t, int nt) {
+        const auto [b, e] = share(half, t, nt);
+        ml.copy(data + b, data + half + b, e - b);
+      },
+      opt);
   const int64_t third = n / 3 / 64 * 64;
-  p.triad_gbps = measure_memory(pool, static_cast<double>(third) * 12, [&](int t, int nt) {
-    const auto [b, e] = share(third, t, nt);
-    ml.triad(data + b, data + third + b, data + 2 * third + b, 0.5f, e - b);
-  }, opt);
+  p.triad_gbps = measure_memory(
+      pool, static_cast<double>(third) * 12,
+      [&](int t, int nt) {
+        const auto [b, e] = share(third, t, nt);
+        ml.triad(data + b, data + third + b, data + 2 * third + b, 0.5f, e - b);
+      },
+      opt);
 }
 
 void measure_compute_peaks(ThreadPool& pool, MachinePeaks& p) {
@@ -164,8 +179,8 @@ void measure_compute_peaks(ThreadPool& pool, MachinePeaks& p) {
 
   if (cpu.avx512) {
     p.fp32_fma_avx512_gflops = measure_compute(
-        pool, [&](int64_t it) { return loops::fma_f32_avx512(it, a, b); },
-        loops::kFmaF32Zmm_FlopsPerIter, opt);
+        pool, [&](int64_t it) { return loops::fma_f32_avx512(it, a, b); }, loops::kFmaF32Zmm_FlopsPerIter,
+        opt);
     p.bf16_widen_fma_gflops = measure_compute(
         pool, [&](int64_t it) { return loops::bf16_widen_fma_avx512(it, w_bf16.data(), x); },
         loops::kWidenFmaZmm_FlopsPerIter, opt);
@@ -179,8 +194,7 @@ void measure_compute_peaks(ThreadPool& pool, MachinePeaks& p) {
   }
   if (cpu.avx2) {
     p.fp32_fma_avx2_gflops = measure_compute(
-        pool, [&](int64_t it) { return loops::fma_f32_avx2(it, a, b); },
-        loops::kFmaF32Ymm_FlopsPerIter, opt);
+        pool, [&](int64_t it) { return loops::fma_f32_avx2(it, a, b); }, loops::kFmaF32Ymm_FlopsPerIter, opt);
     if (!cpu.avx512) {
       p.f16c_fma_gflops = measure_compute(
           pool, [&](int64_t it) { return loops::f16c_fma_avx2(it, w_f16.data(), x); },
@@ -265,10 +279,11 @@ std::string format_peaks_table(const MachinePeaks& p) {
       p.n_threads, p.options.n_warmup, p.options.mem_runs, p.options.mem_bytes >> 20, p.mem_isa,
       p.options.compute_runs, p.options.compute_seconds_per_run * 1e3);
   s += "cells: median (best run); ratios and rooflines use the best run\n";
-  s += fmt::format("{:<44} {:>16} {:>16}  {}\n", "peak", "1 thread", fmt::format("{} threads", p.n_threads), "unit / note");
+  s += fmt::format("{:<44} {:>16} {:>16}  {}\n", "peak", "1 thread", fmt::format("{} threads", p.n_threads),
+                   "unit / note");
   auto row = [&](const char* name, const Rate& r, const char* unit) {
-    s += fmt::format("{:<44} {:>16} {:>16}  {}{}{}\n", name, rate_cell(r, false), rate_cell(r, true),
-                     unit, r.note.empty() ? "" : "  ", r.note);
+    s += fmt::format("{:<44} {:>16} {:>16}  {}{}{}\n", name, rate_cell(r, false), rate_cell(r, true), unit,
+                     r.note.empty() ? "" : "  ", r.note);
   };
   row("memory read (sum, STREAM-like)", p.read_gbps, "GB/s");
   row("memory read, baseline x86-64 loop", p.read_baseline_gbps, "GB/s");
@@ -311,8 +326,8 @@ std::string format_roofline_line(const MachinePeaks& p) {
   return fmt::format(
       "roofline peaks (this run, best runs): read {:.1f} GB/s (1 thr) / {:.1f} GB/s ({} thr); "
       "fp32 FMA {:.1f} / {:.1f} GFLOP/s",
-      p.read_gbps.one_thread_best, p.read_gbps.all_threads_best, p.n_threads,
-      fma.one_thread_best, fma.all_threads_best);
+      p.read_gbps.one_thread_best, p.read_gbps.all_threads_best, p.n_threads, fma.one_thread_best,
+      fma.all_threads_best);
 }
 
 }  // namespace ds::bench

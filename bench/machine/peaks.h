@@ -63,11 +63,11 @@ struct MachinePeaks {
   // loops' L1-resident block).
   Rate fp32_fma_avx512_gflops;
   Rate fp32_fma_avx2_gflops;
-  Rate fp16_fma_gflops;          // AVX512-FP16 vfmadd231ph
-  Rate f16c_fma_gflops;          // practical fp16: vcvtph2ps + fp32 FMA (best ISA)
-  Rate bf16_widen_fma_gflops;    // practical bf16: zero-extend + shift + fp32 FMA (AVX-512)
-  Rate bf16_dot_gflops;          // vdpbf16ps, 64 FLOPs per zmm instruction
-  Rate int8_vnni_gops;           // vpdpbusd, 128 ops per zmm instruction
+  Rate fp16_fma_gflops;        // AVX512-FP16 vfmadd231ph
+  Rate f16c_fma_gflops;        // practical fp16: vcvtph2ps + fp32 FMA (best ISA)
+  Rate bf16_widen_fma_gflops;  // practical bf16: zero-extend + shift + fp32 FMA (AVX-512)
+  Rate bf16_dot_gflops;        // vdpbf16ps, 64 FLOPs per zmm instruction
+  Rate int8_vnni_gops;         // vpdpbusd, 128 ops per zmm instruction
 
   // The fp32 FMA peak of the widest ISA the CPU has (the prefill roofline).
   const Rate& fp32_fma_gflops() const {

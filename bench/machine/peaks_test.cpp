@@ -36,15 +36,17 @@ TEST(PeakLoops, Fp32FmaAvx512DoesOneFmaPerAccumulatorLanePerIteration) {
   // a = 2, b = 0: k * 2^kIters, so the multiply really uses a and the chains stay distinct.
   EXPECT_EQ(loops::fma_f32_avx512(kIters, 2.0f, 0.0f),
             sum_over_accumulators(16, [](double k) { return k * 0x1p37; }));
-  EXPECT_EQ(loops::fma_f32_avx512(3, 2.0f, 1.0f), sum_over_accumulators(16, [](double k) { return 8 * k + 7; }));
+  EXPECT_EQ(loops::fma_f32_avx512(3, 2.0f, 1.0f),
+            sum_over_accumulators(16, [](double k) { return 8 * k + 7; }));
 }
 
 TEST(PeakLoops, Fp32FmaAvx2DoesOneFmaPerAccumulatorLanePerIteration) {
   if (!detect_cpu_features().avx2) GTEST_SKIP() << "no AVX2";
   constexpr int kAcc = loops::kPeakAccumulatorsYmm;
-  EXPECT_EQ(loops::fma_f32_avx2(kIters, 1.0f, 1.0f),
-            sum_over_accumulators(8, [](double k) { return k + kIters; }, kAcc));
-  EXPECT_EQ(loops::fma_f32_avx2(3, 2.0f, 1.0f), sum_over_accumulators(8, [](double k) { return 8 * k + 7; }, kAcc));
+  EXPECT_EQ(loops::fma_f32_avx2(kIters, 1.0f, 1.0f), sum_over_accumulators(
+                                                         8, [](double k) { return k + kIters; }, kAcc));
+  EXPECT_EQ(loops::fma_f32_avx2(3, 2.0f, 1.0f), sum_over_accumulators(
+                                                    8, [](double k) { return 8 * k + 7; }, kAcc));
   EXPECT_EQ(loops::kFmaF32Ymm_FlopsPerIter, kAcc * 8 * 2);
 }
 
@@ -104,7 +106,8 @@ TEST(PeakLoops, MemoryLoopsReadEveryElementIncludingTails) {
       copy(src.data(), dst.data(), n);
       EXPECT_EQ(dst, src) << isa << " copy n=" << n;
       triad(dst.data(), b.data(), c.data(), 0.5f, n);
-      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(dst[i], b[i] + 0.5f * c[i]) << isa << " triad n=" << n << " i=" << i;
+      for (int64_t i = 0; i < n; ++i)
+        ASSERT_EQ(dst[i], b[i] + 0.5f * c[i]) << isa << " triad n=" << n << " i=" << i;
     };
     EXPECT_EQ(loops::read_sum_baseline(src.data(), n), expect) << "n=" << n;
     check_copy_triad(loops::copy_baseline, loops::triad_baseline, "baseline");
@@ -133,6 +136,19 @@ TEST(BenchTiming, RunsWarmupPlusTimedCalls) {
   EXPECT_EQ(s.n_runs, 5);
   EXPECT_LE(s.min_s, s.median_s);
   EXPECT_LE(s.median_s, s.max_s);
+}
+
+TEST(BenchTiming, BudgetStopsAfterMinRunsOnceSpent) {
+  int calls = 0;
+  // A zero budget is spent at once: warm-up + exactly min_runs.
+  RunStats s = time_runs_budget(1, 2, 9, 0.0, [&] { ++calls; });
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(s.n_runs, 2);
+  // A budget no run can spend: max_runs.
+  calls = 0;
+  s = time_runs_budget(0, 2, 9, 1e9, [&] { ++calls; });
+  EXPECT_EQ(calls, 9);
+  EXPECT_EQ(s.n_runs, 9);
 }
 
 }  // namespace

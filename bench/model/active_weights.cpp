@@ -22,7 +22,9 @@ int layer_index(std::string_view name, std::string_view& rest) {
 }
 
 // Scales (V3 weight_scale_inv, V4 .scale) are bytes to read but not parameters.
-bool is_scale(std::string_view name) { return contains(name, "weight_scale_inv") || name.ends_with(".scale"); }
+bool is_scale(std::string_view name) {
+  return contains(name, "weight_scale_inv") || name.ends_with(".scale");
+}
 
 double matmul_params(const TensorInfo& t) {
   if (t.shape.rank != 2 || is_scale(t.name)) return 0;

@@ -29,7 +29,9 @@ struct ActiveWeights {
   double routed_bytes = 0;     // num_experts_per_tok / n_routed_experts of the routed experts
   double head_bytes = 0;       // lm_head (or the tied embedding)
   double other_bytes = 0;      // layer norms, the final norm, one embedding row
-  double total_bytes() const { return attention_bytes + dense_bytes + routed_bytes + head_bytes + other_bytes; }
+  double total_bytes() const {
+    return attention_bytes + dense_bytes + routed_bytes + head_bytes + other_bytes;
+  }
 
   // Multiply-add count per token of every matmul except the head (which prefill runs for the
   // last prompt token only): the elements of 2-D weights, routed experts scaled by k / E.

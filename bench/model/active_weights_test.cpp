@@ -31,21 +31,22 @@ TensorInfo t(std::string name, DType dtype, Shape shape) {
 
 std::vector<TensorInfo> tiny_tensors() {
   std::vector<TensorInfo> v = {
-      t("model.embed_tokens.weight", DType::bf16, {100, 64}),                    // 12800 B
+      t("model.embed_tokens.weight", DType::bf16, {100, 64}),                   // 12800 B
       t("model.layers.0.self_attn.q_a_proj.weight", DType::f8_e4m3, {48, 64}),  // 3072 B
       t("model.layers.0.self_attn.q_a_proj.weight_scale_inv", DType::f32, {1, 1}),
-      t("model.layers.0.input_layernorm.weight", DType::bf16, {64}),             // 128 B
-      t("model.layers.0.mlp.gate_proj.weight", DType::bf16, {128, 64}),         // 16384 B
+      t("model.layers.0.input_layernorm.weight", DType::bf16, {64}),                   // 128 B
+      t("model.layers.0.mlp.gate_proj.weight", DType::bf16, {128, 64}),                // 16384 B
       t("model.layers.1.mlp.shared_experts.down_proj.weight", DType::bf16, {64, 32}),  // 4096 B
-      t("model.layers.1.mlp.gate.weight", DType::f32, {8, 64}),                 // 2048 B
-      t("model.layers.2.eh_proj.weight", DType::bf16, {64, 128}),               // MTP
+      t("model.layers.1.mlp.gate.weight", DType::f32, {8, 64}),                        // 2048 B
+      t("model.layers.2.eh_proj.weight", DType::bf16, {64, 128}),                      // MTP
       t("model.layers.2.self_attn.kv_a_proj_with_mqa.weight", DType::bf16, {48, 64}),  // MTP
-      t("model.norm.weight", DType::bf16, {64}),                                // 128 B
-      t("lm_head.weight", DType::bf16, {100, 64}),                              // 12800 B
-      t("something.else", DType::f32, {10}),                                    // 40 B
+      t("model.norm.weight", DType::bf16, {64}),                                       // 128 B
+      t("lm_head.weight", DType::bf16, {100, 64}),                                     // 12800 B
+      t("something.else", DType::f32, {10}),                                           // 40 B
   };
   for (int e = 0; e < 8; ++e) {
-    v.push_back(t("model.layers.1.mlp.experts." + std::to_string(e) + ".up_proj.weight", DType::bf16, {32, 64}));
+    v.push_back(
+        t("model.layers.1.mlp.experts." + std::to_string(e) + ".up_proj.weight", DType::bf16, {32, 64}));
   }
   return v;
 }
@@ -89,7 +90,8 @@ TEST(ActiveWeights, AttentionFlopsMatchABruteForceSumOverPositions) {
       total += cfg.num_hidden_layers * cfg.num_attention_heads * rows *
                (2.0 * (cfg.kv_lora_rank + cfg.qk_rope_head_dim) + 2.0 * cfg.kv_lora_rank);
     }
-    EXPECT_DOUBLE_EQ(mla_attention_flops_per_token(cfg, len), total / static_cast<double>(len)) << "len=" << len;
+    EXPECT_DOUBLE_EQ(mla_attention_flops_per_token(cfg, len), total / static_cast<double>(len))
+        << "len=" << len;
   }
   EXPECT_EQ(mla_attention_flops_per_token(cfg, 0), 0.0);
 }

@@ -3,8 +3,8 @@
 //   decode roofline  = read bandwidth / bytes of active weights per token (stored precision)
 //   prefill roofline = fp32 FMA peak / FLOPs per prompt token
 //   model_bench --model DIR [--threads N] [--isa avx512] [--prompt 512] [--decode-steps 32] [--quick]
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <map>
@@ -89,7 +89,8 @@ int run(const BenchArgs& args) {
   const double read_gbps = peaks.read_gbps.peak_at(args.n_threads);
   const double fma_gflops = peaks.fp32_fma_gflops().peak_at(args.n_threads);
   fmt::print("CPU: {} [{}]\n{}\n{}\n", peaks.cpu.brand, peaks.cpu.summary(),
-             ds::bench::format_host_load(ds::bench::read_host_load()), ds::bench::format_roofline_line(peaks));
+             ds::bench::format_host_load(ds::bench::read_host_load()),
+             ds::bench::format_roofline_line(peaks));
 
   // 2. The model.
   ds::ModelOptions mopt;
@@ -100,15 +101,18 @@ int run(const BenchArgs& args) {
     mopt.isa = *isa;
   }
   mopt.n_threads = args.n_threads;
-  mopt.max_seq_len = std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
+  mopt.max_seq_len =
+      std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
   const double t_load = ds::now_seconds();
   auto loaded = ds::DeepSeekV3::load(args.model_dir, mopt);
   check(loaded.status(), "loading the model");
   std::unique_ptr<ds::DeepSeekV3> model = std::move(loaded).value();
   const ds::ModelConfig& cfg = model->config();
-  fmt::print("model: {} ({}, {} layers, hidden {}, {} routed experts top-{}, {} shared, vocab {}), loaded in {:.1f} s\n",
-             args.model_dir, cfg.model_type, cfg.num_hidden_layers, cfg.hidden_size, cfg.n_routed_experts,
-             cfg.num_experts_per_tok, cfg.n_shared_experts, cfg.vocab_size, ds::now_seconds() - t_load);
+  fmt::print(
+      "model: {} ({}, {} layers, hidden {}, {} routed experts top-{}, {} shared, vocab {}), loaded in {:.1f} "
+      "s\n",
+      args.model_dir, cfg.model_type, cfg.num_hidden_layers, cfg.hidden_size, cfg.n_routed_experts,
+      cfg.num_experts_per_tok, cfg.n_shared_experts, cfg.vocab_size, ds::now_seconds() - t_load);
   fmt::print("tensors: {}\n", dtype_census(model->checkpoint()));
   fmt::print("run: isa {}, {} threads, seed {}\n\n", ds::isa_name(mopt.isa), args.n_threads, args.seed);
 
@@ -174,30 +178,43 @@ int run(const BenchArgs& args) {
 
   fmt::print("decode bytes per token (stored precision incl. scales; MTP layer excluded, {} tensors):\n",
              aw.n_mtp_tensors_excluded);
-  fmt::print("  attention {:.1f} MB | dense MLP + shared experts + gates {:.1f} MB | routed experts (top-{} of {}) {:.1f} MB\n",
-             aw.attention_bytes / kMB, aw.dense_bytes / kMB, cfg.num_experts_per_tok, cfg.n_routed_experts,
-             aw.routed_bytes / kMB);
-  fmt::print("  head {:.1f} MB | norms + embedding row {:.2f} MB | latent cache at ctx {} {:.2f} MB | total {:.1f} MB\n",
-             aw.head_bytes / kMB, aw.other_bytes / kMB, mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
-  if (aw.n_unclassified > 0) fmt::print("  note: {} tensors matched no rule (counted in full)\n", aw.n_unclassified);
-  fmt::print("prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP = {:.3f} GFLOP\n\n",
-             aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9, prefill_flops / 1e9);
+  fmt::print(
+      "  attention {:.1f} MB | dense MLP + shared experts + gates {:.1f} MB | routed experts (top-{} of {}) "
+      "{:.1f} MB\n",
+      aw.attention_bytes / kMB, aw.dense_bytes / kMB, cfg.num_experts_per_tok, cfg.n_routed_experts,
+      aw.routed_bytes / kMB);
+  fmt::print(
+      "  head {:.1f} MB | norms + embedding row {:.2f} MB | latent cache at ctx {} {:.2f} MB | total {:.1f} "
+      "MB\n",
+      aw.head_bytes / kMB, aw.other_bytes / kMB, mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
+  if (aw.n_unclassified > 0)
+    fmt::print("  note: {} tensors matched no rule (counted in full)\n", aw.n_unclassified);
+  fmt::print(
+      "prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP = "
+      "{:.3f} GFLOP\n\n",
+      aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9,
+      prefill_flops / 1e9);
 
-  fmt::print("{:<34} {:>10} {:>12} {:>14} {:>10} {:>8}\n", "", "tok/s", "ms/token", "roofline tok/s", "achieved", "target");
+  fmt::print("{:<34} {:>10} {:>12} {:>14} {:>10} {:>8}\n", "", "tok/s", "ms/token", "roofline tok/s",
+             "achieved", "target");
   fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
              fmt::format("decode, batch 1 (median of {})", step_s.size()), decode_tok_s, step_median_s * 1e3,
              decode_roofline, 100.0 * decode_tok_s / decode_roofline, ">= 75%");
   fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
-             fmt::format("prefill {} tokens (median of {})", args.prompt_len, prefill_s.size()), prefill_tok_s,
-             prefill_median_s * 1e3 / static_cast<double>(args.prompt_len), prefill_roofline,
+             fmt::format("prefill {} tokens (median of {})", args.prompt_len, prefill_s.size()),
+             prefill_tok_s, prefill_median_s * 1e3 / static_cast<double>(args.prompt_len), prefill_roofline,
              100.0 * prefill_tok_s / prefill_roofline, ">= 50%");
-  fmt::print("  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs fp32 FMA peak {:.1f} GFLOP/s\n",
-             decode_bytes * decode_tok_s / 1e9, read_gbps, prefill_flops * prefill_tok_s / 1e9, fma_gflops);
+  fmt::print(
+      "  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs fp32 FMA peak "
+      "{:.1f} GFLOP/s\n",
+      decode_bytes * decode_tok_s / 1e9, read_gbps, prefill_flops * prefill_tok_s / 1e9, fma_gflops);
   const auto [mn, mx] = std::minmax_element(step_s.begin(), step_s.end());
-  fmt::print("  decode step spread: min {:.2f} ms, max {:.2f} ms (best step: {:.2f} tok/s, {:.0f}% of roofline)\n",
-             *mn * 1e3, *mx * 1e3, 1.0 / *mn, 100.0 / *mn / decode_roofline);
+  fmt::print(
+      "  decode step spread: min {:.2f} ms, max {:.2f} ms (best step: {:.2f} tok/s, {:.0f}% of roofline)\n",
+      *mn * 1e3, *mx * 1e3, 1.0 / *mn, 100.0 / *mn / decode_roofline);
   fmt::print("  cpu share (CPU time / (wall x threads)): decode {:.0f}%, prefill {:.0f}%; at the end: {}\n",
-             100.0 * decode_share, 100.0 * prefill_share, ds::bench::format_host_load(ds::bench::read_host_load()));
+             100.0 * decode_share, 100.0 * prefill_share,
+             ds::bench::format_host_load(ds::bench::read_host_load()));
   return 0;
 }
 
@@ -206,12 +223,15 @@ int run(const BenchArgs& args) {
 int main(int argc, char** argv) try {
   BenchArgs args;
   CLI::App app{"Decode and prefill throughput of a checkpoint against its machine roofline"};
-  app.add_option("--model", args.model_dir, "checkpoint directory (deepinfer make-model --preset bench)")->required();
+  app.add_option("--model", args.model_dir, "checkpoint directory (deepinfer make-model --preset bench)")
+      ->required();
   app.add_option("--threads", args.n_threads, "threads")->check(CLI::Range(1, 1024));
   app.add_option("--isa", args.isa_name, "kernel path (default: best the CPU has)");
   app.add_option("--prompt", args.prompt_len, "prefill prompt length")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--decode-steps", args.decode_steps, "timed decode steps (median)")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--prefill-runs", args.prefill_runs, "timed prefill runs (median)")->check(CLI::Range(1, 100));
+  app.add_option("--decode-steps", args.decode_steps, "timed decode steps (median)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--prefill-runs", args.prefill_runs, "timed prefill runs (median)")
+      ->check(CLI::Range(1, 100));
   app.add_flag("--quick", args.quick, "one prefill run, short warm-up, quick peaks");
   app.add_option("--seed", args.seed, "seed of the prompt tokens");
   CLI11_PARSE(app, argc, argv);

@@ -482,9 +482,9 @@ TEST_P(AttentionIsaTest, ZeroQueriesIsANoOp) {
   for (float x : empty.run(GetParam(), pool)) ASSERT_EQ(x, 0.0f);
 }
 
-// A NaN (or Inf) in cache row k poisons exactly the queries that can see it: every query at a
-// position ≥ k is all NaN, every earlier query is bit-identical to the clean run (the masking is
-// by position, and a later row is never read into an earlier query's sums).
+// A NaN in cache row k poisons exactly the queries that can see it: every query at a position ≥ k
+// is all NaN (an Inf changes them), every earlier query is bit-identical to the clean run (the
+// masking is by position, and a later row is never read into an earlier query's sums).
 TEST_P(AttentionIsaTest, NonFiniteCacheRowOnlyReachesLaterQueries) {
   ThreadPool pool(3);
   for (float poison : {std::nanf(""), std::numeric_limits<float>::infinity()}) {
@@ -495,8 +495,10 @@ TEST_P(AttentionIsaTest, NonFiniteCacheRowOnlyReachesLaterQueries) {
     const auto got = c.run(GetParam(), pool);
     const size_t row = static_cast<size_t>(c.n_heads) * c.latent;
     for (size_t i = 0; i < c.q_pos.size(); ++i) {
-      if (c.q_pos[i] >= k) {
+      if (c.q_pos[i] >= k && std::isnan(poison)) {
         for (size_t x = 0; x < row; ++x) ASSERT_TRUE(std::isnan(got[i * row + x])) << "query " << i;
+      } else if (c.q_pos[i] >= k) {  // ±inf scores or inf·0: the result changes, NaN or not
+        ASSERT_NE(std::memcmp(&got[i * row], &clean[i * row], row * sizeof(float)), 0) << "query " << i;
       } else {
         ASSERT_EQ(std::memcmp(&got[i * row], &clean[i * row], row * sizeof(float)), 0) << "query " << i;
       }
@@ -512,6 +514,10 @@ TEST_P(AttentionIsaTest, NonFiniteCacheRowOnlyReachesLaterQueries) {
         const float* o = &m_got[(i * 4 + h) * 32];
         const float* o_clean = &m_clean[(i * 4 + h) * 32];
         const bool hit = h == 1 && m.q_pos[i] >= k;
+        if (hit && !std::isnan(poison)) {  // a ±inf score: NaN (+inf) or the row dropped (−inf)
+          ASSERT_NE(std::memcmp(o, o_clean, 32 * sizeof(float)), 0) << "query " << i;
+          continue;
+        }
         for (int e = 0; e < 32; ++e) {
           if (hit) {
             ASSERT_TRUE(std::isnan(o[e])) << "query " << i << " head " << h;

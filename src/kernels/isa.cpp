@@ -78,9 +78,12 @@ bool has_avx512_path(const CpuFeatures& f) {
 
 bool isa_supported(Isa isa) {
   switch (isa) {
-    case Isa::reference: return true;
-    case Isa::avx2: return has_avx2_path(features());
-    case Isa::avx512: return has_avx512_path(features());
+    case Isa::reference:
+      return true;
+    case Isa::avx2:
+      return has_avx2_path(features());
+    case Isa::avx512:
+      return has_avx512_path(features());
   }
   return false;
 }
@@ -97,9 +100,12 @@ bool cpu_has_avx512_fp16() { return has_avx512_path(features()) && features().av
 
 std::string_view isa_name(Isa isa) {
   switch (isa) {
-    case Isa::reference: return "reference";
-    case Isa::avx2: return "avx2";
-    case Isa::avx512: return "avx512";
+    case Isa::reference:
+      return "reference";
+    case Isa::avx2:
+      return "avx2";
+    case Isa::avx512:
+      return "avx512";
   }
   return "unknown";
 }

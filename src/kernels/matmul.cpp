@@ -57,9 +57,15 @@ ColumnRange plan_task_range(const MatmulPlan& plan, int64_t rows, int task_idx) 
 void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
   if (args.m <= 0 || n_begin >= n_end) return;
   switch (isa) {
-    case Isa::reference: matmul_cols_ref(args, n_begin, n_end); return;
-    case Isa::avx2: matmul_cols_avx2(args, n_begin, n_end); return;
-    case Isa::avx512: matmul_cols_avx512(args, n_begin, n_end); return;
+    case Isa::reference:
+      matmul_cols_ref(args, n_begin, n_end);
+      return;
+    case Isa::avx2:
+      matmul_cols_avx2(args, n_begin, n_end);
+      return;
+    case Isa::avx512:
+      matmul_cols_avx512(args, n_begin, n_end);
+      return;
   }
 }
 

@@ -12,7 +12,8 @@
 // f32 product fp8 · scale, rounded once), so paths differ only in summation order.
 // Vector-path fp8 caveats: the NaN codes 0x7f/0xff decode as ±480·scale instead of NaN, and a
 // block scale must satisfy |scale| < 2^8 (it is pre-multiplied by 2^120); real FP8 checkpoints
-// never use either.
+// never use either. The fp8 decode goes through f32 subnormals, so MXCSR DAZ must stay off (the
+// default; nothing in this engine sets it).
 #pragma once
 
 #include <cstdint>

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "tensor/dtype.h"
 
 namespace ds {
+
+// Readable parameter names in gtest messages (found by ADL, so in namespace ds).
+static void PrintTo(Isa isa, std::ostream* os) { *os << isa_name(isa); }
+
 namespace {
 
 constexpr Isa kAllIsas[] = {Isa::reference, Isa::avx2, Isa::avx512};
@@ -21,9 +26,12 @@ constexpr WeightFormat kAllFormats[] = {WeightFormat::f32, WeightFormat::bf16, W
 
 const char* format_name(WeightFormat f) {
   switch (f) {
-    case WeightFormat::f32: return "f32";
-    case WeightFormat::bf16: return "bf16";
-    case WeightFormat::fp8_e4m3_block: return "fp8_e4m3_block";
+    case WeightFormat::f32:
+      return "f32";
+    case WeightFormat::bf16:
+      return "bf16";
+    case WeightFormat::fp8_e4m3_block:
+      return "fp8_e4m3_block";
   }
   return "?";
 }
@@ -121,7 +129,8 @@ void expect_close(const std::vector<float>& y, const std::vector<float>& y_ref, 
   for (int64_t i = 0; i < m; ++i) {
     for (int64_t n = 0; n < w.rows; ++n) {
       double abs_sum = 0.0;
-      for (int64_t k = 0; k < w.cols; ++k) abs_sum += std::fabs(double{x[i * w.cols + k]}) * w_abs[n * w.cols + k];
+      for (int64_t k = 0; k < w.cols; ++k)
+        abs_sum += std::fabs(double{x[i * w.cols + k]}) * w_abs[n * w.cols + k];
       const double bound = kTolC * static_cast<double>(w.cols) * 0x1p-24 * abs_sum;
       const double err = std::fabs(double{y[i * w.rows + n]} - y_ref[i * w.rows + n]);
       const double excess = std::isnan(err) ? INFINITY : err - bound;
@@ -134,10 +143,10 @@ void expect_close(const std::vector<float>& y, const std::vector<float>& y_ref, 
       }
     }
   }
-  EXPECT_EQ(worst_i, -1) << what << ": worst at y[" << worst_i << ", " << worst_n << "] = "
-                         << (worst_i >= 0 ? y[worst_i * w.rows + worst_n] : 0.0f) << " vs reference "
-                         << (worst_i >= 0 ? y_ref[worst_i * w.rows + worst_n] : 0.0f) << ", |err| " << worst_err
-                         << " > bound " << worst_bound;
+  EXPECT_EQ(worst_i, -1) << what << ": worst at y[" << worst_i << ", " << worst_n
+                         << "] = " << (worst_i >= 0 ? y[worst_i * w.rows + worst_n] : 0.0f)
+                         << " vs reference " << (worst_i >= 0 ? y_ref[worst_i * w.rows + worst_n] : 0.0f)
+                         << ", |err| " << worst_err << " > bound " << worst_bound;
 }
 
 std::string describe(Isa isa, WeightFormat f, int64_t m, int64_t rows, int64_t cols) {
@@ -268,7 +277,8 @@ TEST_P(MatmulIsaTest, NanAndInfPropagateToTheirRowsOnly) {
         const float got = y[i * rows + n], want = y_ref[i * rows + n];
         EXPECT_TRUE(std::isinf(want) || std::isnan(want)) << "reference row " << i << " n=" << n;
         EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
-            << describe(isa, f, m, rows, cols) << " Inf row " << i << " n=" << n << ": " << got << " vs " << want;
+            << describe(isa, f, m, rows, cols) << " Inf row " << i << " n=" << n << ": " << got << " vs "
+            << want;
       }
     }
   }
@@ -316,7 +326,9 @@ TEST_P(MatmulIsaTest, ForcedPathFollowsItsDocumentedLaneOrder) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, MatmulIsaTest, ::testing::ValuesIn(kAllIsas),
-                         [](const ::testing::TestParamInfo<Isa>& p) { return std::string(isa_name(p.param)); });
+                         [](const ::testing::TestParamInfo<Isa>& p) {
+                           return std::string(isa_name(p.param));
+                         });
 
 TEST(Isa, NamesRoundTripAndBestIsSupported) {
   for (Isa isa : kAllIsas) EXPECT_EQ(isa_from_name(isa_name(isa)), isa);

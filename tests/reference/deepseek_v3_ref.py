@@ -141,6 +141,10 @@ def rope_inv_freq(cfg):
     if not yarn_enabled(cfg):
         return freq
     rs = cfg["rope_scaling"]
+    if rs.get("mscale", 1) != rs.get("mscale_all_dim", 0):
+        # HF then also scales cos/sin by yarn_mscale(mscale)/yarn_mscale(mscale_all_dim);
+        # numerics.md does not pin that case down and no DeepSeek config uses it.
+        raise NotImplementedError("reference: rope_scaling.mscale != mscale_all_dim")
     factor = rs["factor"]
     original = rs["original_max_position_embeddings"]
 

@@ -10,8 +10,8 @@
 namespace ds::modelgen {
 
 struct Fp8BlockWeights {
-  std::vector<uint8_t> q;          // [rows, cols] F8_E4M3 codes
-  std::vector<float> scale_inv;    // [ceil(rows/block), ceil(cols/block)]
+  std::vector<uint8_t> q;        // [rows, cols] F8_E4M3 codes
+  std::vector<float> scale_inv;  // [ceil(rows/block), ceil(cols/block)]
 };
 
 // Per tile: scale_inv = amax/448 (1 for an all-zero tile), q = fp8_rne(w/scale_inv), so the

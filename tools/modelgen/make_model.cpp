@@ -45,9 +45,9 @@ Status write_text(const std::string& path, const std::string& text) {
 
 Status copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
   if (from_dir.empty() || !fs::is_directory(from_dir)) {
-    return Status(ErrorCode::not_found,
-                  "tokenizer directory '" + from_dir + "' does not exist (pass --tokenizer DIR " +
-                      "holding tokenizer.json and tokenizer_config.json)");
+    return Status(ErrorCode::not_found, "tokenizer directory '" + from_dir +
+                                            "' does not exist (pass --tokenizer DIR " +
+                                            "holding tokenizer.json and tokenizer_config.json)");
   }
   for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
     const fs::path src = fs::path(from_dir) / file;
@@ -117,10 +117,9 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
     }
     DS_ASSIGN_OR_RETURN(SafetensorsWriter writer, fill_shard(shards[i], options.seed, pool));
     if (pending_write.valid()) DS_TRY(pending_write.get());
-    pending_write = std::async(std::launch::async,
-                               [w = std::move(writer), path = options.out_dir + "/" + file] {
-                                 return w.write(path);
-                               });
+    pending_write =
+        std::async(std::launch::async,
+                   [w = std::move(writer), path = options.out_dir + "/" + file] { return w.write(path); });
   }
   if (pending_write.valid()) DS_TRY(pending_write.get());
   report.config = config;

@@ -15,11 +15,11 @@ namespace ds::modelgen {
 
 struct MakeModelOptions {
   std::string arch = "deepseek_v3";
-  std::string preset = "tiny";   // tiny | small | bench
-  bool fp8 = false;              // F8_E4M3 Linear weights with 128×128 F32 scales
+  std::string preset = "tiny";  // tiny | small | bench
+  bool fp8 = false;             // F8_E4M3 Linear weights with 128×128 F32 scales
   uint64_t seed = 0;
   std::string out_dir;
-  std::string tokenizer_dir;     // holds tokenizer.json and tokenizer_config.json
+  std::string tokenizer_dir;  // holds tokenizer.json and tokenizer_config.json
 };
 
 struct MakeModelReport {

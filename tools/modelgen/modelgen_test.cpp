@@ -58,7 +58,8 @@ TEST(Fp8BlockQuant, RoundTripWithinHalfUlpAndTileMaxIs448) {
       // E4M3 has 3 mantissa bits: |error| <= 2^-4·|x| for normals, <= 2^-10·s for subnormals.
       EXPECT_LE(std::fabs(deq - x), std::max(std::fabs(x) * 0x1p-4f, s * 0x1p-10f) * 1.0001f)
           << "at " << r << "," << c;
-      tile_max[tile] = std::max(tile_max[tile], std::fabs(fp8_e4m3_to_f32(a.q[static_cast<size_t>(r * cols + c)])));
+      tile_max[tile] =
+          std::max(tile_max[tile], std::fabs(fp8_e4m3_to_f32(a.q[static_cast<size_t>(r * cols + c)])));
     }
   }
   for (float m : tile_max) EXPECT_EQ(m, 448.0f);

@@ -11,8 +11,7 @@ class PlanBuilder {
   explicit PlanBuilder(const ModelConfig& c) : c_(c), fp8_(c.quantization.quant_method == "fp8") {}
 
   // A Linear weight [out, in]; FP8 in fp8 mode unless `keep_bf16`.
-  void linear(const std::string& name, int64_t out, int64_t in, float gain = 1.0f,
-              bool keep_bf16 = false) {
+  void linear(const std::string& name, int64_t out, int64_t in, float gain = 1.0f, bool keep_bf16 = false) {
     const DType dtype = (fp8_ && !keep_bf16) ? DType::f8_e4m3 : DType::bf16;
     plan_.push_back({name, Shape{out, in}, dtype, InitKind::linear, gain});
   }
@@ -49,8 +48,8 @@ class PlanBuilder {
     }
     // The router stays BF16 (as released); its bias is F32.
     linear(m + "gate.weight", c_.n_routed_experts, h, 1.0f, /*keep_bf16=*/true);
-    plan_.push_back({m + "gate.e_score_correction_bias", Shape{c_.n_routed_experts}, DType::f32,
-                     InitKind::gate_bias});
+    plan_.push_back(
+        {m + "gate.e_score_correction_bias", Shape{c_.n_routed_experts}, DType::f32, InitKind::gate_bias});
     for (int e = 0; e < c_.n_routed_experts; ++e) {
       mlp(m + "experts." + std::to_string(e) + ".", c_.moe_intermediate_size);
     }

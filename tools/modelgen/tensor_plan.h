@@ -12,10 +12,10 @@
 namespace ds::modelgen {
 
 enum class InitKind {
-  linear,      // N(0,1)·gain/sqrt(in_features): keeps activations O(1) through the layers
-  norm,        // 1 + 0.1·N(0,1): RMSNorm weights near one, but not all equal
-  embedding,   // N(0,1): embedding rows (followed by RMSNorm, so the scale is free)
-  gate_bias,   // 0.1·N(0,1): e_score_correction_bias shifts selection a little
+  linear,     // N(0,1)·gain/sqrt(in_features): keeps activations O(1) through the layers
+  norm,       // 1 + 0.1·N(0,1): RMSNorm weights near one, but not all equal
+  embedding,  // N(0,1): embedding rows (followed by RMSNorm, so the scale is free)
+  gate_bias,  // 0.1·N(0,1): e_score_correction_bias shifts selection a little
 };
 
 struct TensorSpec {
@@ -41,10 +41,10 @@ std::vector<TensorSpec> plan_deepseek_v3_tensors(const ModelConfig& config);
 size_t stored_bytes(const TensorSpec& spec);
 
 struct ModelBytes {
-  size_t total = 0;                  // everything written (MTP layer included)
-  size_t active_per_token = 0;       // main model: one embedding row, all dense weights, the
-                                     // top-k routed experts of each MoE layer, lm_head
-  size_t mtp_active_per_token = 0;   // the same for one MTP step
+  size_t total = 0;                 // everything written (MTP layer included)
+  size_t active_per_token = 0;      // main model: one embedding row, all dense weights, the
+                                    // top-k routed experts of each MoE layer, lm_head
+  size_t mtp_active_per_token = 0;  // the same for one MTP step
 };
 ModelBytes model_bytes(const ModelConfig& config, const std::vector<TensorSpec>& plan);
 

@@ -84,8 +84,7 @@ void triad_avx2(float* a, const float* b, const float* c, float s, int64_t n) {
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
     _mm256_storeu_ps(a + i, _mm256_fmadd_ps(vs, _mm256_loadu_ps(c + i), _mm256_loadu_ps(b + i)));
-    _mm256_storeu_ps(a + i + 8,
-                     _mm256_fmadd_ps(vs, _mm256_loadu_ps(c + i + 8), _mm256_loadu_ps(b + i + 8)));
+    _mm256_storeu_ps(a + i + 8, _mm256_fmadd_ps(vs, _mm256_loadu_ps(c + i + 8), _mm256_loadu_ps(b + i + 8)));
   }
   for (; i < n; ++i) a[i] = b[i] + s * c[i];
 }

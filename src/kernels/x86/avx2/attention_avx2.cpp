@@ -37,6 +37,7 @@ struct Vec8 {
     const __m128 c = _mm_add_ps(b, _mm_movehl_ps(b, b));
     return _mm_cvtss_f32(_mm_add_ss(c, _mm_movehdup_ps(c)));
   }
+
   static float reduce_max(V v) {
     const __m128 b = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     const __m128 c = _mm_max_ps(b, _mm_movehl_ps(b, b));

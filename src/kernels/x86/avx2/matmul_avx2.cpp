@@ -48,7 +48,7 @@ struct Format<WeightFormat::fp8_e4m3_block> {
   }
 };
 
-constexpr float kFp8Fold = 0x1p120f;  // undoes the 2^-120 of Format<fp8>::load
+constexpr float kFp8Fold = 0x1p120f;       // undoes the 2^-120 of Format<fp8>::load
 constexpr int64_t kMaxFoldedBlocks = 256;  // per-tile table of folded scales (cols <= 32768 at 128)
 
 // Fixed reduction tree shared by every tile: (l + l+4), then (l + l+2), (l + l+1).
@@ -211,9 +211,15 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
       const float* x = a.x + i0 * a.ldx;
       float* y = a.y + i0 * a.ldy;
       switch (std::min<int64_t>(kAvx2TileM, a.m - i0)) {
-        case 1: row_strip<F, 1, NR>(a, x, nb, ne, y); break;
-        case 2: row_strip<F, 2, NR>(a, x, nb, ne, y); break;
-        default: row_strip<F, 3, NR>(a, x, nb, ne, y); break;
+        case 1:
+          row_strip<F, 1, NR>(a, x, nb, ne, y);
+          break;
+        case 2:
+          row_strip<F, 2, NR>(a, x, nb, ne, y);
+          break;
+        default:
+          row_strip<F, 3, NR>(a, x, nb, ne, y);
+          break;
       }
     }
   }
@@ -224,9 +230,15 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 void matmul_cols_avx2(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
   if (args.m <= 0 || n_begin >= n_end) return;
   switch (args.w->format) {
-    case WeightFormat::f32: run<WeightFormat::f32>(args, n_begin, n_end); break;
-    case WeightFormat::bf16: run<WeightFormat::bf16>(args, n_begin, n_end); break;
-    case WeightFormat::fp8_e4m3_block: run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end); break;
+    case WeightFormat::f32:
+      run<WeightFormat::f32>(args, n_begin, n_end);
+      break;
+    case WeightFormat::bf16:
+      run<WeightFormat::bf16>(args, n_begin, n_end);
+      break;
+    case WeightFormat::fp8_e4m3_block:
+      run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end);
+      break;
   }
 }
 

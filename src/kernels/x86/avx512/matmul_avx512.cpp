@@ -60,7 +60,9 @@ struct Format<WeightFormat::fp8_e4m3_block> {
   static DS_INLINE __m512 load(const uint8_t* p) {
     return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   }
-  static DS_INLINE __m512 load_tail(const uint8_t* p, __mmask16 m) { return widen(_mm_maskz_loadu_epi8(m, p)); }
+  static DS_INLINE __m512 load_tail(const uint8_t* p, __mmask16 m) {
+    return widen(_mm_maskz_loadu_epi8(m, p));
+  }
 };
 
 constexpr float kFp8Fold = 0x1p120f;  // undoes the 2^-120 of Format<fp8>::widen
@@ -145,10 +147,13 @@ DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
   const __mmask16 tail_mask = static_cast<__mmask16>((1u << rem) - 1u);
   for (int64_t c = 0; c < n_full; ++c) {
     if constexpr (MR == 1) {
-      // GEMV streams W from DRAM: keep the next lines of every W row in flight.
+      // GEMV streams W from DRAM: one prefetch per 64-byte line of every W row.
+      constexpr int64_t kChunksPerLine = std::max<int64_t>(1, 64 / (kLanes * sizeof(typename Format<F>::T)));
+      if (c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
+        for (int j = 0; j < NR; ++j) {
+          _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
+        }
       }
     }
     chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
@@ -175,9 +180,13 @@ DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr
     const int64_t c_end = std::min(n_full, c + chunks_per_block);
     for (; c < c_end; ++c) {
       if constexpr (MR == 1) {
+        // GEMV streams W from DRAM: one prefetch per 64-byte line of every W row.
+        constexpr int64_t kChunksPerLine = 64 / (kLanes * sizeof(uint8_t));  // fp8: 4
+        if (c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; ++j) {
-          _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
+          for (int j = 0; j < NR; ++j) {
+            _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
+          }
         }
       }
       chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
@@ -240,12 +249,24 @@ template <WeightFormat F>
 void strip_for_rows(int mr, const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y) {
   constexpr int NR = kAvx512TileN;
   switch (mr) {
-    case 1: row_strip<F, 1, NR>(a, x, n_begin, n_end, y); break;
-    case 2: row_strip<F, 2, NR>(a, x, n_begin, n_end, y); break;
-    case 3: row_strip<F, 3, NR>(a, x, n_begin, n_end, y); break;
-    case 4: row_strip<F, 4, NR>(a, x, n_begin, n_end, y); break;
-    case 5: row_strip<F, 5, NR>(a, x, n_begin, n_end, y); break;
-    default: row_strip<F, 6, NR>(a, x, n_begin, n_end, y); break;
+    case 1:
+      row_strip<F, 1, NR>(a, x, n_begin, n_end, y);
+      break;
+    case 2:
+      row_strip<F, 2, NR>(a, x, n_begin, n_end, y);
+      break;
+    case 3:
+      row_strip<F, 3, NR>(a, x, n_begin, n_end, y);
+      break;
+    case 4:
+      row_strip<F, 4, NR>(a, x, n_begin, n_end, y);
+      break;
+    case 5:
+      row_strip<F, 5, NR>(a, x, n_begin, n_end, y);
+      break;
+    default:
+      row_strip<F, 6, NR>(a, x, n_begin, n_end, y);
+      break;
   }
 }
 static_assert(kAvx512TileM == 6, "strip_for_rows handles heights 1..6");
@@ -260,9 +281,11 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   // Cache blocking: a panel of x rows (~3 MiB, L3) is swept against blocks of W rows (~384 KiB,
   // L2) so W is re-read from DRAM once per panel and x from L3 once per W block.
   const int64_t row_bytes = std::max<int64_t>(1, a.w->cols * static_cast<int64_t>(sizeof(T)));
-  const int64_t block_n = std::max<int64_t>(kAvx512TileN, (int64_t{384} << 10) / row_bytes / kAvx512TileN * kAvx512TileN);
+  const int64_t block_n =
+      std::max<int64_t>(kAvx512TileN, (int64_t{384} << 10) / row_bytes / kAvx512TileN * kAvx512TileN);
   const int64_t x_row_bytes = std::max<int64_t>(1, a.w->cols * 4);
-  const int64_t panel_m = std::max<int64_t>(kAvx512TileM, (int64_t{3} << 20) / x_row_bytes / kAvx512TileM * kAvx512TileM);
+  const int64_t panel_m =
+      std::max<int64_t>(kAvx512TileM, (int64_t{3} << 20) / x_row_bytes / kAvx512TileM * kAvx512TileM);
   for (int64_t mb = 0; mb < a.m; mb += panel_m) {
     const int64_t me = std::min(a.m, mb + panel_m);
     for (int64_t nb = n_begin; nb < n_end; nb += block_n) {
@@ -280,9 +303,15 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 void matmul_cols_avx512(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
   if (args.m <= 0 || n_begin >= n_end) return;
   switch (args.w->format) {
-    case WeightFormat::f32: run<WeightFormat::f32>(args, n_begin, n_end); break;
-    case WeightFormat::bf16: run<WeightFormat::bf16>(args, n_begin, n_end); break;
-    case WeightFormat::fp8_e4m3_block: run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end); break;
+    case WeightFormat::f32:
+      run<WeightFormat::f32>(args, n_begin, n_end);
+      break;
+    case WeightFormat::bf16:
+      run<WeightFormat::bf16>(args, n_begin, n_end);
+      break;
+    case WeightFormat::fp8_e4m3_block:
+      run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end);
+      break;
   }
 }
 

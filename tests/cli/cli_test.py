@@ -1,0 +1,216 @@
+#!/usr/bin/env python3
+"""Black-box tests of `deepinfer generate | logits | inspect` on make-model checkpoints.
+
+Usage: cli_test.py DEEPINFER WORKDIR TEST_NAME
+WORKDIR holds tiny_bf16/ and tiny_fp8/ (made by the `make_models` test, a CTest fixture).
+"""
+import json
+import os
+import shutil
+import struct
+import subprocess
+import sys
+
+import numpy as np
+
+DEEPINFER, WORK, TEST = sys.argv[1], sys.argv[2], sys.argv[3]
+BF16 = os.path.join(WORK, "tiny_bf16")
+FP8 = os.path.join(WORK, "tiny_fp8")
+IDS = "0,17,42,9000,128000,5,77,1234,31,100000,64,2"
+N_IDS = len(IDS.split(","))
+VOCAB = 129280
+
+
+def run(*args, expect_rc=0):
+    p = subprocess.run([DEEPINFER, *args], capture_output=True, text=True, timeout=120)
+    if expect_rc is not None and p.returncode != expect_rc:
+        sys.exit(f"FAIL: {' '.join(args)}: exit {p.returncode}, expected {expect_rc}\nstdout: {p.stdout}\nstderr: {p.stderr}")
+    return p
+
+
+def check(cond, msg):
+    if not cond:
+        sys.exit("FAIL: " + msg)
+
+
+def logits(model, name, *extra):
+    out = os.path.join(WORK, f"{TEST}_{name}.npy")
+    run("logits", "--model", model, "--ids", IDS, "--out", out, "--threads", "2", *extra)
+    a = np.load(out)
+    check(a.dtype == np.float32 and a.shape == (N_IDS, VOCAB), f"{out}: dtype {a.dtype} shape {a.shape}")
+    check(np.isfinite(a).all(), f"{out}: non-finite logits")
+    check(a.std() > 1e-3, f"{out}: logits are constant")
+    return a
+
+
+def rel_err(a, b):
+    return float(np.abs(a.astype(np.float64) - b).max() / max(1.0, np.abs(a).max()))
+
+
+def make_models():
+    for d, dtype in ((BF16, "bf16"), (FP8, "fp8")):
+        shutil.rmtree(d, ignore_errors=True)
+        run("make-model", "--preset", "tiny", "--dtype", dtype, "--seed", "0", "--out", d)
+
+
+def generate():
+    base = ("generate", "--model", BF16, "--prompt", "The quick brown fox", "--max-tokens", "12", "--threads", "2")
+    a = run(*base, "--temperature", "0.8", "--seed", "5")
+    b = run(*base, "--temperature", "0.8", "--seed", "5")
+    c = run(*base, "--temperature", "0.8", "--seed", "6")
+    check(a.stdout.strip() != "", "generate printed no text")
+    check(a.stdout == b.stdout, f"same seed, different text:\n{a.stdout!r}\n{b.stdout!r}")
+    check(a.stdout != c.stdout, "seeds 5 and 6 gave the same 12 sampled tokens")
+    check("prompt tokens: " in a.stderr and "generated tokens: 12" in a.stderr and "decode:" in a.stderr,
+          f"summary line missing: {a.stderr!r}")
+    g1 = run(*base)  # greedy
+    g2 = run(*base, "--isa", "reference")
+    check(g1.stdout == g2.stdout, "greedy text differs between the default ISA and reference")
+    chat = run("generate", "--model", FP8, "--prompt", "Hi <｜User｜> there", "--chat", "--max-tokens", "4")
+    check("generated tokens: 4" in chat.stderr or "generated tokens:" in chat.stderr, chat.stderr)
+
+
+def logits_chunking():
+    # Absorbed MLA is batch-invariant, so chunking changes nothing (the engine relies on it);
+    # the tolerance is the one the numpy reference uses for f32 reordering, 1e-5 relative.
+    for model in (BF16, FP8):
+        tag = os.path.basename(model)
+        all_ = logits(model, tag + "_all", "--mtp-out", os.path.join(WORK, f"{TEST}_{tag}_mtp_all.npy"))
+        mtp_all = np.load(os.path.join(WORK, f"{TEST}_{tag}_mtp_all.npy"))
+        check(mtp_all.shape == (N_IDS - 1, VOCAB) and mtp_all.dtype == np.float32, f"mtp shape {mtp_all.shape}")
+        for p in ("1", "3"):
+            mtp_path = os.path.join(WORK, f"{TEST}_{tag}_mtp_{p}.npy")
+            x = logits(model, f"{tag}_p{p}", "--prefill", p, "--mtp-out", mtp_path)
+            check(rel_err(all_, x) < 1e-5, f"{tag} --prefill {p}: logits differ by {rel_err(all_, x)}")
+            m = np.load(mtp_path)
+            check(rel_err(mtp_all, m) < 1e-5, f"{tag} --prefill {p}: MTP logits differ by {rel_err(mtp_all, m)}")
+        # Each row is a real prediction: rows differ from each other.
+        check(np.abs(all_[0] - all_[1]).max() > 1e-3, "rows 0 and 1 are identical")
+
+
+def logits_isa():
+    ref = logits(BF16, "ref", "--isa", "reference")
+    plain = logits(BF16, "plain", "--isa", "reference", "--mla", "plain")
+    check(rel_err(ref, plain) < 1e-5, f"plain vs absorbed MLA differ by {rel_err(ref, plain)}")
+    tested = ["reference"]
+    for isa in ("avx2", "avx512", "auto"):
+        out = os.path.join(WORK, f"{TEST}_{isa}.npy")
+        p = run("logits", "--model", BF16, "--ids", IDS, "--out", out, "--isa", isa, expect_rc=None)
+        if p.returncode != 0 and "does not support" in p.stderr:
+            print(f"skip {isa}: {p.stderr.strip()}")
+            continue
+        check(p.returncode == 0, f"--isa {isa}: exit {p.returncode}: {p.stderr}")
+        x = np.load(out)
+        check(rel_err(ref, x) < 1e-5, f"--isa {isa} differs from reference by {rel_err(ref, x)}")
+        tested.append(isa)
+    print("isa paths checked:", tested)
+
+
+def inspect():
+    p = run("inspect", FP8)
+    for needle in ("model_type: deepseek_v3", "num_nextn_predict_layers: 1", "num_hidden_layers: 3",
+                   "quantization.quant_method: fp8", "model.layers.3.eh_proj.weight", "model.layers.3.enorm.weight",
+                   "model.layers.3.hnorm.weight", "model.layers.3.shared_head.head.weight",
+                   "model.layers.3.shared_head.norm.weight", "model.layers.3.embed_tokens.weight",
+                   "model.layers.3.self_attn.kv_b_proj.weight_scale_inv", "total_tensors:", "total_bytes:"):
+        check(needle in p.stdout, f"inspect output lacks {needle!r}")
+    line = next(l for l in p.stdout.splitlines() if l.startswith("model.layers.3.eh_proj.weight "))
+    check("[64, 128]" in line and "BF16" in line and ".safetensors" in line, f"eh_proj row: {line!r}")
+
+
+def usage_errors():
+    out = os.path.join(WORK, f"{TEST}.npy")
+    for args in (("--ids", "1,x"), ("--ids", ""), ("--ids", "1,2", "--prefill", "3"), ("--ids", "1", "--isa", "sse9"),
+                 ("--ids", "1", "--mla", "weird")):
+        p = run("logits", "--model", BF16, "--out", out, *args, expect_rc=2)
+        check(len(p.stderr.strip().splitlines()) == 1, f"{args}: stderr is not one line: {p.stderr!r}")
+    p = run("generate", "--model", BF16, "--prompt", "x", "--temperature", "-1", expect_rc=2)
+
+
+def copy_model(name, src=BF16):
+    dst = os.path.join(WORK, f"{TEST}_{name}")
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    return dst
+
+
+def expect_error(model_dir, *needles, cmd="logits"):
+    args = ["inspect", model_dir] if cmd == "inspect" else \
+        ["logits", "--model", model_dir, "--ids", "0,5,7", "--out", os.path.join(WORK, f"{TEST}_err.npy")]
+    p = run(*args, expect_rc=1)  # a signal would be a negative return code
+    lines = p.stderr.strip().splitlines()
+    check(len(lines) == 1, f"{model_dir}: expected one stderr line, got {p.stderr!r}")
+    for n in needles:
+        check(n in lines[0], f"{model_dir}: error {lines[0]!r} does not name {n!r}")
+    print("ok:", lines[0])
+
+
+def rewrite_without(shard_path, tensor):
+    """Rewrites a safetensors shard without `tensor` (data repacked, header padded to 8 bytes)."""
+    with open(shard_path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    data = blob[8 + n:]
+    meta = header.pop("__metadata__", None)
+    header.pop(tensor)
+    new_header, chunks, off = {}, [], 0
+    for name in sorted(header):
+        b, e = header[name]["data_offsets"]
+        chunks.append(data[b:e])
+        new_header[name] = dict(header[name], data_offsets=[off, off + e - b])
+        off += e - b
+    if meta is not None:
+        new_header["__metadata__"] = meta
+    h = json.dumps(new_header).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(shard_path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h + b"".join(chunks))
+
+
+def corrupt():
+    # 1. a truncated shard: the error names the shard file.
+    d = copy_model("truncated")
+    shard = os.path.join(d, "model-00002-of-00004.safetensors")
+    os.truncate(shard, os.path.getsize(shard) // 2)
+    expect_error(d, "model-00002-of-00004.safetensors")
+    expect_error(d, "model-00002-of-00004.safetensors", cmd="inspect")
+
+    # 2. a config that disagrees with the tensors' shapes: the error names the tensor.
+    d = copy_model("shape")
+    cfg_path = os.path.join(d, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["intermediate_size"] = 96
+    json.dump(cfg, open(cfg_path, "w"))
+    expect_error(d, "model.layers.0.mlp.gate_proj.weight", "[96, 64]")
+
+    # 3. a tensor missing from its shard and the index: the error names it.
+    d = copy_model("missing")
+    missing = "model.layers.1.mlp.experts.5.up_proj.weight"
+    idx_path = os.path.join(d, "model.safetensors.index.json")
+    idx = json.load(open(idx_path))
+    rewrite_without(os.path.join(d, idx["weight_map"].pop(missing)), missing)
+    json.dump(idx, open(idx_path, "w"))
+    expect_error(d, missing)
+
+    # 4. a bad config key: the error names config.json and the key.
+    d = copy_model("badkey")
+    cfg_path = os.path.join(d, "config.json")
+    cfg = json.load(open(cfg_path))
+    cfg["hidden_size"] = "sixty-four"
+    json.dump(cfg, open(cfg_path, "w"))
+    expect_error(d, "config.json", "hidden_size")
+    expect_error(d, "config.json", "hidden_size", cmd="inspect")
+
+    # 5. a token id outside the vocabulary.
+    p = run("logits", "--model", BF16, "--ids", f"0,{VOCAB}", "--out", os.path.join(WORK, f"{TEST}_err.npy"),
+            expect_rc=1)
+    check("model_bad_input" in p.stderr and str(VOCAB) in p.stderr and len(p.stderr.strip().splitlines()) == 1,
+          p.stderr)
+    # 6. a directory that is not a checkpoint.
+    expect_error(os.path.join(WORK, "no_such_model"), "no_such_model")
+
+
+TESTS = {f.__name__: f for f in (make_models, generate, logits_chunking, logits_isa, inspect, usage_errors, corrupt)}
+TESTS[TEST]()
+print("PASS", TEST)
