@@ -65,21 +65,27 @@ Result<std::vector<int32_t>> encode_one(const Tokenizer& tok, std::string_view t
 }
 
 int run_tokenize(const TokenizeArgs& args) {
-  Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
-  if (!tok.ok()) return fail("tokenize", tok.status().to_string());
   if (!args.json_mode) {
+    Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
+    if (!tok.ok()) return fail("tokenize", tok.status().to_string());
     Result<std::vector<int32_t>> ids = encode_one(*tok, args.text, args);
     if (!ids.ok()) return fail("tokenize", "--text: " + ids.status().to_string());
     std::printf("%s\n", fmt::format("{}", fmt::join(*ids, ",")).c_str());
     return 0;
   }
+  // Input is checked before the (slow) tokenizer load so bad input fails fast.
   Result<json> doc = read_stdin_json();
   if (!doc.ok()) return fail("tokenize", doc.status().message());
   if (!doc->is_array()) return fail("tokenize", fmt::format("stdin: expected a JSON array of strings, got {}", doc->type_name()));
-  std::string out = "[";
   for (size_t i = 0; i < doc->size(); ++i) {
     const json& item = (*doc)[i];
     if (!item.is_string()) return fail("tokenize", fmt::format("stdin: element [{}] is {}, expected a string", i, item.type_name()));
+  }
+  Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
+  if (!tok.ok()) return fail("tokenize", tok.status().to_string());
+  std::string out = "[";
+  for (size_t i = 0; i < doc->size(); ++i) {
+    const json& item = (*doc)[i];
     Result<std::vector<int32_t>> ids = encode_one(*tok, item.get_ref<const std::string&>(), args);
     if (!ids.ok()) return fail("tokenize", fmt::format("stdin: element [{}]: {}", i, ids.status().to_string()));
     if (i > 0) out += ',';
@@ -91,25 +97,30 @@ int run_tokenize(const TokenizeArgs& args) {
 }
 
 int run_detokenize(const TokenizeArgs& args) {
-  Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
-  if (!tok.ok()) return fail("detokenize", tok.status().to_string());
+  // Input is checked before the (slow) tokenizer load so bad input fails fast.
   Result<json> doc = read_stdin_json();
   if (!doc.ok()) return fail("detokenize", doc.status().message());
   if (!doc->is_array()) return fail("detokenize", fmt::format("stdin: expected a JSON array of id arrays, got {}", doc->type_name()));
-  json out = json::array();
-  std::vector<int32_t> ids;
+  std::vector<std::vector<int32_t>> batch;
   for (size_t i = 0; i < doc->size(); ++i) {
     const json& item = (*doc)[i];
     if (!item.is_array()) return fail("detokenize", fmt::format("stdin: element [{}] is {}, expected an array of ids", i, item.type_name()));
-    ids.clear();
+    std::vector<int32_t>& ids = batch.emplace_back();
     for (size_t j = 0; j < item.size(); ++j) {
       const json& id = item[j];
-      if (!id.is_number_integer() || id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX) {
-        return fail("detokenize", fmt::format("stdin: element [{}][{}] is {}, expected an integer token id", i, j, id.dump()));
+      // Unsigned values are range-checked as unsigned: above INT64_MAX, get<int64_t>() would wrap.
+      if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<uint64_t>() > INT32_MAX) ||
+          (!id.is_number_unsigned() && (id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX))) {
+        return fail("detokenize", fmt::format("stdin: element [{}][{}] is {}, expected a 32-bit integer token id", i, j, id.dump()));
       }
       ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
-    Result<std::string> bytes = tok->decode(ids, args.skip_special);
+  }
+  Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
+  if (!tok.ok()) return fail("detokenize", tok.status().to_string());
+  json out = json::array();
+  for (size_t i = 0; i < batch.size(); ++i) {
+    Result<std::string> bytes = tok->decode(batch[i], args.skip_special);
     if (!bytes.ok()) return fail("detokenize", fmt::format("stdin: element [{}]: {}", i, bytes.status().to_string()));
     // As HF's decode does: bytes that are not valid UTF-8 become U+FFFD.
     out.push_back(utf8::to_valid_lossy(*bytes));

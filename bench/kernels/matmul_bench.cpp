@@ -95,11 +95,17 @@ std::string_view weight_format_name(WeightFormat f) {
   return "?";
 }
 
-std::vector<MatmulShape> default_matmul_shapes() {
+std::vector<MatmulShape> bench_model_matmul_shapes() {
   return {
       {"bench.dense_up", 2048, 10944},  // dense-layer gate/up proj
-      {"bench.dense_down", 10944, 2048}, {"bench.q_a", 2048, 1536},
-      {"bench.q_b", 1536, 3072},     // 16 heads x 192
+      {"bench.dense_down", 10944, 2048},
+      {"bench.q_a", 2048, 1536},
+      {"bench.q_b", 1536, 3072},  // 16 heads x 192
+  };
+}
+
+std::vector<MatmulShape> v3_matmul_shapes() {
+  return {
       {"v3.expert_up", 7168, 2048},  // routed expert gate/up proj
       {"v3.expert_down", 2048, 7168},
   };

@@ -56,6 +56,10 @@ ColumnRange plan_task_range(const MatmulPlan& plan, int64_t rows, int task_idx) 
 
 void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
   if (args.m <= 0 || n_begin >= n_end) return;
+  // The weight loader validates block shapes and scales; a bad descriptor here is a bug.
+  DS_ASSERT(args.w->format != WeightFormat::fp8_e4m3_block ||
+                (args.w->scales != nullptr && args.w->block_rows > 0 && args.w->block_cols > 0),
+            "fp8 weight without scales or with an empty block shape");
   switch (isa) {
     case Isa::reference:
       matmul_cols_ref(args, n_begin, n_end);

@@ -113,27 +113,28 @@ Status DeepSeekV3::plan_batch(std::span<SequenceState* const> seqs,
   int64_t row = 0;
   for (size_t r = 0; r < seqs.size(); ++r) {
     SequenceState* seq = seqs[r];
-    const std::string which = "request " + std::to_string(r) + ": ";
-    if (seq == nullptr) return bad_input(which + "no sequence");
+    // Built only on the error path: a decode step allocates nothing here.
+    auto which = [r] { return "request " + std::to_string(r) + ": "; };
+    if (seq == nullptr) return bad_input(which() + "no sequence");
     if (seq->n_layers() != cfg_.num_hidden_layers || seq->row_dim() != dims_.latent_row() ||
         seq->has_mtp() != has_mtp()) {
-      return bad_input(which + "sequence was not created by this model");
+      return bad_input(which() + "sequence was not created by this model");
     }
     for (size_t q = 0; q < r; ++q) {
-      if (seqs[q] == seq) return bad_input(which + "sequence appears twice in one batch");
+      if (seqs[q] == seq) return bad_input(which() + "sequence appears twice in one batch");
     }
     const auto& toks = tokens[r];
-    if (toks.empty()) return bad_input(which + "empty chunk");
+    if (toks.empty()) return bad_input(which() + "empty chunk");
     for (size_t i = 0; i < toks.size(); ++i) {
       if (toks[i] < 0 || toks[i] >= cfg_.vocab_size) {
-        return bad_input(which + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
+        return bad_input(which() + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
                          " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
       }
     }
     const int64_t n = static_cast<int64_t>(toks.size());
     const int64_t base = mtp ? seq->n_mtp_tokens() : seq->n_tokens();
     if (mtp && base + n > seq->n_tokens()) {
-      return bad_input(which + "MTP rows up to position " + std::to_string(base + n - 1) +
+      return bad_input(which() + "MTP rows up to position " + std::to_string(base + n - 1) +
                        " need the main model to have consumed them first (it has " +
                        std::to_string(seq->n_tokens()) + " tokens)");
     }

@@ -120,24 +120,19 @@ void MlaAttention::attend_absorbed(const ForwardContext& ctx, const AttentionBat
   const int64_t T = batch.n_rows;
   const int64_t C = d.kv_lora_rank;
   const int64_t L = d.latent_row();
-  const int64_t q_row = d.n_heads * d.qk_head();
   // q_lat[t, h] = [q_nope[t, h] · W_uk,h | q_pe[t, h]]: row-wise, so all sequences at once; one
   // head per task keeps each head's product on one thread in a fixed order.
   s.q_lat.reshape(Shape{T, d.n_heads * L});
-  ctx.pool->parallel_for(d.n_heads, [&](int64_t h) {
-    MatmulArgs a;
-    a.x = s.q.data() + h * d.qk_head();
-    a.m = T;
-    a.ldx = q_row;
-    a.w = &w_uk_t_[static_cast<size_t>(h)];
-    a.y = s.q_lat.data() + h * L;
-    a.ldy = d.n_heads * L;
-    matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, C);
-    for (int64_t t = 0; t < T; ++t) {
-      std::memcpy(s.q_lat.data() + t * d.n_heads * L + h * L + C,
-                  s.q.data() + t * q_row + h * d.qk_head() + d.qk_nope,
-                  static_cast<size_t>(d.qk_rope) * sizeof(float));
-    }
+  // The task lambdas capture one reference each so std::function keeps them inline (no heap
+  // allocation per decode step).
+  struct HeadTask {
+    const MlaAttention* self;
+    const ForwardContext* ctx;
+    MlaScratch* s;
+    int64_t T;
+  } task{this, &ctx, &s, T};
+  ctx.pool->parallel_for(d.n_heads, [&task](int64_t h) {
+    task.self->absorb_query_head(*task.ctx, *task.s, task.T, h);
   });
   // o_lat: [T, n_heads, C]
   s.o_lat.reshape(Shape{T, d.n_heads * C});
@@ -158,16 +153,41 @@ void MlaAttention::attend_absorbed(const ForwardContext& ctx, const AttentionBat
     mla_attention_absorbed(ctx.isa, *ctx.pool, a);
   }
   // o[t, h] = W_uv,h · o_lat[t, h]
-  ctx.pool->parallel_for(d.n_heads, [&](int64_t h) {
-    MatmulArgs a;
-    a.x = s.o_lat.data() + h * C;
-    a.m = T;
-    a.ldx = d.n_heads * C;
-    a.w = &w_uv_[static_cast<size_t>(h)];
-    a.y = s.o.data() + h * d.v_head;
-    a.ldy = d.n_heads * d.v_head;
-    matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, d.v_head);
+  ctx.pool->parallel_for(d.n_heads, [&task](int64_t h) {
+    task.self->expand_output_head(*task.ctx, *task.s, task.T, h);
   });
+}
+
+void MlaAttention::absorb_query_head(const ForwardContext& ctx, MlaScratch& s, int64_t T, int64_t h) const {
+  const MlaDims& d = dims_;
+  const int64_t L = d.latent_row();
+  const int64_t q_row = d.n_heads * d.qk_head();
+  // q_lat[:, h, :C] = q_nope[:, h] · W_uk,h  (W_uk,hᵀ stored [C, qk_nope])
+  MatmulArgs a;
+  a.x = s.q.data() + h * d.qk_head();
+  a.m = T;
+  a.ldx = q_row;
+  a.w = &w_uk_t_[static_cast<size_t>(h)];
+  a.y = s.q_lat.data() + h * L;
+  a.ldy = d.n_heads * L;
+  matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, d.kv_lora_rank);
+  for (int64_t t = 0; t < T; ++t) {
+    std::memcpy(s.q_lat.data() + t * d.n_heads * L + h * L + d.kv_lora_rank,
+                s.q.data() + t * q_row + h * d.qk_head() + d.qk_nope, static_cast<size_t>(d.qk_rope) * sizeof(float));
+  }
+}
+
+void MlaAttention::expand_output_head(const ForwardContext& ctx, MlaScratch& s, int64_t T, int64_t h) const {
+  const MlaDims& d = dims_;
+  // o[:, h] = o_lat[:, h] · W_uv,hᵀ
+  MatmulArgs a;
+  a.x = s.o_lat.data() + h * d.kv_lora_rank;
+  a.m = T;
+  a.ldx = d.n_heads * d.kv_lora_rank;
+  a.w = &w_uv_[static_cast<size_t>(h)];
+  a.y = s.o.data() + h * d.v_head;
+  a.ldy = d.n_heads * d.v_head;
+  matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, d.v_head);
 }
 
 void MlaAttention::attend_plain(const ForwardContext& ctx, const AttentionBatch& batch,

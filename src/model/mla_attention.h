@@ -64,6 +64,9 @@ class MlaAttention {
  private:
   void attend_absorbed(const ForwardContext& ctx, const AttentionBatch& batch, MlaScratch& s) const;
   void attend_plain(const ForwardContext& ctx, const AttentionBatch& batch, MlaScratch& s) const;
+  // One head's slice of the absorbed form, for all T rows (one task of a parallel_for).
+  void absorb_query_head(const ForwardContext& ctx, MlaScratch& s, int64_t T, int64_t h) const;
+  void expand_output_head(const ForwardContext& ctx, MlaScratch& s, int64_t T, int64_t h) const;
 
   MlaDims dims_;
   Linear q_a_, q_b_, q_;  // q_a_/q_b_ when q_lora_rank > 0, else q_

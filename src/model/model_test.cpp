@@ -11,6 +11,9 @@
 #include "base/thread_pool.h"
 #include "model/deepseek_v3.h"
 #include "modelgen/make_model.h"
+#include "modelgen/tensor_fill.h"
+#include "modelgen/tensor_plan.h"
+#include "weights/safetensors_writer.h"
 
 namespace ds {
 namespace {
@@ -263,6 +266,87 @@ TEST(DeepSeekV3, TruncateRewindsTheSequence) {
   const int64_t V = m->config().vocab_size;
   EXPECT_EQ(std::vector<float>(out.logits.data(), out.logits.data() + out.logits.numel()),
             std::vector<float>(ref.logits.begin() + 4 * V, ref.logits.end()));
+}
+
+// A V2-style checkpoint the presets do not cover: plain q_proj (q_lora_rank null), softmax
+// scoring with group_limited_greedy, no shared experts, no YaRN, no MTP, and widths that are not
+// multiples of 16 (those matmuls take the reference path; the other kernels handle tails).
+std::string make_v2_style() {
+  ModelConfig c;
+  c.model_type = "deepseek_v3";
+  c.vocab_size = 300;
+  c.hidden_size = 40;
+  c.num_hidden_layers = 2;
+  c.first_k_dense_replace = 1;
+  c.num_attention_heads = 3;
+  c.num_key_value_heads = 3;
+  c.q_lora_rank = 0;
+  c.kv_lora_rank = 24;
+  c.qk_nope_head_dim = 12;
+  c.qk_rope_head_dim = 8;
+  c.v_head_dim = 12;
+  c.intermediate_size = 56;
+  c.moe_intermediate_size = 20;
+  c.n_routed_experts = 6;
+  c.n_shared_experts = 0;
+  c.num_experts_per_tok = 2;
+  c.n_group = 3;
+  c.topk_group = 2;
+  c.scoring_func = "softmax";
+  c.topk_method = "group_limited_greedy";
+  c.norm_topk_prob = false;
+  c.routed_scaling_factor = 1.0;
+  c.max_position_embeddings = 1024;
+  const std::string dir = ::testing::TempDir() + "/ds_model_test_v2_style";
+  std::filesystem::create_directories(dir);
+  ThreadPool pool(1);
+  SafetensorsWriter w;
+  for (const modelgen::TensorSpec& spec : modelgen::plan_deepseek_v3_tensors(c)) {
+    modelgen::FilledTensor t = modelgen::fill_tensor(spec, 11, pool);
+    EXPECT_TRUE(w.add(spec.name, spec.dtype, spec.shape, std::move(t.bytes)).ok()) << spec.name;
+  }
+  EXPECT_TRUE(w.write(dir + "/model.safetensors").ok());
+  const std::string json = model_config_to_json(c);
+  FILE* f = std::fopen((dir + "/config.json").c_str(), "w");
+  EXPECT_NE(f, nullptr);
+  std::fwrite(json.data(), 1, json.size(), f);
+  std::fclose(f);
+  return dir;
+}
+
+TEST(DeepSeekV3, V2StyleConfigIsInvariantAndFormsAgree) {
+  static const std::string dir = make_v2_style();
+  std::vector<int32_t> ids;
+  for (int i = 0; i < 11; ++i) ids.push_back((i * 37 + 5) % 300);
+  auto load_v2 = [&](Isa isa, MlaMode mode) {
+    ModelOptions o;
+    o.isa = isa;
+    o.n_threads = 2;
+    o.mla_mode = mode;
+    Result<std::unique_ptr<DeepSeekV3>> m = DeepSeekV3::load(dir, o);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    return m.ok() ? std::move(m).value() : nullptr;
+  };
+  auto ref = load_v2(Isa::reference, MlaMode::absorbed);
+  ASSERT_TRUE(ref);
+  EXPECT_FALSE(ref->has_mtp());
+  const SeqRun base = run(*ref, ids, {ids.size()});
+  expect_sane(base.logits);
+  EXPECT_EQ(run(*ref, ids, {1}).logits, base.logits);
+  EXPECT_EQ(run(*ref, ids, {4, 3, 1}).logits, base.logits);
+  auto plain = load_v2(Isa::reference, MlaMode::plain);
+  EXPECT_LT(rel_max_err(base.logits, run(*plain, ids, {3, 1}).logits), 1e-5);
+  for (Isa isa : supported_isas()) {
+    auto m = load_v2(isa, MlaMode::absorbed);
+    const SeqRun r = run(*m, ids, {ids.size()});
+    EXPECT_LT(rel_max_err(base.logits, r.logits), 1e-5) << isa_name(isa);
+    EXPECT_EQ(run(*m, ids, {2, 1}).logits, r.logits) << isa_name(isa);
+  }
+  auto seq = ref->new_sequence();
+  LogitsOutput out;
+  std::vector<float> hidden(40, 0.0f);
+  MtpRequest mreq{seq.get(), {ids.data(), 1}, hidden.data()};
+  EXPECT_EQ(ref->forward_mtp({&mreq, 1}, out).code(), ErrorCode::model_unsupported);
 }
 
 }  // namespace

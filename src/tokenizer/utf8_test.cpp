@@ -51,7 +51,9 @@ TEST(Utf8, LossyOutputIsAlwaysValidOnRandomBytes) {
     for (char& b : bytes) b = static_cast<char>(rng() % 4 == 0 ? rng() % 128 : 0x80 + rng() % 128);
     const std::string fixed = utf8::to_valid_lossy(bytes);
     ASSERT_EQ(utf8::first_invalid_offset(fixed), utf8::kValid) << "trial " << trial;
-    if (utf8::first_invalid_offset(bytes) == utf8::kValid) EXPECT_EQ(fixed, bytes);
+    if (utf8::first_invalid_offset(bytes) == utf8::kValid) {
+      EXPECT_EQ(fixed, bytes);
+    }
   }
 }
 

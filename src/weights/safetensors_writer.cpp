@@ -21,8 +21,8 @@ struct NamedTensor {
 };
 
 // Data layout order: larger elements first, then by name, so every tensor starts at a multiple of
-// its element size (the header length is a multiple of 8). This is the order the Python writer
-// uses, and it lets readers use the mapping as typed arrays without unaligned access.
+// its element size (the header length is a multiple of 8). The reference (Rust/Python) writer also
+// puts larger dtypes first for this reason; it lets readers use the mapping as typed arrays.
 template <class Pending>
 void sort_for_layout(std::vector<NamedTensor<Pending>>& list) {
   std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) {

@@ -1,7 +1,8 @@
 // Writes safetensors files (used by make-model and tests). Deterministic bytes: the header is
 // compact JSON with sorted keys, padded with spaces to a multiple of 8 as the Python writer does.
 // Data is laid out by element size (largest first) then name, so each tensor is aligned to its
-// element size (the Python writer's order). Files are written via a temporary file + rename.
+// element size (the reference writer also puts larger dtypes first). Files are written via a
+// temporary file + rename.
 #pragma once
 
 #include <cstdint>

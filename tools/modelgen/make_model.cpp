@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <future>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "presets.h"
@@ -78,12 +79,31 @@ Result<SafetensorsWriter> fill_shard(const std::vector<const TensorSpec*>& specs
   return writer;
 }
 
+// Shards of an earlier checkpoint in the same directory that this one does not write (a
+// different preset or dtype has another shard count); removed so the directory holds one model.
+Status remove_stale_shards(const std::string& dir, const nlohmann::json& weight_map) {
+  std::set<std::string> current;
+  for (const auto& [name, file] : weight_map.items()) current.insert(file.get<std::string>());
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const bool is_shard = name.rfind("model-", 0) == 0 && name.find("-of-") != std::string::npos &&
+                          name.size() > 12 && name.ends_with(".safetensors");
+    if ((is_shard || name == "model.safetensors") && current.count(name) == 0) {
+      fs::remove(entry.path(), ec);
+      if (ec) return Status(ErrorCode::io_error, entry.path().string() + ": cannot remove: " + ec.message());
+    }
+  }
+  if (ec) return Status(ErrorCode::io_error, dir + ": cannot list: " + ec.message());
+  return ok_status();
+}
+
 }  // namespace
 
 size_t shard_bytes_for_preset(const std::string& preset) {
-  if (preset == "tiny") return size_t{16} << 20;    // ~5 shards of ≤ 16 MiB
-  if (preset == "small") return size_t{100} << 20;  // ~4 shards
-  return size_t{1} << 30;                           // bench: 1 GiB shards
+  if (preset == "tiny") return size_t{16} << 20;    // 4 shards
+  if (preset == "small") return size_t{100} << 20;  // 4 shards
+  return size_t{1} << 30;                           // bench: 4 (fp8) or 6 (bf16) shards
 }
 
 Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& pool) {
@@ -99,6 +119,8 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
   if (ec) return Status(ErrorCode::io_error, options.out_dir + ": cannot create directory: " + ec.message());
   // Check the tokenizer before spending time on weights.
   DS_TRY(copy_tokenizer(options.tokenizer_dir, options.out_dir));
+  // An old index must not outlive a half-written new checkpoint; the new one is written last.
+  fs::remove(options.out_dir + "/model.safetensors.index.json", ec);
   DS_TRY(write_text(options.out_dir + "/config.json", model_config_to_json(config)));
 
   const std::vector<TensorSpec> plan = plan_deepseek_v3_tensors(config);
@@ -122,6 +144,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
                    [w = std::move(writer), path = options.out_dir + "/" + file] { return w.write(path); });
   }
   if (pending_write.valid()) DS_TRY(pending_write.get());
+  DS_TRY(remove_stale_shards(options.out_dir, weight_map));
   report.config = config;
   report.bytes = model_bytes(config, plan);
   report.n_tensors = weight_map.size();

@@ -33,8 +33,9 @@ struct MakeModelReport {
 // sharded loading path is always exercised).
 size_t shard_bytes_for_preset(const std::string& preset);
 
-// Creates out_dir if needed and overwrites the files it writes. Errors: invalid_argument (arch,
-// preset), not_found (tokenizer dir/files), io_error (writing).
+// Creates out_dir if needed and overwrites the files it writes; shard files of an earlier model
+// in out_dir (model-*-of-*.safetensors, model.safetensors) that this one does not use are removed.
+// Errors: invalid_argument (arch, preset), not_found (tokenizer dir/files), io_error (writing).
 Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& pool);
 
 }  // namespace ds::modelgen

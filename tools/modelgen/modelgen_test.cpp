@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <set>
 
@@ -11,6 +12,8 @@
 #include "tensor/dtype.h"
 #include "tensor_fill.h"
 #include "tensor_plan.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
 
 namespace ds::modelgen {
 namespace {
@@ -154,6 +157,67 @@ TEST(MakeModel, RejectsUnknownPresetAndMissingTokenizer) {
   EXPECT_EQ(s.code(), ErrorCode::not_found);
   EXPECT_NE(s.message().find("no_such_dir"), std::string::npos) << s.message();
   std::filesystem::remove_all(out);
+}
+
+// Generates tiny fp8 and reads it back through the engine's own loader: every planned tensor is
+// where the index says, with its dtype, shape and block scales; config.json round-trips.
+TEST(MakeModel, TinyFp8ReadsBackThroughCheckpoint) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / "modelgen_test_tiny_fp8";
+  fs::remove_all(root);
+  fs::create_directories(root / "tok");
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
+    std::FILE* fp = std::fopen((root / "tok" / f).c_str(), "w");
+    ASSERT_NE(fp, nullptr);
+    std::fputs("{}", fp);
+    std::fclose(fp);
+  }
+  // A shard left by an earlier, larger model in the same directory must not survive.
+  fs::create_directories(root / "model");
+  const fs::path stale = root / "model" / "model-00007-of-00009.safetensors";
+  std::FILE* stale_file = std::fopen(stale.c_str(), "w");
+  ASSERT_NE(stale_file, nullptr);
+  std::fclose(stale_file);
+  MakeModelOptions o;
+  o.preset = "tiny";
+  o.fp8 = true;
+  o.seed = 3;
+  o.out_dir = (root / "model").string();
+  o.tokenizer_dir = (root / "tok").string();
+  ThreadPool pool(2);
+  const Result<MakeModelReport> report = make_model(o, pool);
+  ASSERT_TRUE(report.ok()) << report.status().to_string();
+  EXPECT_GE(report->n_shards, 2);
+  EXPECT_TRUE(fs::exists(root / "model" / "tokenizer.json"));
+  EXPECT_FALSE(fs::exists(stale));
+
+  const Result<ModelConfig> cfg = load_model_config(o.out_dir);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().to_string();
+  EXPECT_EQ(cfg->hidden_size, 64);
+  EXPECT_EQ(cfg->n_group, 4);
+  EXPECT_EQ(cfg->quantization.quant_method, "fp8");
+  EXPECT_EQ(cfg->rope_scaling.type, "yarn");
+
+  const Result<Checkpoint> ckpt = Checkpoint::open(o.out_dir);
+  ASSERT_TRUE(ckpt.ok()) << ckpt.status().to_string();
+  const std::vector<TensorSpec> plan = plan_deepseek_v3_tensors(report->config);
+  size_t n_expected = 0;
+  for (const TensorSpec& t : plan) {
+    ++n_expected;
+    EXPECT_TRUE(ckpt->get(t.name, t.dtype, t.shape).ok()) << t.name;
+    if (t.block_quantized()) {
+      ++n_expected;
+      const Shape grid{(t.shape[0] + 127) / 128, (t.shape[1] + 127) / 128};
+      EXPECT_TRUE(ckpt->get(t.scale_name(), DType::f32, grid).ok()) << t.scale_name();
+    }
+  }
+  EXPECT_EQ(ckpt->tensors().size(), n_expected);
+  EXPECT_EQ(ckpt->total_bytes(), report->bytes.total);
+  // A norm weight decodes to 1 + 0.1·z, within the Irwin-Hall bound.
+  const Result<std::vector<float>> norm = load_f32(*ckpt, "model.norm.weight", Shape{64});
+  ASSERT_TRUE(norm.ok());
+  for (float v : *norm) EXPECT_LE(std::fabs(v - 1.0f), 0.35f);
+  fs::remove_all(root);
 }
 
 }  // namespace

@@ -16,26 +16,27 @@ constexpr int64_t kGrain = 1 << 16;
 
 template <class Store>
 void fill_parallel(const TensorSpec& spec, uint64_t key, ThreadPool& pool, Store store) {
+  const InitAffine a = init_affine(spec);
   pool.parallel_range(spec.shape.numel(), kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) store(i, init_value(spec, key, static_cast<uint64_t>(i)));
+    for (int64_t i = begin; i < end; ++i)
+      store(i, a.offset + a.scale * normal_at(key, static_cast<uint64_t>(i)));
   });
 }
 
 }  // namespace
 
-float init_value(const TensorSpec& spec, uint64_t key, uint64_t index) {
-  const float z = normal_at(key, index);
+InitAffine init_affine(const TensorSpec& spec) {
   switch (spec.init) {
     case InitKind::linear:
-      return z * spec.gain / std::sqrt(static_cast<float>(spec.shape[spec.shape.rank - 1]));
+      return {spec.gain / std::sqrt(static_cast<float>(spec.shape[spec.shape.rank - 1])), 0.0f};
     case InitKind::norm:
-      return 1.0f + 0.1f * z;
+      return {0.1f, 1.0f};
     case InitKind::embedding:
-      return z;
+      return {1.0f, 0.0f};
     case InitKind::gate_bias:
-      return 0.1f * z;
+      return {0.1f, 0.0f};
   }
-  return z;
+  return {1.0f, 0.0f};
 }
 
 FilledTensor fill_tensor(const TensorSpec& spec, uint64_t seed, ThreadPool& pool) {

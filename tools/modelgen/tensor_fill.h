@@ -15,8 +15,13 @@ struct FilledTensor {
   std::vector<uint8_t> scale_bytes;  // F32 weight_scale_inv, only when spec.block_quantized()
 };
 
-// Value of element `index` before storage rounding (InitKind decides the distribution).
-float init_value(const TensorSpec& spec, uint64_t key, uint64_t index);
+// Element i is offset + scale·normal_at(key, i) before storage rounding; InitKind decides the
+// affine map (tensor_plan.h lists the distributions).
+struct InitAffine {
+  float scale = 1.0f;
+  float offset = 0.0f;
+};
+InitAffine init_affine(const TensorSpec& spec);
 
 FilledTensor fill_tensor(const TensorSpec& spec, uint64_t seed, ThreadPool& pool);
 

@@ -200,26 +200,33 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
     row_strip<F, 1, kAvx2GemvTileN>(a, a.x, n_begin, n_end, a.y);
     return;
   }
-  // Cache blocking over n: a block of W rows (~256 KiB, L2-resident) is reused by every x tile.
+  // Cache blocking as in the AVX-512 path: x panels (~3 MiB, L3) against W row blocks
+  // (~256 KiB, L2).
   const int64_t row_bytes = std::max<int64_t>(1, a.w->cols * static_cast<int64_t>(sizeof(T)));
-  int64_t block_n = (int64_t{256} << 10) / row_bytes / kAvx2TileN * kAvx2TileN;
-  block_n = std::max<int64_t>(block_n, kAvx2TileN);
+  const int64_t block_n =
+      std::max<int64_t>(kAvx2TileN, (int64_t{256} << 10) / row_bytes / kAvx2TileN * kAvx2TileN);
+  const int64_t x_row_bytes = std::max<int64_t>(1, a.w->cols * 4);
+  const int64_t panel_m =
+      std::max<int64_t>(kAvx2TileM, (int64_t{3} << 20) / x_row_bytes / kAvx2TileM * kAvx2TileM);
   constexpr int NR = kAvx2TileN;
-  for (int64_t nb = n_begin; nb < n_end; nb += block_n) {
-    const int64_t ne = std::min(n_end, nb + block_n);
-    for (int64_t i0 = 0; i0 < a.m; i0 += kAvx2TileM) {
-      const float* x = a.x + i0 * a.ldx;
-      float* y = a.y + i0 * a.ldy;
-      switch (std::min<int64_t>(kAvx2TileM, a.m - i0)) {
-        case 1:
-          row_strip<F, 1, NR>(a, x, nb, ne, y);
-          break;
-        case 2:
-          row_strip<F, 2, NR>(a, x, nb, ne, y);
-          break;
-        default:
-          row_strip<F, 3, NR>(a, x, nb, ne, y);
-          break;
+  for (int64_t mb = 0; mb < a.m; mb += panel_m) {
+    const int64_t me = std::min(a.m, mb + panel_m);
+    for (int64_t nb = n_begin; nb < n_end; nb += block_n) {
+      const int64_t ne = std::min(n_end, nb + block_n);
+      for (int64_t i0 = mb; i0 < me; i0 += kAvx2TileM) {
+        const float* x = a.x + i0 * a.ldx;
+        float* y = a.y + i0 * a.ldy;
+        switch (std::min<int64_t>(kAvx2TileM, me - i0)) {
+          case 1:
+            row_strip<F, 1, NR>(a, x, nb, ne, y);
+            break;
+          case 2:
+            row_strip<F, 2, NR>(a, x, nb, ne, y);
+            break;
+          default:
+            row_strip<F, 3, NR>(a, x, nb, ne, y);
+            break;
+        }
       }
     }
   }

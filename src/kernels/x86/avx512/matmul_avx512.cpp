@@ -76,9 +76,9 @@ DS_INLINE float hsum16(__m512 v) {
   return _mm_cvtss_f32(d);
 }
 
-// How the 16 f32 lanes of a W chunk get their fp8 block scale; apply(j, wv) for W row j of the
-// tile, advance() after each chunk. All three give lane l of chunk c the factor
-// scale(row, column 16c + l) · 2^120 (or none), so which one a tile uses never changes a bit.
+// How the 16 f32 lanes of a W chunk get their fp8 block scale: apply(j, wv) for W row j of the
+// tile (chunk_loop also calls advance() after each chunk). All three give lane l of chunk c the
+// factor scale(row, column 16c + l) · 2^120 (or none), so the choice never changes a bit.
 struct NoScale {
   DS_INLINE __m512 apply(int /*j*/, __m512 wv) const { return wv; }
   DS_INLINE void advance() {}
@@ -141,19 +141,18 @@ DS_INLINE void chunk(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
 // All chunks of the row in order; the last one is zero-masked when cols % 16 != 0.
 template <WeightFormat F, int MR, int NR, class Scale>
 DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
-                          const typename Format<F>::T* const (&wr)[NR], int64_t cols, Scale& scale) {
+                          const typename Format<F>::T* const (&wr)[NR], int64_t cols, Scale& scale,
+                          bool prefetch_w) {
   const int64_t n_full = cols / kLanes;
   const int rem = static_cast<int>(cols % kLanes);
   const __mmask16 tail_mask = static_cast<__mmask16>((1u << rem) - 1u);
   for (int64_t c = 0; c < n_full; ++c) {
-    if constexpr (MR == 1) {
-      // GEMV streams W from DRAM: one prefetch per 64-byte line of every W row.
-      constexpr int64_t kChunksPerLine = std::max<int64_t>(1, 64 / (kLanes * sizeof(typename Format<F>::T)));
-      if (c % kChunksPerLine == 0) {
+    // W coming from DRAM: one prefetch per 64-byte line of every W row.
+    constexpr int64_t kChunksPerLine = std::max<int64_t>(1, 64 / (kLanes * sizeof(typename Format<F>::T)));
+    if (prefetch_w && c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
-        for (int j = 0; j < NR; ++j) {
-          _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
-        }
+      for (int j = 0; j < NR; ++j) {
+        _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
       }
     }
     chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
@@ -168,7 +167,7 @@ template <int MR, int NR>
 DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
                                   const uint8_t* const (&wr)[NR], int64_t cols,
                                   const float (&folded)[NR][kMaxFoldedBlocks], int64_t n_blocks,
-                                  int64_t chunks_per_block) {
+                                  int64_t chunks_per_block, bool prefetch_w) {
   constexpr WeightFormat F = WeightFormat::fp8_e4m3_block;
   const int64_t n_full = cols / kLanes;
   const int rem = static_cast<int>(cols % kLanes);
@@ -179,14 +178,12 @@ DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr
     for (int j = 0; j < NR; ++j) _mm512_store_ps(scale.sv[j], _mm512_set1_ps(folded[j][kb]));
     const int64_t c_end = std::min(n_full, c + chunks_per_block);
     for (; c < c_end; ++c) {
-      if constexpr (MR == 1) {
-        // GEMV streams W from DRAM: one prefetch per 64-byte line of every W row.
-        constexpr int64_t kChunksPerLine = 64 / (kLanes * sizeof(uint8_t));  // fp8: 4
-        if (c % kChunksPerLine == 0) {
+      // W coming from DRAM: one prefetch per 64-byte line of every W row.
+      constexpr int64_t kChunksPerLine = 64 / (kLanes * sizeof(uint8_t));  // fp8: 4
+      if (prefetch_w && c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
-          for (int j = 0; j < NR; ++j) {
-            _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
-          }
+        for (int j = 0; j < NR; ++j) {
+          _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
         }
       }
       chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
@@ -197,8 +194,9 @@ DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr
 }
 
 // y[i0 + i, n0 + j] for i < MR, j < NR. x points at row i0, y at row i0 (column 0).
+// prefetch_w: this tile is the first to touch its W rows (they come from DRAM, not L2).
 template <WeightFormat F, int MR, int NR>
-void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
+void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefetch_w) {
   using T = typename Format<F>::T;
   const WeightMatrix& w = *a.w;
   const int64_t cols = w.cols;
@@ -213,7 +211,7 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
 
   if constexpr (F != WeightFormat::fp8_e4m3_block) {
     NoScale none;
-    chunk_loop<F, MR, NR>(acc, xr, wr, cols, none);
+    chunk_loop<F, MR, NR>(acc, xr, wr, cols, none, prefetch_w);
   } else {
     const int64_t n_blocks = w.scale_cols();
     const float* srow[NR];
@@ -222,14 +220,14 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
       alignas(64) float folded[NR][kMaxFoldedBlocks];
       for (int j = 0; j < NR; ++j)
         for (int64_t b = 0; b < n_blocks; ++b) folded[j][b] = srow[j][b] * kFp8Fold;
-      chunk_loop_blocked<MR, NR>(acc, xr, wr, cols, folded, n_blocks, w.block_cols / kLanes);
+      chunk_loop_blocked<MR, NR>(acc, xr, wr, cols, folded, n_blocks, w.block_cols / kLanes, prefetch_w);
     } else {
       LaneScale<NR> scale;
       for (int j = 0; j < NR; ++j) scale.srow[j] = srow[j];
       scale.block_cols = w.block_cols;
       scale.cols = cols;
       scale.fill();
-      chunk_loop<F, MR, NR>(acc, xr, wr, cols, scale);
+      chunk_loop<F, MR, NR>(acc, xr, wr, cols, scale, prefetch_w);
     }
   }
 
@@ -239,33 +237,35 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
 
 // All W rows [n_begin, n_end) against MR rows of x: full NR tiles, then single rows.
 template <WeightFormat F, int MR, int NR>
-void row_strip(const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y) {
+void row_strip(const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y,
+               bool prefetch_w) {
   int64_t n = n_begin;
-  for (; n + NR <= n_end; n += NR) tile<F, MR, NR>(a, x, n, y);
-  for (; n < n_end; ++n) tile<F, MR, 1>(a, x, n, y);
+  for (; n + NR <= n_end; n += NR) tile<F, MR, NR>(a, x, n, y, prefetch_w);
+  for (; n < n_end; ++n) tile<F, MR, 1>(a, x, n, y, prefetch_w);
 }
 
 template <WeightFormat F>
-void strip_for_rows(int mr, const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y) {
+void strip_for_rows(int mr, const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y,
+                    bool prefetch_w) {
   constexpr int NR = kAvx512TileN;
   switch (mr) {
     case 1:
-      row_strip<F, 1, NR>(a, x, n_begin, n_end, y);
+      row_strip<F, 1, NR>(a, x, n_begin, n_end, y, prefetch_w);
       break;
     case 2:
-      row_strip<F, 2, NR>(a, x, n_begin, n_end, y);
+      row_strip<F, 2, NR>(a, x, n_begin, n_end, y, prefetch_w);
       break;
     case 3:
-      row_strip<F, 3, NR>(a, x, n_begin, n_end, y);
+      row_strip<F, 3, NR>(a, x, n_begin, n_end, y, prefetch_w);
       break;
     case 4:
-      row_strip<F, 4, NR>(a, x, n_begin, n_end, y);
+      row_strip<F, 4, NR>(a, x, n_begin, n_end, y, prefetch_w);
       break;
     case 5:
-      row_strip<F, 5, NR>(a, x, n_begin, n_end, y);
+      row_strip<F, 5, NR>(a, x, n_begin, n_end, y, prefetch_w);
       break;
     default:
-      row_strip<F, 6, NR>(a, x, n_begin, n_end, y);
+      row_strip<F, 6, NR>(a, x, n_begin, n_end, y, prefetch_w);
       break;
   }
 }
@@ -275,7 +275,7 @@ template <WeightFormat F>
 void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   using T = typename Format<F>::T;
   if (a.m == 1) {
-    row_strip<F, 1, kAvx512GemvTileN>(a, a.x, n_begin, n_end, a.y);
+    row_strip<F, 1, kAvx512GemvTileN>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
     return;
   }
   // Cache blocking: a panel of x rows (~3 MiB, L3) is swept against blocks of W rows (~384 KiB,
@@ -292,7 +292,8 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
       const int64_t ne = std::min(n_end, nb + block_n);
       for (int64_t i0 = mb; i0 < me; i0 += kAvx512TileM) {
         const int mr = static_cast<int>(std::min<int64_t>(kAvx512TileM, me - i0));
-        strip_for_rows<F>(mr, a, a.x + i0 * a.ldx, nb, ne, a.y + i0 * a.ldy);
+        // The panel's first strip pulls the W block into L2; the others find it there.
+        strip_for_rows<F>(mr, a, a.x + i0 * a.ldx, nb, ne, a.y + i0 * a.ldy, /*prefetch_w=*/i0 == mb);
       }
     }
   }
