@@ -56,7 +56,8 @@ int run_generate(const GenerateOptions& o) {
   const std::string cmd = "generate";
   if (o.max_tokens < 0) return report_usage_error(cmd, "--max-tokens must be >= 0");
   const SamplingParams params{o.temperature, o.seed};
-  if (Status st = params.validate(); !st.ok()) return report_usage_error(cmd, "--temperature: " + st.message());
+  if (Status st = params.validate(); !st.ok())
+    return report_usage_error(cmd, "--temperature: " + st.message());
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
 
@@ -110,11 +111,12 @@ int run_generate(const GenerateOptions& o) {
   std::fwrite(tail.data(), 1, tail.size(), stdout);
   std::fputc('\n', stdout);
   std::fflush(stdout);
-  std::fprintf(stderr,
-               "prompt tokens: %zu, generated tokens: %d, prefill: %.1f tok/s, decode: %.1f tok/s "
-               "(isa %s, %d threads)\n",
-               prompt->size(), n_generated, prefill_s > 0 ? static_cast<double>(prompt->size()) / prefill_s : 0.0,
-               decode_s > 0 ? n_decode_steps / decode_s : 0.0, std::string(isa_name(*isa)).c_str(), mo.n_threads);
+  std::fprintf(
+      stderr,
+      "prompt tokens: %zu, generated tokens: %d, prefill: %.1f tok/s, decode: %.1f tok/s "
+      "(isa %s, %d threads)\n",
+      prompt->size(), n_generated, prefill_s > 0 ? static_cast<double>(prompt->size()) / prefill_s : 0.0,
+      decode_s > 0 ? n_decode_steps / decode_s : 0.0, std::string(isa_name(*isa)).c_str(), mo.n_threads);
   return 0;
 }
 
@@ -123,14 +125,16 @@ int run_generate(const GenerateOptions& o) {
 void add_generate_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt (greedy or sampled)");
-  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")->required();
+  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")
+      ->required();
   sub->add_option("--prompt", o->prompt, "Prompt text")->required();
   sub->add_flag("--chat", o->chat, "Wrap the prompt in DeepSeek-V3's chat format");
   sub->add_option("--max-tokens", o->max_tokens, "Maximum tokens to generate")->capture_default_str();
   sub->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
-  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
+      ->capture_default_str();
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_generate(*o);

@@ -62,7 +62,8 @@ void print_config(const ModelConfig& c) {
      c.quantization.quant_method.empty() ? std::string("none") : c.quantization.quant_method);
   if (!c.quantization.quant_method.empty()) {
     kv("quantization.fmt", c.quantization.fmt);
-    kv("quantization.weight_block_size", fmt::format("[{}, {}]", c.quantization.block_rows, c.quantization.block_cols));
+    kv("quantization.weight_block_size",
+       fmt::format("[{}, {}]", c.quantization.block_rows, c.quantization.block_cols));
     if (!c.quantization.scale_fmt.empty()) kv("quantization.scale_fmt", c.quantization.scale_fmt);
   }
   if (c.index_n_heads > 0) {
@@ -88,15 +89,17 @@ int run_inspect(const std::string& dir) {
   const auto tensors = ckpt->tensors();
   size_t name_w = 4;
   for (const TensorEntry* t : tensors) name_w = std::max(name_w, t->name.size());
-  fmt::print("\ntensors:\n{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", "name", name_w, "dtype", "shape", "bytes", "file");
+  fmt::print("\ntensors:\n{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", "name", name_w, "dtype", "shape", "bytes",
+             "file");
   int64_t n_params = 0;
   for (const TensorEntry* t : tensors) {
-    fmt::print("{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", t->name, name_w, dtype_name(t->dtype), t->shape.to_string(),
-               t->nbytes, t->file ? basename_of(*t->file) : std::string("?"));
+    fmt::print("{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", t->name, name_w, dtype_name(t->dtype),
+               t->shape.to_string(), t->nbytes, t->file ? basename_of(*t->file) : std::string("?"));
     n_params += t->shape.numel();
   }
   fmt::print("\ntotal_tensors: {}\ntotal_bytes: {} ({:.3f} GiB)\ntotal_elements: {}\n", tensors.size(),
-             ckpt->total_bytes(), static_cast<double>(ckpt->total_bytes()) / (1024.0 * 1024.0 * 1024.0), n_params);
+             ckpt->total_bytes(), static_cast<double>(ckpt->total_bytes()) / (1024.0 * 1024.0 * 1024.0),
+             n_params);
   std::fflush(stdout);
   return 0;
 }

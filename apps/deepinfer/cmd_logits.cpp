@@ -81,13 +81,15 @@ Status run_mtp_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int3
 int run_logits(const LogitsOptions& o) {
   const std::string cmd = "logits";
   std::vector<int32_t> ids;
-  if (!parse_ids(o.ids, ids)) return report_usage_error(cmd, "--ids must be comma-separated non-negative integers");
+  if (!parse_ids(o.ids, ids))
+    return report_usage_error(cmd, "--ids must be comma-separated non-negative integers");
   if (o.prefill < 0 || o.prefill > static_cast<int>(ids.size())) {
     return report_usage_error(cmd, "--prefill must be in [1, " + std::to_string(ids.size()) + "] (0 = all)");
   }
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
-  if (o.mla != "absorbed" && o.mla != "plain") return report_usage_error(cmd, "--mla must be absorbed or plain");
+  if (o.mla != "absorbed" && o.mla != "plain")
+    return report_usage_error(cmd, "--mla must be absorbed or plain");
   const size_t n_prefill = o.prefill == 0 ? ids.size() : static_cast<size_t>(o.prefill);
 
   ModelOptions mo;
@@ -99,9 +101,9 @@ int run_logits(const LogitsOptions& o) {
   if (!model.ok()) return report_error(cmd, model.status());
   DeepSeekV3& m = **model;
   if (!o.mtp_out_path.empty() && !m.has_mtp()) {
-    return report_error(cmd, Status(ErrorCode::model_unsupported,
-                                    o.model_dir + "/config.json: --mtp-out needs an MTP layer "
-                                                  "(num_nextn_predict_layers is 0)"));
+    return report_error(
+        cmd, Status(ErrorCode::model_unsupported, o.model_dir + "/config.json: --mtp-out needs an MTP layer "
+                                                                "(num_nextn_predict_layers is 0)"));
   }
 
   std::unique_ptr<SequenceState> seq = m.new_sequence();
@@ -132,12 +134,14 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("logits", "Write the logits of a token sequence as .npy");
   sub->add_option("--model", o->model_dir, "Checkpoint directory")->required();
   sub->add_option("--ids", o->ids, "Comma-separated token ids, e.g. 0,17,42")->required();
-  sub->add_option("--prefill", o->prefill, "Ids in the first (prefill) chunk; the rest go one at a time (0 = all)")
+  sub->add_option("--prefill", o->prefill,
+                  "Ids in the first (prefill) chunk; the rest go one at a time (0 = all)")
       ->capture_default_str();
   sub->add_option("--out", o->out_path, "Output .npy: float32 [n_ids, vocab]")->required();
   sub->add_option("--mtp-out", o->mtp_out_path, "Output .npy for MTP logits: float32 [n_ids - 1, vocab]");
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
-  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
+      ->capture_default_str();
   sub->add_option("--mla", o->mla, "absorbed | plain attention form")->capture_default_str();
   sub->callback([o, &ctx] {
     try {

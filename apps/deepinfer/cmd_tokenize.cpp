@@ -45,8 +45,9 @@ Result<json> read_stdin_json() {
   const std::string input = read_stdin();
   const size_t bad = utf8::first_invalid_offset(input);
   if (bad != utf8::kValid) {
-    return Status(ErrorCode::invalid_argument, fmt::format("stdin is not valid UTF-8: invalid byte 0x{:02X} at byte offset {}",
-                                                           static_cast<uint8_t>(input[bad]), bad));
+    return Status(ErrorCode::invalid_argument,
+                  fmt::format("stdin is not valid UTF-8: invalid byte 0x{:02X} at byte offset {}",
+                              static_cast<uint8_t>(input[bad]), bad));
   }
   try {
     return json::parse(input);
@@ -55,10 +56,12 @@ Result<json> read_stdin_json() {
   }
 }
 
-Result<std::vector<int32_t>> encode_one(const Tokenizer& tok, std::string_view text, const TokenizeArgs& args) {
+Result<std::vector<int32_t>> encode_one(const Tokenizer& tok, std::string_view text,
+                                        const TokenizeArgs& args) {
   DS_ASSIGN_OR_RETURN(std::vector<int32_t> ids, tok.encode(text, /*parse_special=*/!args.no_special));
   if (args.add_bos) {
-    if (tok.bos_id() < 0) return Status(ErrorCode::invalid_argument, "--add-bos: the tokenizer has no bos_token");
+    if (tok.bos_id() < 0)
+      return Status(ErrorCode::invalid_argument, "--add-bos: the tokenizer has no bos_token");
     ids.insert(ids.begin(), tok.bos_id());
   }
   return ids;
@@ -76,10 +79,13 @@ int run_tokenize(const TokenizeArgs& args) {
   // Input is checked before the (slow) tokenizer load so bad input fails fast.
   Result<json> doc = read_stdin_json();
   if (!doc.ok()) return fail("tokenize", doc.status().message());
-  if (!doc->is_array()) return fail("tokenize", fmt::format("stdin: expected a JSON array of strings, got {}", doc->type_name()));
+  if (!doc->is_array())
+    return fail("tokenize", fmt::format("stdin: expected a JSON array of strings, got {}", doc->type_name()));
   for (size_t i = 0; i < doc->size(); ++i) {
     const json& item = (*doc)[i];
-    if (!item.is_string()) return fail("tokenize", fmt::format("stdin: element [{}] is {}, expected a string", i, item.type_name()));
+    if (!item.is_string())
+      return fail("tokenize",
+                  fmt::format("stdin: element [{}] is {}, expected a string", i, item.type_name()));
   }
   Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
   if (!tok.ok()) return fail("tokenize", tok.status().to_string());
@@ -87,7 +93,8 @@ int run_tokenize(const TokenizeArgs& args) {
   for (size_t i = 0; i < doc->size(); ++i) {
     const json& item = (*doc)[i];
     Result<std::vector<int32_t>> ids = encode_one(*tok, item.get_ref<const std::string&>(), args);
-    if (!ids.ok()) return fail("tokenize", fmt::format("stdin: element [{}]: {}", i, ids.status().to_string()));
+    if (!ids.ok())
+      return fail("tokenize", fmt::format("stdin: element [{}]: {}", i, ids.status().to_string()));
     if (i > 0) out += ',';
     out += fmt::format("[{}]", fmt::join(*ids, ","));
   }
@@ -100,18 +107,24 @@ int run_detokenize(const TokenizeArgs& args) {
   // Input is checked before the (slow) tokenizer load so bad input fails fast.
   Result<json> doc = read_stdin_json();
   if (!doc.ok()) return fail("detokenize", doc.status().message());
-  if (!doc->is_array()) return fail("detokenize", fmt::format("stdin: expected a JSON array of id arrays, got {}", doc->type_name()));
+  if (!doc->is_array())
+    return fail("detokenize",
+                fmt::format("stdin: expected a JSON array of id arrays, got {}", doc->type_name()));
   std::vector<std::vector<int32_t>> batch;
   for (size_t i = 0; i < doc->size(); ++i) {
     const json& item = (*doc)[i];
-    if (!item.is_array()) return fail("detokenize", fmt::format("stdin: element [{}] is {}, expected an array of ids", i, item.type_name()));
+    if (!item.is_array())
+      return fail("detokenize",
+                  fmt::format("stdin: element [{}] is {}, expected an array of ids", i, item.type_name()));
     std::vector<int32_t>& ids = batch.emplace_back();
     for (size_t j = 0; j < item.size(); ++j) {
       const json& id = item[j];
       // Unsigned values are range-checked as unsigned: above INT64_MAX, get<int64_t>() would wrap.
       if (!id.is_number_integer() || (id.is_number_unsigned() && id.get<uint64_t>() > INT32_MAX) ||
           (!id.is_number_unsigned() && (id.get<int64_t>() < INT32_MIN || id.get<int64_t>() > INT32_MAX))) {
-        return fail("detokenize", fmt::format("stdin: element [{}][{}] is {}, expected a 32-bit integer token id", i, j, id.dump()));
+        return fail("detokenize",
+                    fmt::format("stdin: element [{}][{}] is {}, expected a 32-bit integer token id", i, j,
+                                id.dump()));
       }
       ids.push_back(static_cast<int32_t>(id.get<int64_t>()));
     }
@@ -121,7 +134,8 @@ int run_detokenize(const TokenizeArgs& args) {
   json out = json::array();
   for (size_t i = 0; i < batch.size(); ++i) {
     Result<std::string> bytes = tok->decode(batch[i], args.skip_special);
-    if (!bytes.ok()) return fail("detokenize", fmt::format("stdin: element [{}]: {}", i, bytes.status().to_string()));
+    if (!bytes.ok())
+      return fail("detokenize", fmt::format("stdin: element [{}]: {}", i, bytes.status().to_string()));
     // As HF's decode does: bytes that are not valid UTF-8 become U+FFFD.
     out.push_back(utf8::to_valid_lossy(*bytes));
   }
@@ -145,11 +159,13 @@ int guarded(const char* command, F&& run) {
 void add_tokenize_commands(CLI::App& app, CommandContext& ctx) {
   auto args = std::make_shared<TokenizeArgs>();
 
-  CLI::App* tok = app.add_subcommand("tokenize", "Text -> token ids (as HF encode with add_special_tokens=false)");
+  CLI::App* tok =
+      app.add_subcommand("tokenize", "Text -> token ids (as HF encode with add_special_tokens=false)");
   tok->add_option("--model", args->model_dir, "Model directory (tokenizer.json inside)")->required();
-  CLI::Option* json_flag = tok->add_flag("--json", args->json_mode,
-                                         "Read a JSON array of strings on stdin, print a JSON array of id arrays");
-  CLI::Option* text_opt = tok->add_option("--text", args->text, "Encode this text, print ids comma-separated");
+  CLI::Option* json_flag = tok->add_flag(
+      "--json", args->json_mode, "Read a JSON array of strings on stdin, print a JSON array of id arrays");
+  CLI::Option* text_opt =
+      tok->add_option("--text", args->text, "Encode this text, print ids comma-separated");
   json_flag->excludes(text_opt);
   tok->add_flag("--add-bos", args->add_bos, "Prepend the BOS id");
   tok->add_flag("--no-special", args->no_special, "Added-token text is plain text (BPE), not special ids");
@@ -164,10 +180,13 @@ void add_tokenize_commands(CLI::App& app, CommandContext& ctx) {
 
   CLI::App* detok = app.add_subcommand("detokenize", "Token ids -> text (as HF decode)");
   detok->add_option("--model", args->model_dir, "Model directory (tokenizer.json inside)")->required();
-  detok->add_flag("--json", args->json_mode, "Read a JSON array of id arrays on stdin, print a JSON array of strings")
+  detok
+      ->add_flag("--json", args->json_mode,
+                 "Read a JSON array of id arrays on stdin, print a JSON array of strings")
       ->required();
   detok->add_flag("--skip-special", args->skip_special, "Drop special tokens");
-  detok->callback([args, &ctx] { ctx.exit_code = guarded("detokenize", [&] { return run_detokenize(*args); }); });
+  detok->callback(
+      [args, &ctx] { ctx.exit_code = guarded("detokenize", [&] { return run_detokenize(*args); }); });
 }
 
 }  // namespace ds::cli

@@ -9,7 +9,8 @@ Result<Isa> parse_isa_option(const std::string& value) {
   if (value == "auto") return best_isa();
   const std::optional<Isa> isa = isa_from_name(value);
   if (!isa) {
-    return Status(ErrorCode::invalid_argument, "--isa: '" + value + "' is not auto, reference, avx2 or avx512");
+    return Status(ErrorCode::invalid_argument,
+                  "--isa: '" + value + "' is not auto, reference, avx2 or avx512");
   }
   if (!isa_supported(*isa)) {
     return Status(ErrorCode::invalid_argument, "--isa: this CPU does not support " + value);

@@ -19,7 +19,14 @@ Status write_npy_f32(const std::string& path, const float* data, int64_t rows, i
   header.push_back('\n');
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "wb"), &std::fclose);
   if (!f) return Status(ErrorCode::io_error, path + ": cannot open for writing: " + std::strerror(errno));
-  const unsigned char prefix[10] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0,
+  const unsigned char prefix[10] = {0x93,
+                                    'N',
+                                    'U',
+                                    'M',
+                                    'P',
+                                    'Y',
+                                    1,
+                                    0,
                                     static_cast<unsigned char>(header.size() & 0xff),
                                     static_cast<unsigned char>(header.size() >> 8)};
   const size_t n = static_cast<size_t>(rows * cols);

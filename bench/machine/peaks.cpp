@@ -323,11 +323,21 @@ std::string format_peaks_table(const MachinePeaks& p) {
 
 std::string format_roofline_line(const MachinePeaks& p) {
   const Rate& fma = p.fp32_fma_gflops();
-  return fmt::format(
+  std::string s = fmt::format(
       "roofline peaks (this run, best runs): read {:.1f} GB/s (1 thr) / {:.1f} GB/s ({} thr); "
       "fp32 FMA {:.1f} / {:.1f} GFLOP/s",
       p.read_gbps.one_thread_best, p.read_gbps.all_threads_best, p.n_threads, fma.one_thread_best,
       fma.all_threads_best);
+  // Separate cores each have their own FMA units, so the all-thread compute peak should be close
+  // to n x the one-thread peak; when it is not, no run had all cores at once (busy host).
+  if (p.n_threads > 1 && fma.one_thread_best > 0 &&
+      fma.all_threads_best < 0.75 * p.n_threads * fma.one_thread_best) {
+    s += fmt::format(
+        "\nwarning: the {}-thread FMA peak is only {:.2f}x the 1-thread one (host busy or SMT siblings); "
+        "% of FMA peak at {} threads is overstated if the cores are real",
+        p.n_threads, fma.all_threads_best / fma.one_thread_best, p.n_threads);
+  }
+  return s;
 }
 
 }  // namespace ds::bench

@@ -21,14 +21,95 @@
 namespace {
 
 constexpr const char* kWords[] = {
-    "the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by", "on",
-    "not", "he", "I", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had", "they",
-    "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if", "more", "when",
-    "will", "would", "who", "so", "no", "time", "people", "year", "government", "between", "development",
-    "information", "international", "university", "understanding", "tokenizer", "inference", "throughput",
-    "language", "model", "attention", "system", "network", "because", "however", "although", "through",
-    "London", "Monday", "January", "America", "Shakespeare", "don't", "it's", "we'll", "they've", "I'm",
-    "well-known", "e-mail", "naïve", "café", "approximately", "responsibility", "characteristics",
+    "the",
+    "of",
+    "and",
+    "to",
+    "in",
+    "a",
+    "is",
+    "that",
+    "for",
+    "it",
+    "as",
+    "was",
+    "with",
+    "be",
+    "by",
+    "on",
+    "not",
+    "he",
+    "I",
+    "this",
+    "are",
+    "or",
+    "his",
+    "from",
+    "at",
+    "which",
+    "but",
+    "have",
+    "an",
+    "had",
+    "they",
+    "you",
+    "were",
+    "their",
+    "one",
+    "all",
+    "we",
+    "can",
+    "her",
+    "has",
+    "there",
+    "been",
+    "if",
+    "more",
+    "when",
+    "will",
+    "would",
+    "who",
+    "so",
+    "no",
+    "time",
+    "people",
+    "year",
+    "government",
+    "between",
+    "development",
+    "information",
+    "international",
+    "university",
+    "understanding",
+    "tokenizer",
+    "inference",
+    "throughput",
+    "language",
+    "model",
+    "attention",
+    "system",
+    "network",
+    "because",
+    "however",
+    "although",
+    "through",
+    "London",
+    "Monday",
+    "January",
+    "America",
+    "Shakespeare",
+    "don't",
+    "it's",
+    "we'll",
+    "they've",
+    "I'm",
+    "well-known",
+    "e-mail",
+    "naïve",
+    "café",
+    "approximately",
+    "responsibility",
+    "characteristics",
 };
 constexpr const char* kPunct[] = {",", ".", ";", ":", "!", "?", " -", "\"", "'s", ")"};
 
@@ -92,7 +173,8 @@ int main(int argc, char** argv) {
   const double load_s = seconds_since(t_load);
   const std::string text = make_text(static_cast<size_t>(n_mb * 1e6), seed);
   const double mb = static_cast<double>(text.size()) / 1e6;
-  std::printf("tokenizer_bench: %.2f MB English-like text (seed %u), 1 thread, load %.2f s\n", mb, seed, load_s);
+  std::printf("tokenizer_bench: %.2f MB English-like text (seed %u), 1 thread, load %.2f s\n", mb, seed,
+              load_s);
 
   constexpr int kRuns = 5;
   std::vector<double> encode_s;
@@ -123,9 +205,12 @@ int main(int argc, char** argv) {
   std::sort(encode_cpu_s.begin(), encode_cpu_s.end());
   const double med = encode_s[kRuns / 2];
   const double med_cpu = encode_cpu_s[kRuns / 2];
-  std::printf("encode warm (median of %d): %8.1f MB/s  %10.0f tokens/s   CPU time: %8.1f MB/s %10.0f tokens/s\n",
-              kRuns, mb / med, static_cast<double>(n_tokens) / med, mb / med_cpu, static_cast<double>(n_tokens) / med_cpu);
-  std::printf("  %zu tokens, %.2f bytes/token\n", n_tokens, static_cast<double>(text.size()) / static_cast<double>(n_tokens));
+  std::printf(
+      "encode warm (median of %d): %8.1f MB/s  %10.0f tokens/s   CPU time: %8.1f MB/s %10.0f tokens/s\n",
+      kRuns, mb / med, static_cast<double>(n_tokens) / med, mb / med_cpu,
+      static_cast<double>(n_tokens) / med_cpu);
+  std::printf("  %zu tokens, %.2f bytes/token\n", n_tokens,
+              static_cast<double>(text.size()) / static_cast<double>(n_tokens));
 
   std::vector<double> decode_s;
   for (int run = 0; run < kRuns; ++run) {

@@ -17,7 +17,8 @@ Result<DecoderLayer> DecoderLayer::load(const Checkpoint& ckpt, int layer_idx, c
   if (cfg.is_moe_layer(layer_idx)) {
     DS_ASSIGN_OR_RETURN(l.moe_, Moe::load(ckpt, p + ".mlp", cfg, block));
   } else {
-    DS_ASSIGN_OR_RETURN(l.dense_, DenseMlp::load(ckpt, p + ".mlp", cfg.hidden_size, cfg.intermediate_size, block));
+    DS_ASSIGN_OR_RETURN(l.dense_,
+                        DenseMlp::load(ckpt, p + ".mlp", cfg.hidden_size, cfg.intermediate_size, block));
   }
   return l;
 }

@@ -79,7 +79,8 @@ Status DeepSeekV3::build() {
   }
   inv_freq_ = rope_inv_freq(rp);
 
-  DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  DS_ASSIGN_OR_RETURN(embed_,
+                      Embedding::load(ckpt_, "model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(DecoderLayer layer, DecoderLayer::load(ckpt_, l, c, dims_, block));
@@ -89,8 +90,8 @@ Status DeepSeekV3::build() {
   if (ckpt_.find("lm_head.weight") == nullptr && c.tie_word_embeddings) {
     const TensorEntry& e = embed_.entry();
     if (e.dtype == DType::f16) return unsupported("tied F16 embeddings as lm_head");
-    head_ = WeightMatrix{e.dtype == DType::bf16 ? WeightFormat::bf16 : WeightFormat::f32, e.data, c.vocab_size,
-                         c.hidden_size};
+    head_ = WeightMatrix{e.dtype == DType::bf16 ? WeightFormat::bf16 : WeightFormat::f32, e.data,
+                         c.vocab_size, c.hidden_size};
   } else {
     DS_ASSIGN_OR_RETURN(lm_head_, load_linear_layer(ckpt_, "lm_head", c.vocab_size, c.hidden_size, block));
     head_ = lm_head_->w;
@@ -197,7 +198,8 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
 }
 
 Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
-  if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
+  if (!mtp_)
+    return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
   seqs_.clear();
   tokens_.clear();
   for (const auto& r : requests) {

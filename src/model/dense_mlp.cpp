@@ -19,8 +19,8 @@ int64_t DenseMlp::stored_bytes() const {
   return gate_.w.stored_bytes() + up_.w.stored_bytes() + down_.w.stored_bytes();
 }
 
-void DenseMlp::forward(const ForwardContext& ctx, const float* x, int64_t n_rows, int64_t ldx,
-                       MlpScratch& s, float* out, int64_t ld_out) const {
+void DenseMlp::forward(const ForwardContext& ctx, const float* x, int64_t n_rows, int64_t ldx, MlpScratch& s,
+                       float* out, int64_t ld_out) const {
   if (n_rows == 0) return;
   s.gate.reshape(Shape{n_rows, intermediate_});
   s.up.reshape(Shape{n_rows, intermediate_});

@@ -12,14 +12,14 @@ Result<Embedding> Embedding::load(const Checkpoint& ckpt, const std::string& nam
   DS_ASSIGN_OR_RETURN(const TensorEntry* e, ckpt.get(name));
   const Shape want{vocab, dim};
   if (!(e->shape == want)) {
-    return Status(ErrorCode::weights_shape_mismatch,
-                  ckpt.dir() + ": tensor " + name + ": shape " + e->shape.to_string() +
-                      ", expected " + want.to_string());
+    return Status(ErrorCode::weights_shape_mismatch, ckpt.dir() + ": tensor " + name + ": shape " +
+                                                         e->shape.to_string() + ", expected " +
+                                                         want.to_string());
   }
   if (e->dtype != DType::bf16 && e->dtype != DType::f16 && e->dtype != DType::f32) {
-    return Status(ErrorCode::weights_shape_mismatch,
-                  ckpt.dir() + ": tensor " + name + ": dtype " + std::string(dtype_name(e->dtype)) +
-                      ", expected BF16, F16 or F32");
+    return Status(ErrorCode::weights_shape_mismatch, ckpt.dir() + ": tensor " + name + ": dtype " +
+                                                         std::string(dtype_name(e->dtype)) +
+                                                         ", expected BF16, F16 or F32");
   }
   Embedding emb;
   emb.entry_ = e;

@@ -14,8 +14,7 @@ class Embedding {
  public:
   Embedding() = default;
   // `name` [vocab, dim], BF16, F16 or F32.
-  static Result<Embedding> load(const Checkpoint& ckpt, const std::string& name, int64_t vocab,
-                                int64_t dim);
+  static Result<Embedding> load(const Checkpoint& ckpt, const std::string& name, int64_t vocab, int64_t dim);
 
   int64_t vocab() const { return vocab_; }
   int64_t dim() const { return dim_; }

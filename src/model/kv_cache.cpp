@@ -29,9 +29,8 @@ SequenceState::SequenceState(int n_layers, int64_t row_dim, bool has_mtp, int64_
 
 Status SequenceState::check_room(int64_t n_new, int64_t n_have) const {
   if (n_have + n_new > max_seq_len_) {
-    return Status(ErrorCode::model_bad_input,
-                  "sequence length " + std::to_string(n_have + n_new) + " exceeds max_seq_len " +
-                      std::to_string(max_seq_len_));
+    return Status(ErrorCode::model_bad_input, "sequence length " + std::to_string(n_have + n_new) +
+                                                  " exceeds max_seq_len " + std::to_string(max_seq_len_));
   }
   return ok_status();
 }

@@ -14,9 +14,7 @@ Result<Linear> load_linear_layer(const Checkpoint& ckpt, const std::string& pref
   return l;
 }
 
-Isa matmul_isa(Isa requested, const WeightMatrix& w) {
-  return w.cols % 16 == 0 ? requested : Isa::reference;
-}
+Isa matmul_isa(Isa requested, const WeightMatrix& w) { return w.cols % 16 == 0 ? requested : Isa::reference; }
 
 void linear(const ForwardContext& ctx, const WeightMatrix& w, const float* x, int64_t m, int64_t ldx,
             float* y, int64_t ldy) {

@@ -33,25 +33,27 @@ MlaDims MlaDims::from_config(const ModelConfig& c) {
   return d;
 }
 
-Result<MlaAttention> MlaAttention::load(const Checkpoint& ckpt, const std::string& prefix,
-                                        const MlaDims& d, int block) {
+Result<MlaAttention> MlaAttention::load(const Checkpoint& ckpt, const std::string& prefix, const MlaDims& d,
+                                        int block) {
   MlaAttention a;
   a.dims_ = d;
   const int64_t q_out = d.n_heads * d.qk_head();
   if (d.q_lora_rank > 0) {
-    DS_ASSIGN_OR_RETURN(a.q_a_, load_linear_layer(ckpt, prefix + ".q_a_proj", d.q_lora_rank, d.hidden, block));
+    DS_ASSIGN_OR_RETURN(a.q_a_,
+                        load_linear_layer(ckpt, prefix + ".q_a_proj", d.q_lora_rank, d.hidden, block));
     DS_ASSIGN_OR_RETURN(a.q_a_norm_, load_f32(ckpt, prefix + ".q_a_layernorm.weight", Shape{d.q_lora_rank}));
     DS_ASSIGN_OR_RETURN(a.q_b_, load_linear_layer(ckpt, prefix + ".q_b_proj", q_out, d.q_lora_rank, block));
   } else {
     DS_ASSIGN_OR_RETURN(a.q_, load_linear_layer(ckpt, prefix + ".q_proj", q_out, d.hidden, block));
   }
-  DS_ASSIGN_OR_RETURN(a.kv_a_, load_linear_layer(ckpt, prefix + ".kv_a_proj_with_mqa", d.latent_row(),
-                                                 d.hidden, block));
+  DS_ASSIGN_OR_RETURN(
+      a.kv_a_, load_linear_layer(ckpt, prefix + ".kv_a_proj_with_mqa", d.latent_row(), d.hidden, block));
   DS_ASSIGN_OR_RETURN(a.kv_a_norm_, load_f32(ckpt, prefix + ".kv_a_layernorm.weight", Shape{d.kv_lora_rank}));
   const int64_t per_head = d.qk_nope + d.v_head;
   DS_ASSIGN_OR_RETURN(Linear kv_b, load_linear_layer(ckpt, prefix + ".kv_b_proj", d.n_heads * per_head,
                                                      d.kv_lora_rank, block));
-  DS_ASSIGN_OR_RETURN(a.o_, load_linear_layer(ckpt, prefix + ".o_proj", d.hidden, d.n_heads * d.v_head, block));
+  DS_ASSIGN_OR_RETURN(a.o_,
+                      load_linear_layer(ckpt, prefix + ".o_proj", d.hidden, d.n_heads * d.v_head, block));
 
   a.kv_b_f32_ = dequantize_to_f32(kv_b.w);
   a.kv_b_ = WeightMatrix{WeightFormat::f32, a.kv_b_f32_.data(), d.n_heads * per_head, d.kv_lora_rank};
@@ -59,14 +61,15 @@ Result<MlaAttention> MlaAttention::load(const Checkpoint& ckpt, const std::strin
   a.w_uk_t_f32_.resize(static_cast<size_t>(d.n_heads * C * d.qk_nope));
   for (int64_t h = 0; h < d.n_heads; ++h) {
     const float* w_uk = a.kv_b_f32_.data() + h * per_head * C;  // [qk_nope, C]
-    float* w_t = a.w_uk_t_f32_.data() + h * C * d.qk_nope;       // [C, qk_nope]
+    float* w_t = a.w_uk_t_f32_.data() + h * C * d.qk_nope;      // [C, qk_nope]
     for (int64_t j = 0; j < d.qk_nope; ++j)
       for (int64_t c = 0; c < C; ++c) w_t[c * d.qk_nope + j] = w_uk[j * C + c];
   }
   for (int64_t h = 0; h < d.n_heads; ++h) {
-    a.w_uk_t_.push_back(WeightMatrix{WeightFormat::f32, a.w_uk_t_f32_.data() + h * C * d.qk_nope, C, d.qk_nope});
-    a.w_uv_.push_back(WeightMatrix{WeightFormat::f32, a.kv_b_f32_.data() + (h * per_head + d.qk_nope) * C,
-                                   d.v_head, C});
+    a.w_uk_t_.push_back(
+        WeightMatrix{WeightFormat::f32, a.w_uk_t_f32_.data() + h * C * d.qk_nope, C, d.qk_nope});
+    a.w_uv_.push_back(
+        WeightMatrix{WeightFormat::f32, a.kv_b_f32_.data() + (h * per_head + d.qk_nope) * C, d.v_head, C});
   }
   return a;
 }
@@ -131,9 +134,8 @@ void MlaAttention::attend_absorbed(const ForwardContext& ctx, const AttentionBat
     MlaScratch* s;
     int64_t T;
   } task{this, &ctx, &s, T};
-  ctx.pool->parallel_for(d.n_heads, [&task](int64_t h) {
-    task.self->absorb_query_head(*task.ctx, *task.s, task.T, h);
-  });
+  ctx.pool->parallel_for(d.n_heads,
+                         [&task](int64_t h) { task.self->absorb_query_head(*task.ctx, *task.s, task.T, h); });
   // o_lat: [T, n_heads, C]
   s.o_lat.reshape(Shape{T, d.n_heads * C});
   for (size_t i = 0; i < batch.chunks.size(); ++i) {
@@ -153,9 +155,8 @@ void MlaAttention::attend_absorbed(const ForwardContext& ctx, const AttentionBat
     mla_attention_absorbed(ctx.isa, *ctx.pool, a);
   }
   // o[t, h] = W_uv,h · o_lat[t, h]
-  ctx.pool->parallel_for(d.n_heads, [&task](int64_t h) {
-    task.self->expand_output_head(*task.ctx, *task.s, task.T, h);
-  });
+  ctx.pool->parallel_for(
+      d.n_heads, [&task](int64_t h) { task.self->expand_output_head(*task.ctx, *task.s, task.T, h); });
 }
 
 void MlaAttention::absorb_query_head(const ForwardContext& ctx, MlaScratch& s, int64_t T, int64_t h) const {
@@ -173,7 +174,8 @@ void MlaAttention::absorb_query_head(const ForwardContext& ctx, MlaScratch& s, i
   matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, d.kv_lora_rank);
   for (int64_t t = 0; t < T; ++t) {
     std::memcpy(s.q_lat.data() + t * d.n_heads * L + h * L + d.kv_lora_rank,
-                s.q.data() + t * q_row + h * d.qk_head() + d.qk_nope, static_cast<size_t>(d.qk_rope) * sizeof(float));
+                s.q.data() + t * q_row + h * d.qk_head() + d.qk_nope,
+                static_cast<size_t>(d.qk_rope) * sizeof(float));
   }
 }
 
@@ -190,8 +192,7 @@ void MlaAttention::expand_output_head(const ForwardContext& ctx, MlaScratch& s, 
   matmul_cols(matmul_isa(ctx.isa, *a.w), a, 0, d.v_head);
 }
 
-void MlaAttention::attend_plain(const ForwardContext& ctx, const AttentionBatch& batch,
-                                MlaScratch& s) const {
+void MlaAttention::attend_plain(const ForwardContext& ctx, const AttentionBatch& batch, MlaScratch& s) const {
   const MlaDims& d = dims_;
   const int64_t C = d.kv_lora_rank;
   const int64_t L = d.latent_row();

@@ -36,23 +36,23 @@ struct MlaDims {
 
 // Reused between calls; sized by the largest batch seen (no allocation in steady decode).
 struct MlaScratch {
-  TensorF32 cq;     // [n_rows, q_lora_rank]
-  TensorF32 q;      // [n_rows, n_heads, qk_nope + qk_rope]
-  TensorF32 kv;     // [n_rows, kv_lora_rank + qk_rope]
-  TensorF32 q_lat;  // [n_rows, n_heads, kv_lora_rank + qk_rope]  absorbed queries
-  TensorF32 o_lat;  // [n_rows, n_heads, kv_lora_rank]            attended latents
-  TensorF32 o;      // [n_rows, n_heads, v_head]
-  TensorF32 kv_up;  // plain: [n_ctx, n_heads, qk_nope + v_head]
-  TensorF32 k;      // plain: [n_ctx, n_heads, qk_nope + qk_rope]
-  TensorF32 v;      // plain: [n_ctx, n_heads, v_head]
+  TensorF32 cq;                 // [n_rows, q_lora_rank]
+  TensorF32 q;                  // [n_rows, n_heads, qk_nope + qk_rope]
+  TensorF32 kv;                 // [n_rows, kv_lora_rank + qk_rope]
+  TensorF32 q_lat;              // [n_rows, n_heads, kv_lora_rank + qk_rope]  absorbed queries
+  TensorF32 o_lat;              // [n_rows, n_heads, kv_lora_rank]            attended latents
+  TensorF32 o;                  // [n_rows, n_heads, v_head]
+  TensorF32 kv_up;              // plain: [n_ctx, n_heads, qk_nope + v_head]
+  TensorF32 k;                  // plain: [n_ctx, n_heads, qk_nope + qk_rope]
+  TensorF32 v;                  // plain: [n_ctx, n_heads, v_head]
   std::vector<int32_t> kv_pos;  // plain: [n_ctx]
 };
 
 class MlaAttention {
  public:
   // prefix = "model.layers.N.self_attn". `block` = the FP8 scale tile (quantization config).
-  static Result<MlaAttention> load(const Checkpoint& ckpt, const std::string& prefix,
-                                   const MlaDims& dims, int block);
+  static Result<MlaAttention> load(const Checkpoint& ckpt, const std::string& prefix, const MlaDims& dims,
+                                   int block);
 
   const MlaDims& dims() const { return dims_; }
 

@@ -63,7 +63,8 @@ struct SeqRun {
 };
 
 // Feeds ids in chunks of the given sizes (the last size repeats), all logits kept.
-SeqRun run(DeepSeekV3& m, const std::vector<int32_t>& ids, const std::vector<size_t>& chunks, bool with_mtp = false) {
+SeqRun run(DeepSeekV3& m, const std::vector<int32_t>& ids, const std::vector<size_t>& chunks,
+           bool with_mtp = false) {
   SeqRun r;
   auto seq = m.new_sequence();
   LogitsOutput out;
@@ -137,8 +138,10 @@ TEST(DeepSeekV3, ChunkingIsBitwiseInvariant) {
       expect_sane(all.mtp);
       for (const auto& chunks : std::vector<std::vector<size_t>>{{1}, {3, 1}, {5, 4, 2}}) {
         const SeqRun r = run(*m, kIds, chunks, true);
-        EXPECT_EQ(r.logits, all.logits) << "isa " << isa_name(isa) << " fp8 " << fp8 << " first chunk " << chunks[0];
-        EXPECT_EQ(r.mtp, all.mtp) << "isa " << isa_name(isa) << " fp8 " << fp8 << " first chunk " << chunks[0];
+        EXPECT_EQ(r.logits, all.logits)
+            << "isa " << isa_name(isa) << " fp8 " << fp8 << " first chunk " << chunks[0];
+        EXPECT_EQ(r.mtp, all.mtp) << "isa " << isa_name(isa) << " fp8 " << fp8 << " first chunk "
+                                  << chunks[0];
       }
     }
   }

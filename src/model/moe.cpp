@@ -5,8 +5,7 @@
 
 namespace ds {
 
-Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& cfg,
-                      int block) {
+Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& cfg, int block) {
   Moe m;
   m.hidden_ = cfg.hidden_size;
   DS_ASSIGN_OR_RETURN(m.router_, RouterConfig::from_model_config(cfg));
@@ -24,10 +23,10 @@ Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const M
     m.experts_.push_back(std::move(expert));
   }
   if (cfg.n_shared_experts > 0) {
-    DS_ASSIGN_OR_RETURN(m.shared_, DenseMlp::load(ckpt, prefix + ".shared_experts", cfg.hidden_size,
-                                                  static_cast<int64_t>(cfg.moe_intermediate_size) *
-                                                      cfg.n_shared_experts,
-                                                  block));
+    DS_ASSIGN_OR_RETURN(
+        m.shared_,
+        DenseMlp::load(ckpt, prefix + ".shared_experts", cfg.hidden_size,
+                       static_cast<int64_t>(cfg.moe_intermediate_size) * cfg.n_shared_experts, block));
   }
   return m;
 }
@@ -53,7 +52,8 @@ void Moe::forward(const ForwardContext& ctx, const float* x, int64_t n_rows, Moe
   // Group the (row, weight) slots by expert (counting sort; rows stay ascending within an expert).
   s.slot_begin.assign(static_cast<size_t>(E) + 1, 0);
   for (int32_t e : s.expert_idx) ++s.slot_begin[static_cast<size_t>(e) + 1];
-  for (int e = 0; e < E; ++e) s.slot_begin[static_cast<size_t>(e) + 1] += s.slot_begin[static_cast<size_t>(e)];
+  for (int e = 0; e < E; ++e)
+    s.slot_begin[static_cast<size_t>(e) + 1] += s.slot_begin[static_cast<size_t>(e)];
   s.fill.assign(s.slot_begin.begin(), s.slot_begin.end() - 1);
   s.slot_row.resize(static_cast<size_t>(n_rows * K));
   s.slot_w.resize(static_cast<size_t>(n_rows * K));

@@ -48,8 +48,8 @@ class Moe {
  private:
   int64_t hidden_ = 0;
   RouterConfig router_;
-  Linear gate_;               // [n_experts, hidden]
-  std::vector<float> bias_;   // e_score_correction_bias [n_experts]; empty when absent
+  Linear gate_;              // [n_experts, hidden]
+  std::vector<float> bias_;  // e_score_correction_bias [n_experts]; empty when absent
   std::vector<DenseMlp> experts_;
   std::optional<DenseMlp> shared_;
 };

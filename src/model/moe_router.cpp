@@ -46,11 +46,11 @@ Result<RouterConfig> RouterConfig::from_model_config(const ModelConfig& c) {
                       std::to_string(r.n_group));
   }
   if (r.topk_group > r.n_group) {
-    return bad_router("topk_group " + std::to_string(r.topk_group) + " > n_group " + std::to_string(r.n_group));
+    return bad_router("topk_group " + std::to_string(r.topk_group) + " > n_group " +
+                      std::to_string(r.n_group));
   }
-  const int selectable = r.group_rule == RouterGroupRule::greedy
-                             ? r.n_experts
-                             : r.topk_group * (r.n_experts / r.n_group);
+  const int selectable =
+      r.group_rule == RouterGroupRule::greedy ? r.n_experts : r.topk_group * (r.n_experts / r.n_group);
   if (r.top_k <= 0 || r.top_k > selectable) {
     return bad_router("num_experts_per_tok " + std::to_string(r.top_k) + " must be in [1, " +
                       std::to_string(selectable) + "]");
@@ -67,8 +67,8 @@ void RouterScratch::size_for(const RouterConfig& cfg) {
   tmp_idx.resize(2);
 }
 
-void route_row(Isa isa, const RouterConfig& cfg, const float* logits, const float* bias,
-               RouterScratch& s, int32_t* out_idx, float* out_weight) {
+void route_row(Isa isa, const RouterConfig& cfg, const float* logits, const float* bias, RouterScratch& s,
+               int32_t* out_idx, float* out_weight) {
   const int E = cfg.n_experts;
   float* scores = s.scores.data();
   float* biased = s.biased.data();

@@ -33,18 +33,18 @@ struct RouterConfig {
 
 // Scratch for route_row, sized once for n_experts.
 struct RouterScratch {
-  std::vector<float> scores;      // [n_experts] unbiased s
-  std::vector<float> biased;      // [n_experts] s + b, experts of dropped groups at -inf
-  std::vector<float> group_score; // [n_group]
-  std::vector<int32_t> group_idx; // [topk_group]
-  std::vector<float> tmp;         // [n_experts / n_group]
-  std::vector<int32_t> tmp_idx;   // [2]
+  std::vector<float> scores;       // [n_experts] unbiased s
+  std::vector<float> biased;       // [n_experts] s + b, experts of dropped groups at -inf
+  std::vector<float> group_score;  // [n_group]
+  std::vector<int32_t> group_idx;  // [topk_group]
+  std::vector<float> tmp;          // [n_experts / n_group]
+  std::vector<int32_t> tmp_idx;    // [2]
   void size_for(const RouterConfig& cfg);
 };
 
 // logits: [n_experts] gate outputs; bias: [n_experts] or nullptr. Writes the top_k expert ids
 // (descending biased score, ties to the lower id) and their combine weights.
-void route_row(Isa isa, const RouterConfig& cfg, const float* logits, const float* bias,
-               RouterScratch& s, int32_t* out_idx, float* out_weight);
+void route_row(Isa isa, const RouterConfig& cfg, const float* logits, const float* bias, RouterScratch& s,
+               int32_t* out_idx, float* out_weight);
 
 }  // namespace ds

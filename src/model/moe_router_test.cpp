@@ -18,7 +18,8 @@ struct Routed {
 Routed route(const RouterConfig& cfg, const std::vector<float>& logits, const std::vector<float>* bias) {
   RouterScratch s;
   s.size_for(cfg);
-  Routed r{std::vector<int32_t>(static_cast<size_t>(cfg.top_k)), std::vector<float>(static_cast<size_t>(cfg.top_k))};
+  Routed r{std::vector<int32_t>(static_cast<size_t>(cfg.top_k)),
+           std::vector<float>(static_cast<size_t>(cfg.top_k))};
   route_row(Isa::reference, cfg, logits.data(), bias ? bias->data() : nullptr, s, r.idx.data(), r.w.data());
   return r;
 }

@@ -24,7 +24,8 @@ Result<MtpLayer> MtpLayer::load(const Checkpoint& ckpt, const ModelConfig& cfg, 
   DS_ASSIGN_OR_RETURN(m.head_norm_, load_f32(ckpt, p + ".shared_head.norm.weight", Shape{H}));
   DS_ASSIGN_OR_RETURN(m.block_, DecoderLayer::load(ckpt, idx, cfg, dims, block));
   if (ckpt.find(p + ".shared_head.head.weight") != nullptr) {
-    DS_ASSIGN_OR_RETURN(m.own_head_, load_linear_layer(ckpt, p + ".shared_head.head", cfg.vocab_size, H, block));
+    DS_ASSIGN_OR_RETURN(m.own_head_,
+                        load_linear_layer(ckpt, p + ".shared_head.head", cfg.vocab_size, H, block));
     m.head_ = m.own_head_->w;
   } else {
     m.head_ = main_head;
@@ -33,8 +34,8 @@ Result<MtpLayer> MtpLayer::load(const Checkpoint& ckpt, const ModelConfig& cfg, 
 }
 
 void MtpLayer::forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
-                       const std::vector<float>& inv_freq, const int32_t* next_tokens,
-                       const float* hidden, MtpScratch& s, LayerScratch& ls, float* logits) const {
+                       const std::vector<float>& inv_freq, const int32_t* next_tokens, const float* hidden,
+                       MtpScratch& s, LayerScratch& ls, float* logits) const {
   const int64_t T = batch.n_rows;
   const int64_t H = hidden_;
   s.cat.reshape(Shape{T, 2 * H});

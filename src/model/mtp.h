@@ -28,8 +28,8 @@ class MtpLayer {
  public:
   // The layer's own embed_tokens / shared_head.head are used when present, else the main
   // model's (`main_embed`, `main_head`, which must outlive this layer).
-  static Result<MtpLayer> load(const Checkpoint& ckpt, const ModelConfig& cfg, const MlaDims& dims,
-                               int block, const Embedding& main_embed, const WeightMatrix& main_head);
+  static Result<MtpLayer> load(const Checkpoint& ckpt, const ModelConfig& cfg, const MlaDims& dims, int block,
+                               const Embedding& main_embed, const WeightMatrix& main_head);
 
   // next_tokens: [batch.n_rows]; hidden: [batch.n_rows, hidden]; logits: [batch.n_rows, vocab].
   void forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,

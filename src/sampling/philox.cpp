@@ -28,9 +28,9 @@ PhiloxCounter philox4x32_10(PhiloxCounter c, PhiloxKey k) {
 }
 
 double philox_uniform(uint64_t seed, uint64_t position, uint32_t draft_slot) {
-  const PhiloxCounter out = philox4x32_10(
-      {static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32), draft_slot, 0u},
-      {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
+  const PhiloxCounter out =
+      philox4x32_10({static_cast<uint32_t>(position), static_cast<uint32_t>(position >> 32), draft_slot, 0u},
+                    {static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)});
   // 27 + 26 = 53 bits -> [0, 1)
   const uint64_t bits = (static_cast<uint64_t>(out[0] >> 5) << 26) | (out[1] >> 6);
   return static_cast<double>(bits) * 0x1p-53;

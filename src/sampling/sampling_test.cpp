@@ -55,21 +55,24 @@ TEST(Sampler, ValidatesTemperature) {
 }
 
 // Empirical frequencies over many positions follow softmax(logits / T).
-void expect_distribution(float temperature, const std::vector<float>& logits, const std::vector<double>& probs) {
+void expect_distribution(float temperature, const std::vector<float>& logits,
+                         const std::vector<double>& probs) {
   Sampler s;
   std::vector<int> counts(logits.size(), 0);
   const int n = 60000;
-  for (int i = 0; i < n; ++i) ++counts[static_cast<size_t>(s.sample(logits, SamplingParams{temperature, 42}, i))];
+  for (int i = 0; i < n; ++i)
+    ++counts[static_cast<size_t>(s.sample(logits, SamplingParams{temperature, 42}, i))];
   for (size_t k = 0; k < logits.size(); ++k) {
     // 5 sigma of a binomial proportion with p <= 0.5 over 60000 draws is 0.0102.
-    EXPECT_NEAR(static_cast<double>(counts[k]) / n, probs[k], 0.0102) << "token " << k << " T=" << temperature;
+    EXPECT_NEAR(static_cast<double>(counts[k]) / n, probs[k], 0.0102)
+        << "token " << k << " T=" << temperature;
   }
 }
 
 TEST(Sampler, FollowsSoftmaxOfScaledLogits) {
   const float ln2 = std::log(2.0f), ln3 = std::log(3.0f);
   expect_distribution(1.0f, {0.0f, ln2, ln3}, {1.0 / 6, 2.0 / 6, 3.0 / 6});
-  expect_distribution(0.5f, {0.0f, ln2}, {0.2, 0.8});  // weights 1 : 2²
+  expect_distribution(0.5f, {0.0f, ln2}, {0.2, 0.8});              // weights 1 : 2²
   expect_distribution(2.0f, {0.0f, 2 * ln2}, {1.0 / 3, 2.0 / 3});  // weights 1 : 4^½
 }
 

@@ -11,10 +11,14 @@ namespace {
 uint32_t codepoint_at(std::string_view text, size_t pos, size_t len) {
   const auto byte = [&](size_t i) { return static_cast<uint32_t>(static_cast<uint8_t>(text[pos + i])); };
   switch (len) {
-    case 1: return byte(0);
-    case 2: return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
-    case 3: return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
-    default: return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
+    case 1:
+      return byte(0);
+    case 2:
+      return ((byte(0) & 0x1F) << 6) | (byte(1) & 0x3F);
+    case 3:
+      return ((byte(0) & 0x0F) << 12) | ((byte(1) & 0x3F) << 6) | (byte(2) & 0x3F);
+    default:
+      return ((byte(0) & 0x07) << 18) | ((byte(1) & 0x3F) << 12) | ((byte(2) & 0x3F) << 6) | (byte(3) & 0x3F);
   }
 }
 
@@ -95,8 +99,9 @@ Result<AddedVocabulary> AddedVocabulary::build(std::vector<AddedToken> tokens, s
   for (AddedToken& token : tokens) {
     if (token.content.empty()) continue;
     if (token.id < 0) {
-      return Status(ErrorCode::tokenizer_bad_file,
-                    fmt::format("{}: added_tokens: token {:?} has negative id {}", source, token.content, token.id));
+      return Status(
+          ErrorCode::tokenizer_bad_file,
+          fmt::format("{}: added_tokens: token {:?} has negative id {}", source, token.content, token.id));
     }
     if (utf8::first_invalid_offset(token.content) != utf8::kValid) {
       return Status(ErrorCode::tokenizer_bad_file,
@@ -113,13 +118,15 @@ Result<AddedVocabulary> AddedVocabulary::build(std::vector<AddedToken> tokens, s
       if (token.special != (pass == 0)) continue;
       vocab.id_of_content_[token.content] = token.id;
       vocab.index_of_id_[token.id] = i;
-      (token.normalized ? vocab.normalized_trie_ : vocab.raw_trie_).insert(token.content, static_cast<int32_t>(i));
+      (token.normalized ? vocab.normalized_trie_ : vocab.raw_trie_)
+          .insert(token.content, static_cast<int32_t>(i));
     }
   }
   if (needs_word_char) {
     // Rust regex's Unicode \w: alphabetic, marks, decimal digits, connector punctuation, joiners.
-    DS_ASSIGN_OR_RETURN(vocab.word_char_,
-                        CompiledRegex::compile("[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]", source));
+    DS_ASSIGN_OR_RETURN(
+        vocab.word_char_,
+        CompiledRegex::compile("[\\p{Alphabetic}\\p{M}\\p{Nd}\\p{Pc}\\x{200C}\\x{200D}]", source));
   }
   return vocab;
 }
@@ -139,7 +146,8 @@ bool AddedVocabulary::ends_with_word(std::string_view text) const {
   return is_word_char_at(text, lead);
 }
 
-void AddedVocabulary::split_with(const Trie& trie, std::string_view text, std::vector<TextSegment>& out) const {
+void AddedVocabulary::split_with(const Trie& trie, std::string_view text,
+                                 std::vector<TextSegment>& out) const {
   size_t start_offset = 0;  // end of the last emitted piece
   size_t pos = 0;           // where the next match may start
   while (pos < text.size()) {

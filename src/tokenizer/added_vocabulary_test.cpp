@@ -28,12 +28,13 @@ std::string render(const AddedVocabulary& v, std::string_view text) {
 }
 
 TEST(AddedVocabulary, LeftmostLongestMatch) {
-  Result<AddedVocabulary> v = AddedVocabulary::build({token(1, "<a>"), token(2, "<a><b>"), token(3, "b>")}, "t");
+  Result<AddedVocabulary> v =
+      AddedVocabulary::build({token(1, "<a>"), token(2, "<a><b>"), token(3, "b>")}, "t");
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(render(*v, "x<a><b>y"), "x|[2]y|");  // longest at the leftmost start
   EXPECT_EQ(render(*v, "<a><c>"), "[1]<c>|");
-  EXPECT_EQ(render(*v, "<ab>"), "<a|[3]");         // "b>" found inside plain text
-  EXPECT_EQ(render(*v, "<a<a>"), "<a|[1]");        // a failed start does not hide a later one
+  EXPECT_EQ(render(*v, "<ab>"), "<a|[3]");   // "b>" found inside plain text
+  EXPECT_EQ(render(*v, "<a<a>"), "<a|[1]");  // a failed start does not hide a later one
   EXPECT_EQ(render(*v, "plain"), "plain|");
   EXPECT_EQ(render(*v, ""), "");
 }
@@ -42,7 +43,8 @@ TEST(AddedVocabulary, NonNormalizedTokensAreMatchedFirst) {
   // "<|user|>" (normalized) would start earlier, but the raw pass takes "|user|>x" first, as HF
   // matches non-normalized tokens on the whole text before normalized ones on what is left.
   Result<AddedVocabulary> v = AddedVocabulary::build(
-      {token(10, "<|user|>", /*special=*/false, /*normalized=*/true), token(11, "|user|>x", true, false)}, "t");
+      {token(10, "<|user|>", /*special=*/false, /*normalized=*/true), token(11, "|user|>x", true, false)},
+      "t");
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(render(*v, "<|user|>x"), "<|[11]");
   EXPECT_EQ(render(*v, "<|user|>y"), "[10]y|");
@@ -57,7 +59,7 @@ TEST(AddedVocabulary, StripAndSingleWordFlags) {
   w.single_word = true;
   Result<AddedVocabulary> v = AddedVocabulary::build({l, r, w}, "t");
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(render(*v, "a \t<L>b"), "a|[1]b|");     // spaces before <L> join it
+  EXPECT_EQ(render(*v, "a \t<L>b"), "a|[1]b|");       // spaces before <L> join it
   EXPECT_EQ(render(*v, "a<R> \u3000 b"), "a|[2]b|");  // Unicode spaces after <R> join it
   EXPECT_EQ(render(*v, "a cat b"), "a |[3] b|");
   EXPECT_EQ(render(*v, "concatenate"), "concatenate|");  // inside a word: not a match
@@ -66,7 +68,8 @@ TEST(AddedVocabulary, StripAndSingleWordFlags) {
 }
 
 TEST(AddedVocabulary, LookupsAndSpecialFlag) {
-  Result<AddedVocabulary> v = AddedVocabulary::build({token(0, "<s>"), token(7, "<x>", false, true), token(9, "")}, "t");
+  Result<AddedVocabulary> v =
+      AddedVocabulary::build({token(0, "<s>"), token(7, "<x>", false, true), token(9, "")}, "t");
   ASSERT_TRUE(v.ok());
   EXPECT_EQ(v->token_to_id("<x>"), 7);
   EXPECT_FALSE(v->token_to_id("").has_value());  // empty content is ignored, as HF does

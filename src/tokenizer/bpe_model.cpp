@@ -19,7 +19,8 @@ Result<BpeModel> BpeModel::build(const BpeModelSpec& spec, std::string_view sour
   model.id_of_text_.reserve(spec.vocab.size() * 2);
   for (const auto& [text, id] : spec.vocab) {
     if (id < 0) {
-      return Status(ErrorCode::tokenizer_bad_file, fmt::format("{}: model.vocab: token {:?} has negative id {}", source, text, id));
+      return Status(ErrorCode::tokenizer_bad_file,
+                    fmt::format("{}: model.vocab: token {:?} has negative id {}", source, text, id));
     }
     model.id_of_text_[text] = id;
     max_id = std::max(max_id, id);
@@ -32,7 +33,8 @@ Result<BpeModel> BpeModel::build(const BpeModelSpec& spec, std::string_view sour
   }
 
   for (int b = 0; b < 256; ++b) {
-    const auto it = model.id_of_text_.find(std::string(model.alphabet_.char_of_byte(static_cast<uint8_t>(b))));
+    const auto it =
+        model.id_of_text_.find(std::string(model.alphabet_.char_of_byte(static_cast<uint8_t>(b))));
     model.id_of_byte_[b] = it == model.id_of_text_.end() ? -1 : it->second;
   }
 
@@ -46,9 +48,10 @@ Result<BpeModel> BpeModel::build(const BpeModelSpec& spec, std::string_view sour
     const auto joined_it = model.id_of_text_.find(joined);
     if (left_it == model.id_of_text_.end() || right_it == model.id_of_text_.end() ||
         joined_it == model.id_of_text_.end()) {
-      return Status(ErrorCode::tokenizer_bad_file,
-                    fmt::format("{}: model.merges[{}]: merge {:?} + {:?} uses a token missing from model.vocab",
-                                source, rank, left, right));
+      return Status(
+          ErrorCode::tokenizer_bad_file,
+          fmt::format("{}: model.merges[{}]: merge {:?} + {:?} uses a token missing from model.vocab", source,
+                      rank, left, right));
     }
     model.merges_.insert(left_it->second, right_it->second,
                          BpeMerge{static_cast<int32_t>(rank), joined_it->second});
@@ -141,13 +144,15 @@ void BpeModel::merge_long(std::vector<int32_t>& symbols) const {
   };
   std::vector<Node> nodes(n);
   for (size_t i = 0; i < n; ++i) {
-    nodes[i] = Node{symbols[i], static_cast<int32_t>(i) - 1, i + 1 < n ? static_cast<int32_t>(i + 1) : -1, true};
+    nodes[i] =
+        Node{symbols[i], static_cast<int32_t>(i) - 1, i + 1 < n ? static_cast<int32_t>(i + 1) : -1, true};
   }
   std::priority_queue<Candidate, std::vector<Candidate>, std::greater<Candidate>> queue;
   const auto push_pair = [&](int32_t left) {
     const int32_t right = nodes[static_cast<size_t>(left)].next;
     if (right < 0) return;
-    const std::optional<BpeMerge> m = merges_.find(nodes[static_cast<size_t>(left)].id, nodes[static_cast<size_t>(right)].id);
+    const std::optional<BpeMerge> m =
+        merges_.find(nodes[static_cast<size_t>(left)].id, nodes[static_cast<size_t>(right)].id);
     if (m) queue.push(Candidate{m->rank, left, m->merged_id});
   };
   for (size_t i = 0; i + 1 < n; ++i) push_pair(static_cast<int32_t>(i));
@@ -168,7 +173,8 @@ void BpeModel::merge_long(std::vector<int32_t>& symbols) const {
     push_pair(top.pos);
   }
   size_t n_out = 0;
-  for (int32_t i = 0; i >= 0; i = nodes[static_cast<size_t>(i)].next) symbols[n_out++] = nodes[static_cast<size_t>(i)].id;
+  for (int32_t i = 0; i >= 0; i = nodes[static_cast<size_t>(i)].next)
+    symbols[n_out++] = nodes[static_cast<size_t>(i)].id;
   symbols.resize(n_out);
 }
 

@@ -16,7 +16,8 @@ BpeModelSpec tiny_spec() {
   BpeModelSpec spec;
   const ByteLevelAlphabet alphabet;
   for (int b = 0; b < 256; ++b) {
-    spec.vocab.emplace_back(std::string(alphabet.char_of_byte(static_cast<uint8_t>(b))), testing::tiny_byte_id(static_cast<unsigned char>(b)));
+    spec.vocab.emplace_back(std::string(alphabet.char_of_byte(static_cast<uint8_t>(b))),
+                            testing::tiny_byte_id(static_cast<unsigned char>(b)));
   }
   int next_id = testing::kTinyFirstMergeId;
   for (const auto& [l, r] : testing::tiny_merges()) {

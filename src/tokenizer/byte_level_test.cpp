@@ -12,7 +12,7 @@ TEST(ByteLevel, KnownMappings) {
   EXPECT_EQ(a.char_of_byte(' '), "Ġ");   // U+0120
   EXPECT_EQ(a.char_of_byte('\n'), "Ċ");  // U+010A
   EXPECT_EQ(a.char_of_byte('A'), "A");
-  EXPECT_EQ(a.char_of_byte(0x00), "Ā");  // U+0100: first byte outside the printable set
+  EXPECT_EQ(a.char_of_byte(0x00), "Ā");          // U+0100: first byte outside the printable set
   EXPECT_EQ(a.codepoint_of_byte(0xAD), 0x143u);  // soft hyphen: the last of the 68 remapped bytes
   EXPECT_EQ(a.codepoint_of_byte(0xA1), 0xA1u);
 }

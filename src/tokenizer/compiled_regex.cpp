@@ -28,7 +28,8 @@ RegexScratch::~RegexScratch() {
   pcre2_match_data_free(match_data_);
 }
 
-Result<std::unique_ptr<CompiledRegex>> CompiledRegex::compile(const std::string& pattern, std::string_view source) {
+Result<std::unique_ptr<CompiledRegex>> CompiledRegex::compile(const std::string& pattern,
+                                                              std::string_view source) {
   int error_code = 0;
   PCRE2_SIZE error_offset = 0;
   pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
@@ -37,8 +38,8 @@ Result<std::unique_ptr<CompiledRegex>> CompiledRegex::compile(const std::string&
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error_code, message, sizeof(message));
     return Status(ErrorCode::tokenizer_bad_file,
-                  fmt::format("{}: pre_tokenizer regex {:?} does not compile at offset {}: {}", source, pattern,
-                              error_offset, reinterpret_cast<const char*>(message)));
+                  fmt::format("{}: pre_tokenizer regex {:?} does not compile at offset {}: {}", source,
+                              pattern, error_offset, reinterpret_cast<const char*>(message)));
   }
   // JIT is an accelerator only: if it is unavailable the interpreter gives the same matches.
   const bool jit_ok = pcre2_jit_compile(code, PCRE2_JIT_COMPLETE) == 0;

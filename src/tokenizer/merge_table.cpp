@@ -35,7 +35,8 @@ void MergeTable::grow() {
   n_used_ = 0;
   for (const Slot& s : old) {
     if (s.key == kEmptyKey) continue;
-    insert(static_cast<int32_t>(s.key >> 32), static_cast<int32_t>(s.key & 0xFFFFFFFFu), {s.rank, s.merged_id});
+    insert(static_cast<int32_t>(s.key >> 32), static_cast<int32_t>(s.key & 0xFFFFFFFFu),
+           {s.rank, s.merged_id});
   }
 }
 

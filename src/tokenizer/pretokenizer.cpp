@@ -8,9 +8,12 @@ namespace ds {
 Result<PreTokenizer> PreTokenizer::build(const std::vector<std::string>& patterns, std::string_view source) {
   PreTokenizer pre;
   for (const std::string& pattern : patterns) {
-    DS_ASSIGN_OR_RETURN(const std::string translated, translate_hf_regex(pattern, std::string(source)));
-    DS_ASSIGN_OR_RETURN(auto regex, CompiledRegex::compile(translated, source));
-    pre.regexes_.push_back(std::move(regex));
+    DS_ASSIGN_OR_RETURN(const std::string fast, translate_hf_regex(pattern, std::string(source), false));
+    DS_ASSIGN_OR_RETURN(auto fast_regex, CompiledRegex::compile(fast, source));
+    pre.regexes_.push_back(std::move(fast_regex));
+    DS_ASSIGN_OR_RETURN(const std::string full, translate_hf_regex(pattern, std::string(source), true));
+    DS_ASSIGN_OR_RETURN(auto full_regex, CompiledRegex::compile(full, source));
+    pre.delta_regexes_.push_back(std::move(full_regex));
   }
   return pre;
 }
@@ -43,25 +46,26 @@ Status split_isolated(const CompiledRegex& regex, std::string_view piece, RegexS
 
 }  // namespace
 
-Status PreTokenizer::split(std::string_view text, RegexScratch& scratch, std::vector<std::string_view>& pieces,
-                           std::vector<std::string_view>& work) const {
+Status PreTokenizer::split(std::string_view text, RegexScratch& scratch,
+                           std::vector<std::string_view>& pieces, std::vector<std::string_view>& work) const {
   if (text.empty()) return ok_status();
   if (regexes_.empty()) {
     pieces.push_back(text);
     return ok_status();
   }
+  const auto& regexes = delta_.intersects(text) ? delta_regexes_ : regexes_;
   // Ping-pong between two buffers; the last step writes straight into `pieces`.
   std::vector<std::string_view> current;
   current.swap(work);
   current.clear();
   current.push_back(text);
   std::vector<std::string_view> next;
-  for (size_t step = 0; step < regexes_.size(); ++step) {
-    const bool last = step + 1 == regexes_.size();
+  for (size_t step = 0; step < regexes.size(); ++step) {
+    const bool last = step + 1 == regexes.size();
     std::vector<std::string_view>& out = last ? pieces : next;
     if (!last) out.clear();
     for (std::string_view piece : current) {
-      const Status status = split_isolated(*regexes_[step], piece, scratch, out);
+      const Status status = split_isolated(*regexes[step], piece, scratch, out);
       if (!status.ok()) {
         work.swap(current);
         return status;

@@ -1,6 +1,9 @@
 // The pre-tokenizer of tokenizer.json: a sequence of Split(regex, behavior "Isolated") steps,
 // each cutting every current piece into regex matches and the gaps between them. The regexes run
 // on PCRE2 with UTF + UCP (Unicode \s, \p{..}) and JIT, standing in for HF's Oniguruma.
+// Each regex is compiled twice: with the Unicode-version delta added to its \p{..} classes
+// (exact everywhere, slower) and without (exact on text that has no delta code point, which is
+// nearly all text). split() picks per call after one scan of the text.
 // (The ByteLevel step that follows, with use_regex false, only respells bytes; the BPE model works
 // on raw bytes directly, so it needs no code here.)
 #pragma once
@@ -12,6 +15,7 @@
 
 #include "base/status.h"
 #include "tokenizer/compiled_regex.h"
+#include "tokenizer/unicode_delta.h"
 
 namespace ds {
 
@@ -28,7 +32,9 @@ class PreTokenizer {
 
  private:
   PreTokenizer() = default;
-  std::vector<std::unique_ptr<CompiledRegex>> regexes_;
+  std::vector<std::unique_ptr<CompiledRegex>> regexes_;        // \p{..} without the delta
+  std::vector<std::unique_ptr<CompiledRegex>> delta_regexes_;  // \p{..} with the delta
+  UnicodeDeltaSet delta_;
 };
 
 }  // namespace ds

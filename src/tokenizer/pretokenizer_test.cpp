@@ -32,7 +32,7 @@ TEST(PreTokenizer, DeepSeekSplits) {
   ASSERT_TRUE(pre.ok()) << pre.status().to_string();
   EXPECT_EQ(split(*pre, "Hello world"), Pieces({"Hello", " world"}));
   EXPECT_EQ(split(*pre, "1234567"), Pieces({"123", "456", "7"}));  // digits in threes
-  EXPECT_EQ(split(*pre, "a   b"), Pieces({"a", "  ", " b"}));     // \s+(?!\S) leaves one space
+  EXPECT_EQ(split(*pre, "a   b"), Pieces({"a", "  ", " b"}));      // \s+(?!\S) leaves one space
   EXPECT_EQ(split(*pre, "x\r\n\r\ny"), Pieces({"x", "\r\n\r\n", "y"}));
   EXPECT_EQ(split(*pre, "I'm here."), Pieces({"I", "'m", " here", "."}));
   EXPECT_EQ(split(*pre, "中文abc日本語"), Pieces({"中文", "abc", "日本語"}));  // CJK split out first
@@ -85,6 +85,23 @@ TEST(PreTokenizer, VeryLongWhitespaceRunDoesNotFail) {
   const Pieces pieces = split(*pre, text);
   ASSERT_EQ(pieces.size(), 2u);
   EXPECT_EQ(pieces[1], " x");
+}
+
+}  // namespace
+}  // namespace ds
+
+namespace ds {
+namespace {
+
+TEST(UnicodeDeltaSet, FindsOnlyNewerCodePoints) {
+  const UnicodeDeltaSet delta;
+  EXPECT_TRUE(delta.contains(0x1FABF));   // goose, Unicode 15
+  EXPECT_TRUE(delta.contains(0x13460));   // Egyptian hieroglyphs extended-A, Unicode 16
+  EXPECT_FALSE(delta.contains(0x1F600));  // 😀, old
+  EXPECT_FALSE(delta.contains('a'));
+  EXPECT_FALSE(delta.intersects("plain text, café, 中文, 😀"));
+  EXPECT_TRUE(delta.intersects("x \U0001FABF y"));
+  EXPECT_FALSE(delta.intersects("\xF0\x9F\xAA"));  // truncated: nothing to decode
 }
 
 }  // namespace

@@ -16,7 +16,8 @@ std::string property_members(const std::string& name) {
   std::string out = "\\p{" + name + "}";
   if (name.size() == 1) {
     for (const CodepointRange& r : unicode_delta_ranges(name[0])) {
-      out += r.first == r.last ? fmt::format("\\x{{{:X}}}", r.first) : fmt::format("\\x{{{:X}}}-\\x{{{:X}}}", r.first, r.last);
+      out += r.first == r.last ? fmt::format("\\x{{{:X}}}", r.first)
+                               : fmt::format("\\x{{{:X}}}-\\x{{{:X}}}", r.first, r.last);
     }
   }
   return out;
@@ -24,7 +25,8 @@ std::string property_members(const std::string& name) {
 
 }  // namespace
 
-Result<std::string> translate_hf_regex(const std::string& pattern, const std::string& source) {
+Result<std::string> translate_hf_regex(const std::string& pattern, const std::string& source,
+                                       bool add_unicode_delta) {
   std::string out;
   out.reserve(pattern.size() * 2);
   bool in_class = false;
@@ -51,8 +53,10 @@ Result<std::string> translate_hf_regex(const std::string& pattern, const std::st
     const char e = pattern[i + 1];
     if (e == 's' || e == 'S') {
       if (e == 'S' && in_class) {
-        return Status(ErrorCode::tokenizer_bad_file,
-                      fmt::format("{}: pre_tokenizer regex {:?}: \\S inside a character class is not supported", source, pattern));
+        return Status(
+            ErrorCode::tokenizer_bad_file,
+            fmt::format("{}: pre_tokenizer regex {:?}: \\S inside a character class is not supported", source,
+                        pattern));
       }
       if (in_class) {
         out += kWhiteSpaceMembers;
@@ -70,7 +74,8 @@ Result<std::string> translate_hf_regex(const std::string& pattern, const std::st
       if (i + 2 < pattern.size() && pattern[i + 2] == '{') {
         end = pattern.find('}', i + 3);
         if (end == std::string::npos) {
-          return Status(ErrorCode::tokenizer_bad_file, fmt::format("{}: pre_tokenizer regex {:?}: unterminated \\p{{", source, pattern));
+          return Status(ErrorCode::tokenizer_bad_file,
+                        fmt::format("{}: pre_tokenizer regex {:?}: unterminated \\p{{", source, pattern));
         }
         name = pattern.substr(i + 3, end - (i + 3));
       } else if (i + 2 < pattern.size()) {
@@ -80,12 +85,14 @@ Result<std::string> translate_hf_regex(const std::string& pattern, const std::st
         out += pattern.substr(i);
         break;
       }
-      const bool has_delta = name.size() == 1 && !unicode_delta_ranges(name[0]).empty();
+      const bool has_delta = add_unicode_delta && name.size() == 1 && !unicode_delta_ranges(name[0]).empty();
       if (!has_delta) {
         out += pattern.substr(i, end + 1 - i);
       } else if (e == 'P' && in_class) {
-        return Status(ErrorCode::tokenizer_bad_file,
-                      fmt::format("{}: pre_tokenizer regex {:?}: \\P{{..}} inside a character class is not supported", source, pattern));
+        return Status(
+            ErrorCode::tokenizer_bad_file,
+            fmt::format("{}: pre_tokenizer regex {:?}: \\P{{..}} inside a character class is not supported",
+                        source, pattern));
       } else if (in_class) {
         out += property_members(name);
       } else {

@@ -13,7 +13,10 @@
 
 namespace ds {
 
-// `source` names the file in error messages (tokenizer_bad_file).
-Result<std::string> translate_hf_regex(const std::string& pattern, const std::string& source);
+// `source` names the file in error messages (tokenizer_bad_file). With add_unicode_delta false
+// the \p{..} classes are left as they are: the faster form, exact on text that contains no
+// code point from unicode_delta_ranges() (see PreTokenizer).
+Result<std::string> translate_hf_regex(const std::string& pattern, const std::string& source,
+                                       bool add_unicode_delta = true);
 
 }  // namespace ds

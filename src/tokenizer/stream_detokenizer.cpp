@@ -3,7 +3,8 @@
 
 namespace ds {
 
-StreamDetokenizer::StreamDetokenizer(const Tokenizer& tok, bool skip_special) : tok_(&tok), skip_special_(skip_special) {}
+StreamDetokenizer::StreamDetokenizer(const Tokenizer& tok, bool skip_special)
+    : tok_(&tok), skip_special_(skip_special) {}
 
 Result<std::string> StreamDetokenizer::push(int32_t id) {
   DS_ASSIGN_OR_RETURN(const std::string_view bytes, tok_->token_bytes(id, skip_special_));

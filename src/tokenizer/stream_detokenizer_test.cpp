@@ -90,7 +90,8 @@ TEST(StreamDetokenizer, StreamEqualsLossyDecodeOfTheWhole) {
     const size_t n = rng() % 16;
     for (size_t i = 0; i < n; ++i) {
       ids.push_back(rng() % 3 == 0 ? 259 + static_cast<int32_t>(rng() % 10)  // a merged token
-                                   : testing::tiny_byte_id(static_cast<unsigned char>(rng() % 4 ? 0x80 + rng() % 0x78 : rng() % 128)));
+                                   : testing::tiny_byte_id(static_cast<unsigned char>(
+                                         rng() % 4 ? 0x80 + rng() % 0x78 : rng() % 128)));
     }
     StreamDetokenizer d(tok);
     std::string streamed;

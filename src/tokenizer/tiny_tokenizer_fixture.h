@@ -18,16 +18,16 @@ namespace ds::testing {
 // normalized), 301 "<think>" (non-special).
 inline const std::vector<std::pair<std::string, std::string>>& tiny_merges() {
   static const std::vector<std::pair<std::string, std::string>> merges = {
-      {"h", "e"},       // 259 "he"
-      {"Ġ", "t"},       // 260 "Ġt"
-      {"Ġt", "he"},     // 261 "Ġthe"
-      {"l", "l"},       // 262 "ll"
-      {"he", "ll"},     // 263 "hell"
-      {"hell", "o"},    // 264 "hello"
-      {"a", "a"},       // 265 "aa"
-      {"aa", "aa"},     // 266 "aaaa"
-      {"1", "2"},       // 267 "12"
-      {"Ġ", "Ġ"},       // 268 "ĠĠ"
+      {"h", "e"},     // 259 "he"
+      {"Ġ", "t"},     // 260 "Ġt"
+      {"Ġt", "he"},   // 261 "Ġthe"
+      {"l", "l"},     // 262 "ll"
+      {"he", "ll"},   // 263 "hell"
+      {"hell", "o"},  // 264 "hello"
+      {"a", "a"},     // 265 "aa"
+      {"aa", "aa"},   // 266 "aaaa"
+      {"1", "2"},     // 267 "12"
+      {"Ġ", "Ġ"},     // 268 "ĠĠ"
   };
   return merges;
 }
@@ -43,7 +43,9 @@ inline std::string tiny_tokenizer_json(bool merges_as_pairs = false) {
   vocab["<s>"] = 0;
   vocab["</s>"] = 1;
   vocab["<pad>"] = 2;
-  for (int b = 0; b < 256; ++b) vocab[std::string(alphabet.char_of_byte(static_cast<uint8_t>(b)))] = tiny_byte_id(static_cast<unsigned char>(b));
+  for (int b = 0; b < 256; ++b)
+    vocab[std::string(alphabet.char_of_byte(static_cast<uint8_t>(b)))] =
+        tiny_byte_id(static_cast<unsigned char>(b));
   json merges = json::array();
   int next_id = kTinyFirstMergeId;
   for (const auto& [left, right] : tiny_merges()) {
@@ -51,7 +53,7 @@ inline std::string tiny_tokenizer_json(bool merges_as_pairs = false) {
     merges.push_back(merges_as_pairs ? json::array({left, right}) : json(left + " " + right));
   }
   const auto added = [](int id, const char* content, bool special, bool normalized) {
-    return json{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
+    return json{{"id", id},        {"content", content},       {"single_word", false}, {"lstrip", false},
                 {"rstrip", false}, {"normalized", normalized}, {"special", special}};
   };
   json root = {
@@ -66,22 +68,39 @@ inline std::string tiny_tokenizer_json(bool merges_as_pairs = false) {
        {{"type", "Sequence"},
         {"pretokenizers",
          json::array({
-             {{"type", "Split"}, {"pattern", {{"Regex", "\\p{N}{1,3}"}}}, {"behavior", "Isolated"}, {"invert", false}},
-             {{"type", "Split"}, {"pattern", {{"Regex", "[一-龥぀-ゟ゠-ヿ]+"}}}, {"behavior", "Isolated"}, {"invert", false}},
+             {{"type", "Split"},
+              {"pattern", {{"Regex", "\\p{N}{1,3}"}}},
+              {"behavior", "Isolated"},
+              {"invert", false}},
+             {{"type", "Split"},
+              {"pattern", {{"Regex", "[一-龥぀-ゟ゠-ヿ]+"}}},
+              {"behavior", "Isolated"},
+              {"invert", false}},
              {{"type", "Split"},
               {"pattern",
                {{"Regex",
-                 "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
+                 "[!\"#$%&'()*+,\\-./"
+                 ":;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| "
                  "?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"}}},
               {"behavior", "Isolated"},
               {"invert", false}},
-             {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}},
+             {{"type", "ByteLevel"},
+              {"add_prefix_space", false},
+              {"trim_offsets", true},
+              {"use_regex", false}},
          })}}},
       {"post_processor", nullptr},
-      {"decoder", {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
+      {"decoder",
+       {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}}},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr}, {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr}, {"fuse_unk", false}, {"byte_fallback", false}, {"vocab", vocab},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"vocab", vocab},
         {"merges", merges}}},
   };
   return root.dump();

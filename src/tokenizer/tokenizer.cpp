@@ -40,14 +40,16 @@ Result<int32_t> resolve_config_token(const TokenizerImpl& impl, const std::optio
   if (!token) return -1;
   if (std::optional<int32_t> id = impl.added.token_to_id(*token)) return *id;
   if (std::optional<int32_t> id = impl.model.token_to_id(*token)) return *id;
-  return Status(ErrorCode::tokenizer_bad_file,
-                fmt::format("{}: {}: token {:?} is neither an added token nor in the vocab", source, field, *token));
+  return Status(
+      ErrorCode::tokenizer_bad_file,
+      fmt::format("{}: {}: token {:?} is neither an added token nor in the vocab", source, field, *token));
 }
 
 Result<std::unique_ptr<TokenizerImpl>> build_impl(TokenizerSpec spec, const std::string& json_source,
                                                   const std::string& config_source) {
   DS_ASSIGN_OR_RETURN(BpeModel model, BpeModel::build(spec.bpe, json_source));
-  DS_ASSIGN_OR_RETURN(AddedVocabulary added, AddedVocabulary::build(std::move(spec.added_tokens), json_source));
+  DS_ASSIGN_OR_RETURN(AddedVocabulary added,
+                      AddedVocabulary::build(std::move(spec.added_tokens), json_source));
   DS_ASSIGN_OR_RETURN(PreTokenizer pre, PreTokenizer::build(spec.split_patterns, json_source));
   auto impl = std::make_unique<TokenizerImpl>(std::move(model), std::move(added), std::move(pre));
 
@@ -85,7 +87,8 @@ Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 
 Result<Tokenizer> Tokenizer::load(const std::string& dir) {
   DS_ASSIGN_OR_RETURN(TokenizerSpec spec, load_tokenizer_spec(dir));
-  DS_ASSIGN_OR_RETURN(auto impl, build_impl(std::move(spec), dir + "/tokenizer.json", dir + "/tokenizer_config.json"));
+  DS_ASSIGN_OR_RETURN(auto impl,
+                      build_impl(std::move(spec), dir + "/tokenizer.json", dir + "/tokenizer_config.json"));
   return Tokenizer(std::move(impl));
 }
 

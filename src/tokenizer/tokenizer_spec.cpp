@@ -38,7 +38,8 @@ Result<bool> get_bool(const json& obj, const char* key, bool fallback, const std
   return obj[key].get<bool>();
 }
 
-Result<std::string> get_string(const json& obj, const char* key, const std::string& file, const std::string& where) {
+Result<std::string> get_string(const json& obj, const char* key, const std::string& file,
+                               const std::string& where) {
   if (!obj.contains(key)) return bad(file, field_name(where, key), "missing");
   if (!obj[key].is_string()) return bad(file, field_name(where, key), "expected a string");
   return obj[key].get<std::string>();
@@ -54,7 +55,8 @@ Status check_normalizer(const json& n, const std::string& file, const std::strin
     }
     return ok_status();
   }
-  return bad(file, where, fmt::format("normalizer {} is not supported (only an empty Sequence)", n["type"].dump()));
+  return bad(file, where,
+             fmt::format("normalizer {} is not supported (only an empty Sequence)", n["type"].dump()));
 }
 
 // Quotes a literal for PCRE2 (HF's Split pattern {"String": ...} matches the text literally).
@@ -71,7 +73,8 @@ std::string quote_literal(const std::string& literal) {
 constexpr const char* kByteLevelRegex =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
-Status add_pre_tokenizer(const json& p, const std::string& file, const std::string& where, TokenizerSpec& spec) {
+Status add_pre_tokenizer(const json& p, const std::string& file, const std::string& where,
+                         TokenizerSpec& spec) {
   if (p.is_null()) return ok_status();
   if (!p.is_object() || !p.contains("type") || !p["type"].is_string()) {
     return bad(file, where, "expected an object with a type");
@@ -82,16 +85,19 @@ Status add_pre_tokenizer(const json& p, const std::string& file, const std::stri
       return bad(file, where + ".pretokenizers", "expected an array");
     }
     for (size_t i = 0; i < p["pretokenizers"].size(); ++i) {
-      DS_TRY(add_pre_tokenizer(p["pretokenizers"][i], file, fmt::format("{}.pretokenizers[{}]", where, i), spec));
+      DS_TRY(add_pre_tokenizer(p["pretokenizers"][i], file, fmt::format("{}.pretokenizers[{}]", where, i),
+                               spec));
     }
     return ok_status();
   }
   if (type == "Split") {
     DS_ASSIGN_OR_RETURN(const std::string behavior, get_string(p, "behavior", file, where));
-    if (behavior != "Isolated") return bad(file, where + ".behavior", fmt::format("{:?} is not supported (only Isolated)", behavior));
+    if (behavior != "Isolated")
+      return bad(file, where + ".behavior", fmt::format("{:?} is not supported (only Isolated)", behavior));
     DS_ASSIGN_OR_RETURN(const bool invert, get_bool(p, "invert", false, file, where));
     if (invert) return bad(file, where + ".invert", "true is not supported");
-    if (!p.contains("pattern") || !p["pattern"].is_object()) return bad(file, where + ".pattern", "expected an object");
+    if (!p.contains("pattern") || !p["pattern"].is_object())
+      return bad(file, where + ".pattern", "expected an object");
     const json& pattern = p["pattern"];
     if (pattern.contains("Regex") && pattern["Regex"].is_string()) {
       spec.split_patterns.push_back(pattern["Regex"].get<std::string>());
@@ -121,7 +127,8 @@ Status check_decoder(const json& d, const std::string& file) {
 
 Status parse_model(const json& m, const std::string& file, BpeModelSpec& bpe) {
   if (!m.is_object()) return bad(file, "model", "expected an object");
-  if (m.contains("type") && m["type"] != "BPE") return bad(file, "model.type", fmt::format("{} is not supported (only BPE)", m["type"].dump()));
+  if (m.contains("type") && m["type"] != "BPE")
+    return bad(file, "model.type", fmt::format("{} is not supported (only BPE)", m["type"].dump()));
   if (!is_null_or_absent(m, "dropout")) return bad(file, "model.dropout", "BPE dropout is not supported");
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (!is_null_or_absent(m, key) && !(m[key].is_string() && m[key].get<std::string>().empty())) {
@@ -137,7 +144,8 @@ Status parse_model(const json& m, const std::string& file, BpeModelSpec& bpe) {
     bpe.unk_token = m["unk_token"].get<std::string>();
   }
 
-  if (!m.contains("vocab") || !m["vocab"].is_object()) return bad(file, "model.vocab", "expected an object of token -> id");
+  if (!m.contains("vocab") || !m["vocab"].is_object())
+    return bad(file, "model.vocab", "expected an object of token -> id");
   bpe.vocab.reserve(m["vocab"].size());
   for (const auto& [text, id] : m["vocab"].items()) {
     if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
@@ -156,13 +164,15 @@ Status parse_model(const json& m, const std::string& file, BpeModelSpec& bpe) {
       const std::string& line = merge.get_ref<const std::string&>();
       const size_t space = line.find(' ');
       if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-        return bad(file, fmt::format("model.merges[{}]", i), fmt::format("{:?} is not two tokens separated by one space", line));
+        return bad(file, fmt::format("model.merges[{}]", i),
+                   fmt::format("{:?} is not two tokens separated by one space", line));
       }
       bpe.merges.emplace_back(line.substr(0, space), line.substr(space + 1));
     } else if (merge.is_array() && merge.size() == 2 && merge[0].is_string() && merge[1].is_string()) {
       bpe.merges.emplace_back(merge[0].get<std::string>(), merge[1].get<std::string>());
     } else {
-      return bad(file, fmt::format("model.merges[{}]", i), "expected \"left right\" or [\"left\", \"right\"]");
+      return bad(file, fmt::format("model.merges[{}]", i),
+                 "expected \"left right\" or [\"left\", \"right\"]");
     }
   }
   return ok_status();
@@ -175,7 +185,8 @@ Status parse_added_tokens(const json& tokens, const std::string& file, std::vect
     const json& t = tokens[i];
     const std::string where = fmt::format("added_tokens[{}]", i);
     if (!t.is_object()) return bad(file, where, "expected an object");
-    if (!t.contains("id") || !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0 || t["id"].get<int64_t>() > INT32_MAX) {
+    if (!t.contains("id") || !t["id"].is_number_integer() || t["id"].get<int64_t>() < 0 ||
+        t["id"].get<int64_t>() > INT32_MAX) {
       return bad(file, where + ".id", "expected a non-negative integer");
     }
     AddedToken token;
@@ -192,7 +203,8 @@ Status parse_added_tokens(const json& tokens, const std::string& file, std::vect
 }
 
 // bos_token / eos_token: a string, an AddedToken object {"content": ...}, or null/absent.
-Result<std::optional<std::string>> get_token_field(const json& config, const char* key, const std::string& file) {
+Result<std::optional<std::string>> get_token_field(const json& config, const char* key,
+                                                   const std::string& file) {
   if (is_null_or_absent(config, key)) return std::optional<std::string>();
   const json& v = config[key];
   if (v.is_string()) return std::optional<std::string>(v.get<std::string>());
@@ -211,14 +223,17 @@ Result<TokenizerSpec> parse_tokenizer_json(const std::string& json_text, const s
   if (!root.contains("model")) return bad(json_name, "model", "missing");
   DS_TRY(parse_model(root["model"], json_name, spec.bpe));
   if (root.contains("normalizer")) DS_TRY(check_normalizer(root["normalizer"], json_name, "normalizer"));
-  if (root.contains("pre_tokenizer")) DS_TRY(add_pre_tokenizer(root["pre_tokenizer"], json_name, "pre_tokenizer", spec));
+  if (root.contains("pre_tokenizer"))
+    DS_TRY(add_pre_tokenizer(root["pre_tokenizer"], json_name, "pre_tokenizer", spec));
   if (!root.contains("decoder")) return bad(json_name, "decoder", "missing");
   DS_TRY(check_decoder(root["decoder"], json_name));
-  if (root.contains("added_tokens")) DS_TRY(parse_added_tokens(root["added_tokens"], json_name, spec.added_tokens));
+  if (root.contains("added_tokens"))
+    DS_TRY(parse_added_tokens(root["added_tokens"], json_name, spec.added_tokens));
   return spec;
 }
 
-Status parse_tokenizer_config(const std::string& config_text, const std::string& config_name, TokenizerSpec& spec) {
+Status parse_tokenizer_config(const std::string& config_text, const std::string& config_name,
+                              TokenizerSpec& spec) {
   DS_ASSIGN_OR_RETURN(const json config, parse_json(config_text, config_name));
   if (!config.is_object()) return bad(config_name, "(root)", "expected an object");
   DS_ASSIGN_OR_RETURN(spec.add_bos_token, get_bool(config, "add_bos_token", false, config_name, ""));

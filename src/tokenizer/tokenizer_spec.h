@@ -26,7 +26,8 @@ struct TokenizerSpec {
 
 // Parses the JSON texts; `json_name`/`config_name` name them in error messages.
 Result<TokenizerSpec> parse_tokenizer_json(const std::string& json_text, const std::string& json_name);
-Status parse_tokenizer_config(const std::string& config_text, const std::string& config_name, TokenizerSpec& spec);
+Status parse_tokenizer_config(const std::string& config_text, const std::string& config_name,
+                              TokenizerSpec& spec);
 
 // Reads DIR/tokenizer.json and, if present, DIR/tokenizer_config.json.
 Result<TokenizerSpec> load_tokenizer_spec(const std::string& dir);

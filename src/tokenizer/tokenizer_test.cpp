@@ -17,8 +17,8 @@ using Ids = std::vector<int32_t>;
 int32_t byte_id(unsigned char b) { return testing::tiny_byte_id(b); }
 
 Tokenizer tiny(bool merges_as_pairs = false) {
-  Result<Tokenizer> tok =
-      Tokenizer::from_json(testing::tiny_tokenizer_json(merges_as_pairs), testing::tiny_tokenizer_config_json(), "tiny");
+  Result<Tokenizer> tok = Tokenizer::from_json(testing::tiny_tokenizer_json(merges_as_pairs),
+                                               testing::tiny_tokenizer_config_json(), "tiny");
   EXPECT_TRUE(tok.ok()) << tok.status().to_string();
   return std::move(tok).value();
 }
@@ -38,7 +38,8 @@ TEST(Tokenizer, EncodesWithMergesAndAddedTokens) {
 TEST(Tokenizer, BothMergeFormsGiveTheSameTokenizer) {
   const Tokenizer a = tiny(false);
   const Tokenizer b = tiny(true);
-  for (const char* text : {"hello the aaaa", "<think> 12 12", "  x  "}) EXPECT_EQ(*a.encode(text), *b.encode(text)) << text;
+  for (const char* text : {"hello the aaaa", "<think> 12 12", "  x  "})
+    EXPECT_EQ(*a.encode(text), *b.encode(text)) << text;
 }
 
 TEST(Tokenizer, ConfigTokensAndSizes) {
@@ -105,17 +106,29 @@ struct BadFileCase {
 
 TEST(Tokenizer, MalformedFilesNameFileAndField) {
   const std::vector<BadFileCase> cases = {
-      {"merge not two tokens", [](nlohmann::json& j) { j["model"]["merges"][0] = "h e x"; }, "model.merges[0]"},
+      {"merge not two tokens", [](nlohmann::json& j) { j["model"]["merges"][0] = "h e x"; },
+       "model.merges[0]"},
       {"merge wrong type", [](nlohmann::json& j) { j["model"]["merges"][1] = 5; }, "model.merges[1]"},
       {"vocab id not int", [](nlohmann::json& j) { j["model"]["vocab"]["h"] = "x"; }, "model.vocab[\"h\"]"},
       {"no model", [](nlohmann::json& j) { j.erase("model"); }, "model: missing"},
-      {"normalizer", [](nlohmann::json& j) { j["normalizer"] = {{"type", "NFC"}}; }, "normalizer"},
-      {"split behavior", [](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; },
+      {"normalizer",
+       [](nlohmann::json& j) {
+         j["normalizer"] = {{"type", "NFC"}};
+       },
+       "normalizer"},
+      {"split behavior",
+       [](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Removed"; },
        "pre_tokenizer.pretokenizers[0].behavior"},
-      {"bad regex", [](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][1]["pattern"]["Regex"] = "(x"; }, "regex"},
+      {"bad regex",
+       [](nlohmann::json& j) { j["pre_tokenizer"]["pretokenizers"][1]["pattern"]["Regex"] = "(x"; }, "regex"},
       {"added token id", [](nlohmann::json& j) { j["added_tokens"][2]["id"] = -4; }, "added_tokens[2].id"},
-      {"added token content", [](nlohmann::json& j) { j["added_tokens"][1].erase("content"); }, "added_tokens[1].content"},
-      {"decoder", [](nlohmann::json& j) { j["decoder"] = {{"type", "WordPiece"}}; }, "decoder"},
+      {"added token content", [](nlohmann::json& j) { j["added_tokens"][1].erase("content"); },
+       "added_tokens[1].content"},
+      {"decoder",
+       [](nlohmann::json& j) {
+         j["decoder"] = {{"type", "WordPiece"}};
+       },
+       "decoder"},
       {"dropout", [](nlohmann::json& j) { j["model"]["dropout"] = 0.1; }, "model.dropout"},
   };
   for (const BadFileCase& c : cases) {
@@ -124,23 +137,28 @@ TEST(Tokenizer, MalformedFilesNameFileAndField) {
     Result<Tokenizer> tok = Tokenizer::from_json(j.dump(), "", "dir");
     ASSERT_FALSE(tok.ok()) << c.name;
     EXPECT_EQ(tok.status().code(), ErrorCode::tokenizer_bad_file) << c.name;
-    EXPECT_NE(tok.status().message().find("dir:tokenizer.json"), std::string::npos) << c.name << ": " << tok.status().message();
-    EXPECT_NE(tok.status().message().find(c.expect_in_message), std::string::npos) << c.name << ": " << tok.status().message();
+    EXPECT_NE(tok.status().message().find("dir:tokenizer.json"), std::string::npos)
+        << c.name << ": " << tok.status().message();
+    EXPECT_NE(tok.status().message().find(c.expect_in_message), std::string::npos)
+        << c.name << ": " << tok.status().message();
   }
   Result<Tokenizer> not_json = Tokenizer::from_json("{\"model\": ", "", "dir");
   ASSERT_FALSE(not_json.ok());
   EXPECT_NE(not_json.status().message().find("not valid JSON"), std::string::npos);
-  Result<Tokenizer> bad_config = Tokenizer::from_json(testing::tiny_tokenizer_json(), R"({"bos_token": "<nope>"})", "dir");
+  Result<Tokenizer> bad_config =
+      Tokenizer::from_json(testing::tiny_tokenizer_json(), R"({"bos_token": "<nope>"})", "dir");
   ASSERT_FALSE(bad_config.ok());
   EXPECT_NE(bad_config.status().message().find("dir:tokenizer_config.json: bos_token"), std::string::npos)
       << bad_config.status().message();
-  Result<Tokenizer> bad_flag = Tokenizer::from_json(testing::tiny_tokenizer_json(), R"({"add_bos_token": "yes"})", "dir");
+  Result<Tokenizer> bad_flag =
+      Tokenizer::from_json(testing::tiny_tokenizer_json(), R"({"add_bos_token": "yes"})", "dir");
   ASSERT_FALSE(bad_flag.ok());
   EXPECT_NE(bad_flag.status().message().find("add_bos_token"), std::string::npos);
 }
 
 TEST(Tokenizer, LoadReadsADirectory) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("ds_tok_test_" + std::to_string(::getpid()));
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("ds_tok_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "tokenizer.json") << testing::tiny_tokenizer_json();
   Result<Tokenizer> without_config = Tokenizer::load(dir.string());

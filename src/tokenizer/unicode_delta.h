@@ -8,6 +8,8 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
+#include <vector>
 
 namespace ds {
 
@@ -18,5 +20,19 @@ struct CodepointRange {
 
 // Extra ranges for general category class 'L', 'M', 'N', 'P' or 'S'; empty for any other.
 std::span<const CodepointRange> unicode_delta_ranges(char general_category);
+
+// The union of all classes' extra ranges, sorted, for asking whether a text needs them at all.
+class UnicodeDeltaSet {
+ public:
+  UnicodeDeltaSet();
+  // True if valid UTF-8 `text` contains a code point from any delta range. All of them are
+  // ≥ U+0800, so text without 3- or 4-byte characters is answered by a byte scan.
+  bool intersects(std::string_view text) const;
+  bool contains(uint32_t codepoint) const;
+
+ private:
+  std::vector<CodepointRange> ranges_;
+  uint32_t min_codepoint_ = 0;
+};
 
 }  // namespace ds

@@ -10,25 +10,29 @@ namespace {
 TEST(Utf8, AcceptsWellFormedText) {
   EXPECT_EQ(utf8::first_invalid_offset(""), utf8::kValid);
   EXPECT_EQ(utf8::first_invalid_offset("plain ASCII text, long enough for the 8-byte path"), utf8::kValid);
-  EXPECT_EQ(utf8::first_invalid_offset("é 中 😀 \xF4\x8F\xBF\xBF \xEF\xBF\xBF"), utf8::kValid);  // incl. U+10FFFF
+  EXPECT_EQ(utf8::first_invalid_offset("é 中 😀 \xF4\x8F\xBF\xBF \xEF\xBF\xBF"),
+            utf8::kValid);  // incl. U+10FFFF
 }
 
 TEST(Utf8, NamesTheOffsetOfTheFirstBadByte) {
   EXPECT_EQ(utf8::first_invalid_offset("abc\xFF"), 3u);
-  EXPECT_EQ(utf8::first_invalid_offset("abcdefghij\x80"), 10u);        // lone continuation after the fast path
-  EXPECT_EQ(utf8::first_invalid_offset("a\xC0\x80"), 1u);              // overlong NUL
-  EXPECT_EQ(utf8::first_invalid_offset("\xE0\x80\x80"), 0u);           // overlong 3-byte
-  EXPECT_EQ(utf8::first_invalid_offset("xx\xED\xA0\x80"), 2u);         // surrogate U+D800
-  EXPECT_EQ(utf8::first_invalid_offset("\xF4\x90\x80\x80"), 0u);       // > U+10FFFF
-  EXPECT_EQ(utf8::first_invalid_offset("ok\xE4\xB8"), 2u);             // truncated at the end
-  EXPECT_EQ(utf8::first_invalid_offset("\xE4\xB8\x41"), 0u);           // bad continuation
+  EXPECT_EQ(utf8::first_invalid_offset("abcdefghij\x80"), 10u);   // lone continuation after the fast path
+  EXPECT_EQ(utf8::first_invalid_offset("a\xC0\x80"), 1u);         // overlong NUL
+  EXPECT_EQ(utf8::first_invalid_offset("\xE0\x80\x80"), 0u);      // overlong 3-byte
+  EXPECT_EQ(utf8::first_invalid_offset("xx\xED\xA0\x80"), 2u);    // surrogate U+D800
+  EXPECT_EQ(utf8::first_invalid_offset("\xF4\x90\x80\x80"), 0u);  // > U+10FFFF
+  EXPECT_EQ(utf8::first_invalid_offset("ok\xE4\xB8"), 2u);        // truncated at the end
+  EXPECT_EQ(utf8::first_invalid_offset("\xE4\xB8\x41"), 0u);      // bad continuation
   EXPECT_EQ(utf8::first_invalid_offset("\xF5\x80\x80\x80"), 0u);
 }
 
 TEST(Utf8, LossyReplacesMaximalSubparts) {
   // Unicode 15 §3.9, Table 3-8: each maximal subpart becomes one U+FFFD.
   EXPECT_EQ(utf8::to_valid_lossy("\x61\xF1\x80\x80\xE1\x80\xC2\x62\x80\x63\x80\xBF\x64"),
-            "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD" "b\xEF\xBF\xBD" "c\xEF\xBF\xBD\xEF\xBF\xBD" "d");
+            "a\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"
+            "b\xEF\xBF\xBD"
+            "c\xEF\xBF\xBD\xEF\xBF\xBD"
+            "d");
   EXPECT_EQ(utf8::to_valid_lossy("\xED\xA0\x80"), "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD");  // surrogate: 3
   EXPECT_EQ(utf8::to_valid_lossy("\xF0\x9F\x98"), "\xEF\xBF\xBD");  // truncated emoji: 1
   EXPECT_EQ(utf8::to_valid_lossy("fine é"), "fine é");

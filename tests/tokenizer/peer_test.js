@@ -14,7 +14,7 @@ const { spawnSync } = require('child_process');
 const { buildCorpus, makeRng } = require('./peer_corpus.js');
 
 function parseArgs(argv) {
-  const args = { seed: 20241129, count: 1500 };
+  const args = { seed: 20241129, count: 1200 };
   for (let i = 2; i < argv.length; i += 2) {
     const key = argv[i].replace(/^--/, '');
     if (!(key in { deepinfer: 1, model: 1, seed: 1, count: 1 })) throw new Error(`unknown argument ${argv[i]}`);

@@ -143,6 +143,23 @@ TEST(TensorFill, BytesIndependentOfThreadsAndKeyedBySeed) {
   }
 }
 
+TEST(TensorFill, LinearWeightsHaveStdGainOverSqrtFanIn) {
+  const ModelConfig c = deepseek_v3_preset("small", false).value();
+  ThreadPool pool(2);
+  for (const TensorSpec& t : plan_deepseek_v3_tensors(c)) {
+    if (t.name != "model.layers.0.mlp.down_proj.weight" && t.name != "model.layers.0.mlp.up_proj.weight") {
+      continue;
+    }
+    const FilledTensor f = fill_tensor(t, 1, pool);
+    const auto* v = reinterpret_cast<const uint16_t*>(f.bytes.data());
+    double sum_sq = 0;
+    for (int64_t i = 0; i < t.shape.numel(); ++i) sum_sq += std::pow(bf16_to_f32(v[i]), 2);
+    const double want = t.gain / std::sqrt(static_cast<double>(t.shape[1]));
+    // 131072 samples: the relative standard error of the RMS is ~0.2%.
+    EXPECT_NEAR(std::sqrt(sum_sq / static_cast<double>(t.shape.numel())), want, 0.01 * want) << t.name;
+  }
+}
+
 TEST(MakeModel, RejectsUnknownPresetAndMissingTokenizer) {
   ThreadPool pool(1);
   const std::string out = (std::filesystem::temp_directory_path() / "modelgen_test_out").string();

@@ -139,17 +139,16 @@ DS_INLINE void chunk(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
 }
 
 // All chunks of the row in order; the last one is zero-masked when cols % 16 != 0.
-template <WeightFormat F, int MR, int NR, class Scale>
+template <WeightFormat F, int MR, int NR, bool kPrefetchW, class Scale>
 DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
-                          const typename Format<F>::T* const (&wr)[NR], int64_t cols, Scale& scale,
-                          bool prefetch_w) {
+                          const typename Format<F>::T* const (&wr)[NR], int64_t cols, Scale& scale) {
   const int64_t n_full = cols / kLanes;
   const int rem = static_cast<int>(cols % kLanes);
   const __mmask16 tail_mask = static_cast<__mmask16>((1u << rem) - 1u);
   for (int64_t c = 0; c < n_full; ++c) {
     // W coming from DRAM: one prefetch per 64-byte line of every W row.
     constexpr int64_t kChunksPerLine = std::max<int64_t>(1, 64 / (kLanes * sizeof(typename Format<F>::T)));
-    if (prefetch_w && c % kChunksPerLine == 0) {
+    if (kPrefetchW && c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
         _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
@@ -163,11 +162,11 @@ DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
 
 // chunk_loop for fp8 with block_cols % 16 == 0: k-blocks outer (one broadcast factor per W row
 // and block), the block's chunks inner. Same chunks in the same order as chunk_loop.
-template <int MR, int NR>
+template <int MR, int NR, bool kPrefetchW>
 DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
                                   const uint8_t* const (&wr)[NR], int64_t cols,
                                   const float (&folded)[NR][kMaxFoldedBlocks], int64_t n_blocks,
-                                  int64_t chunks_per_block, bool prefetch_w) {
+                                  int64_t chunks_per_block) {
   constexpr WeightFormat F = WeightFormat::fp8_e4m3_block;
   const int64_t n_full = cols / kLanes;
   const int rem = static_cast<int>(cols % kLanes);
@@ -180,7 +179,7 @@ DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr
     for (; c < c_end; ++c) {
       // W coming from DRAM: one prefetch per 64-byte line of every W row.
       constexpr int64_t kChunksPerLine = 64 / (kLanes * sizeof(uint8_t));  // fp8: 4
-      if (prefetch_w && c % kChunksPerLine == 0) {
+      if (kPrefetchW && c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
         for (int j = 0; j < NR; ++j) {
           _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + 1024, _MM_HINT_T0);
@@ -211,7 +210,11 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
 
   if constexpr (F != WeightFormat::fp8_e4m3_block) {
     NoScale none;
-    chunk_loop<F, MR, NR>(acc, xr, wr, cols, none, prefetch_w);
+    if (prefetch_w) {
+      chunk_loop<F, MR, NR, true>(acc, xr, wr, cols, none);
+    } else {
+      chunk_loop<F, MR, NR, false>(acc, xr, wr, cols, none);
+    }
   } else {
     const int64_t n_blocks = w.scale_cols();
     const float* srow[NR];
@@ -220,14 +223,19 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
       alignas(64) float folded[NR][kMaxFoldedBlocks];
       for (int j = 0; j < NR; ++j)
         for (int64_t b = 0; b < n_blocks; ++b) folded[j][b] = srow[j][b] * kFp8Fold;
-      chunk_loop_blocked<MR, NR>(acc, xr, wr, cols, folded, n_blocks, w.block_cols / kLanes, prefetch_w);
+      const int64_t chunks_per_block = w.block_cols / kLanes;
+      if (prefetch_w) {
+        chunk_loop_blocked<MR, NR, true>(acc, xr, wr, cols, folded, n_blocks, chunks_per_block);
+      } else {
+        chunk_loop_blocked<MR, NR, false>(acc, xr, wr, cols, folded, n_blocks, chunks_per_block);
+      }
     } else {
       LaneScale<NR> scale;
       for (int j = 0; j < NR; ++j) scale.srow[j] = srow[j];
       scale.block_cols = w.block_cols;
       scale.cols = cols;
       scale.fill();
-      chunk_loop<F, MR, NR>(acc, xr, wr, cols, scale, prefetch_w);
+      chunk_loop<F, MR, NR, false>(acc, xr, wr, cols, scale);  // tiny test models only
     }
   }
 
