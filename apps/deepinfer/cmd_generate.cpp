@@ -1,4 +1,5 @@
 // deepinfer generate: prefill a prompt, then decode token by token, streaming text to stdout.
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -82,6 +83,10 @@ int run_generate(const GenerateOptions& o) {
   Sampler sampler;
   StreamDetokenizer detok(*tok, /*skip_special=*/false);
 
+  // The checkpoint's vocab rows past the tokenizer's last id (129280 vs 128815 in V3) are padding
+  // with no text: never sample them.
+  const size_t n_sampled = static_cast<size_t>(std::min(m.config().vocab_size, tok->vocab_size()));
+
   const double t_prefill0 = now_seconds();
   ForwardRequest req{seq.get(), *prompt, false};
   if (Status st = m.forward({&req, 1}, out); !st.ok()) return report_error(cmd, st);
@@ -92,7 +97,7 @@ int run_generate(const GenerateOptions& o) {
   double decode_s = 0.0;
   int32_t token = 0;
   while (n_generated < o.max_tokens) {
-    token = sampler.sample({out.logits.row(0), static_cast<size_t>(m.config().vocab_size)}, params,
+    token = sampler.sample({out.logits.row(0), n_sampled}, params,
                            static_cast<uint64_t>(n_generated));
     ++n_generated;
     if (token == eos_model || token == eos_tok) break;

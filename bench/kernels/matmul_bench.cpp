@@ -75,7 +75,7 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
   r.weight_gbps = static_cast<double>(w0.stored_bytes()) / r.median_s * 1e-9;
   r.gflops = 2.0 * static_cast<double>(c.m * w0.rows * w0.cols) / r.median_s * 1e-9;
   const double bw = peaks.read_gbps.peak_at(r.n_threads);
-  const double fma = peaks.fp32_fma_gflops().peak_at(r.n_threads);
+  const double fma = peaks.fp32_fma_roofline_gflops(r.n_threads);
   r.pct_read_peak = bw > 0 ? 100.0 * r.weight_gbps / bw : 0;
   r.pct_fma_peak = fma > 0 ? 100.0 * r.gflops / fma : 0;
   return r;
@@ -124,7 +124,9 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
   fmt::print(
       "matmul y[m, out] = x[m, in] . W[out, in]^T; W GB/s = stored weight bytes (incl. fp8 scales) per "
       "second; m <= {} streams {} MiB of W copies from DRAM, larger m reuses one W.\n"
-      "%readBW / %FMA: of the best peak run at the same thread count (fp32 FMA of the widest ISA);\n"
+      "%readBW: of the best read run at the same thread count; %FMA: of the fp32 FMA roofline of the widest "
+      "ISA\n"
+      "(best run, at least threads x the 1-thread peak);\n"
       "cpu%: CPU time the bench got / (wall time x threads) during the case (well below 100%: host busy)\n",
       opt.max_streamed_m, opt.stream_bytes >> 20);
   print_header();

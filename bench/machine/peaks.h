@@ -5,6 +5,7 @@
 // multiply-add counts as 2; int8 "GOP/s" counts each u8*s8 multiply-add as 2 ops as well.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -72,6 +73,15 @@ struct MachinePeaks {
   // The fp32 FMA peak of the widest ISA the CPU has (the prefill roofline).
   const Rate& fp32_fma_gflops() const {
     return fp32_fma_avx512_gflops.available ? fp32_fma_avx512_gflops : fp32_fma_avx2_gflops;
+  }
+  // The fp32 FMA roofline for a run on n_threads, GFLOP/s: the best all-thread run, but at least
+  // n_threads x the best one-thread run. Cores have their own FMA units, and on a busy host the
+  // all-thread runs rarely get every core at once; the larger value never overstates a kernel's
+  // fraction (with SMT siblings it understates it).
+  double fp32_fma_roofline_gflops(int n_threads) const {
+    const Rate& r = fp32_fma_gflops();
+    if (n_threads <= 1) return r.one_thread_best;
+    return std::max(r.all_threads_best, n_threads * r.one_thread_best);
   }
 };
 

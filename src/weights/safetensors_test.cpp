@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "weights/safetensors_writer.h"
@@ -122,14 +124,13 @@ class SafetensorsCorruption : public ::testing::Test {
   void rewrite_header(const Json& header, size_t data_delta_bytes = 0, bool shrink = false) {
     std::string text = header.dump();
     text.append((8 - text.size() % 8) % 8, ' ');
-    std::vector<uint8_t> data(bytes_.begin() + 8 + static_cast<ptrdiff_t>(header_len_), bytes_.end());
-    if (shrink) {
-      data.resize(data.size() - data_delta_bytes);
-    } else {
-      data.resize(data.size() + data_delta_bytes, 0xee);
-    }
-    auto out = raw_safetensors(text, 0);
-    out.insert(out.end(), data.begin(), data.end());
+    const size_t old_data_bytes = bytes_.size() - 8 - header_len_;
+    ASSERT_LE(shrink ? data_delta_bytes : 0, old_data_bytes);
+    const size_t new_data_bytes = shrink ? old_data_bytes - data_delta_bytes : old_data_bytes + data_delta_bytes;
+    // raw_safetensors fills the data section with 0, 1, 2, ...; overwrite the kept prefix.
+    auto out = raw_safetensors(text, new_data_bytes);
+    std::memcpy(out.data() + 8 + text.size(), bytes_.data() + 8 + header_len_,
+                std::min(old_data_bytes, new_data_bytes));
     write_bytes(path_, out);
   }
 
