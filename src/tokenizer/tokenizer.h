@@ -16,6 +16,8 @@ namespace ds {
 
 struct TokenizerImpl;
 
+// Thread-safe after load: all methods are const and may be called concurrently (the internal
+// BPE word cache locks per slot stripe; regex match state is per call).
 class Tokenizer {
  public:
   // Reads DIR/tokenizer.json and (optionally) DIR/tokenizer_config.json.

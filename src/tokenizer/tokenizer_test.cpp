@@ -5,6 +5,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <thread>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -154,6 +157,31 @@ TEST(Tokenizer, MalformedFilesNameFileAndField) {
       Tokenizer::from_json(testing::tiny_tokenizer_json(), R"({"add_bos_token": "yes"})", "dir");
   ASSERT_FALSE(bad_flag.ok());
   EXPECT_NE(bad_flag.status().message().find("add_bos_token"), std::string::npos);
+}
+
+TEST(Tokenizer, ConcurrentEncodesAgreeWithSerialOnes) {
+  const Tokenizer tok = tiny();
+  std::vector<std::string> texts;
+  for (int i = 0; i < 200; ++i)
+    texts.push_back(fmt::format("hello the {} aaaa{} <s>x hell{}o", i, i % 7, i % 3));
+  std::vector<Ids> expected;
+  for (const std::string& t : texts) expected.push_back(*tok.encode(t));
+  std::vector<std::thread> threads;
+  std::vector<int> n_bad(4, 0);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        for (size_t i = 0; i < texts.size(); ++i) {
+          if (*tok.encode(texts[(i + static_cast<size_t>(t) * 31) % texts.size()]) !=
+              expected[(i + static_cast<size_t>(t) * 31) % texts.size()]) {
+            ++n_bad[static_cast<size_t>(t)];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(n_bad, std::vector<int>(4, 0));
 }
 
 TEST(Tokenizer, LoadReadsADirectory) {

@@ -33,7 +33,9 @@ bool is_plain_file_name(const std::string& name) {
 // Reads the index's weight_map (tensor name -> shard file name).
 Result<std::map<std::string, std::string>> read_weight_map(const std::string& index_path) {
   DS_ASSIGN_OR_RETURN(std::string text, read_text_file(index_path));
-  auto bad = [&](const std::string& what) { return Status(ErrorCode::weights_bad_header, index_path + ": " + what); };
+  auto bad = [&](const std::string& what) {
+    return Status(ErrorCode::weights_bad_header, index_path + ": " + what);
+  };
   const Json root = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (root.is_discarded()) return bad("not valid JSON");
   if (!root.is_object()) return bad("not a JSON object");
@@ -53,7 +55,9 @@ Result<std::map<std::string, std::string>> read_weight_map(const std::string& in
   return weight_map;
 }
 
-std::string describe(DType dtype, const Shape& shape) { return std::string(dtype_name(dtype)) + " " + shape.to_string(); }
+std::string describe(DType dtype, const Shape& shape) {
+  return std::string(dtype_name(dtype)) + " " + shape.to_string();
+}
 
 Status shape_mismatch(const TensorEntry& t, const std::string& expected) {
   return Status(ErrorCode::weights_shape_mismatch, *t.file + ": tensor " + quoted_for_message(t.name) +
@@ -112,7 +116,8 @@ const TensorEntry* Checkpoint::find(const std::string& name) const {
 Result<const TensorEntry*> Checkpoint::get(const std::string& name) const {
   const TensorEntry* t = find(name);
   if (t == nullptr) {
-    return Status(ErrorCode::weights_missing_tensor, dir_ + ": tensor " + quoted_for_message(name) + " not found");
+    return Status(ErrorCode::weights_missing_tensor,
+                  dir_ + ": tensor " + quoted_for_message(name) + " not found");
   }
   return t;
 }
@@ -127,7 +132,8 @@ std::vector<const TensorEntry*> Checkpoint::tensors() const {
   std::vector<const TensorEntry*> out;
   out.reserve(by_name_.size());
   for (const auto& [name, t] : by_name_) out.push_back(t);
-  std::sort(out.begin(), out.end(), [](const TensorEntry* a, const TensorEntry* b) { return a->name < b->name; });
+  std::sort(out.begin(), out.end(),
+            [](const TensorEntry* a, const TensorEntry* b) { return a->name < b->name; });
   return out;
 }
 
@@ -137,10 +143,11 @@ size_t Checkpoint::total_bytes() const {
   return total;
 }
 
-Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& prefix, int64_t rows, int64_t cols,
-                                 int block, std::vector<float>& scale_storage) {
+Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& prefix, int64_t rows,
+                                 int64_t cols, int block, std::vector<float>& scale_storage) {
   if (rows <= 0 || cols <= 0 || block <= 0) {
-    return Status(ErrorCode::invalid_argument, "load_linear " + prefix + ": rows, cols and block must be positive");
+    return Status(ErrorCode::invalid_argument,
+                  "load_linear " + prefix + ": rows, cols and block must be positive");
   }
   DS_ASSIGN_OR_RETURN(const TensorEntry* w, ckpt.get(prefix + ".weight"));
   const Shape want{rows, cols};
@@ -158,10 +165,16 @@ Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& pref
   m.rows = rows;
   m.cols = cols;
   switch (w->dtype) {
-    case DType::bf16: m.format = WeightFormat::bf16; return m;
-    case DType::f32: m.format = WeightFormat::f32; return m;
-    case DType::f8_e4m3: break;
-    default: return shape_mismatch(*w, "BF16, F32 or F8_E4M3");
+    case DType::bf16:
+      m.format = WeightFormat::bf16;
+      return m;
+    case DType::f32:
+      m.format = WeightFormat::f32;
+      return m;
+    case DType::f8_e4m3:
+      break;
+    default:
+      return shape_mismatch(*w, "BF16, F32 or F8_E4M3");
   }
 
   m.format = WeightFormat::fp8_e4m3_block;
@@ -171,7 +184,8 @@ Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& pref
   const size_t n_scales = static_cast<size_t>(grid.numel());
   if (const TensorEntry* inv = ckpt.find(prefix + ".weight_scale_inv")) {
     // V3: an F32 multiplier per tile, used in place unless misaligned.
-    if (inv->dtype != DType::f32 || !(inv->shape == grid)) return shape_mismatch(*inv, describe(DType::f32, grid));
+    if (inv->dtype != DType::f32 || !(inv->shape == grid))
+      return shape_mismatch(*inv, describe(DType::f32, grid));
     if (reinterpret_cast<uintptr_t>(inv->data) % alignof(float) == 0) {
       m.scales = reinterpret_cast<const float*>(inv->data);
     } else {

@@ -35,7 +35,8 @@ void expect_open_error(const std::string& dir, ErrorCode code, const std::vector
   auto c = Checkpoint::open(dir);
   ASSERT_FALSE(c.ok()) << "checkpoint accepted";
   EXPECT_EQ(c.status().code(), code) << c.status().to_string();
-  for (const auto& p : parts) EXPECT_NE(c.status().message().find(p), std::string::npos) << c.status().message();
+  for (const auto& p : parts)
+    EXPECT_NE(c.status().message().find(p), std::string::npos) << c.status().message();
   EXPECT_EQ(c.status().message().find('\n'), std::string::npos);
 }
 
@@ -61,7 +62,9 @@ TEST(Checkpoint, OpensShardsWrittenByTheWriterAndSurvivesAMove) {
   ScratchDir dir;
   SafetensorsWriter w;
   for (int i = 0; i < 10; ++i) {
-    ASSERT_TRUE(w.add("layers." + std::to_string(i) + ".w", DType::u8, {64}, filled(64, static_cast<uint8_t>(i))).ok());
+    ASSERT_TRUE(
+        w.add("layers." + std::to_string(i) + ".w", DType::u8, {64}, filled(64, static_cast<uint8_t>(i)))
+            .ok());
   }
   ASSERT_TRUE(w.write_sharded(dir.path().string(), 150).ok());  // two tensors per shard
   auto opened = Checkpoint::open(dir.path().string());
@@ -150,7 +153,8 @@ TEST(Checkpoint, ACorruptShardFailsTheOpenNamingTheShard) {
   write_shard(dir.file("s1.safetensors"), {"a"});
   write_bytes(dir.file("s2.safetensors"), {1, 2, 3});
   write_index(dir.path().string(), {{"a", "s1.safetensors"}, {"b", "s2.safetensors"}});
-  expect_open_error(dir.path().string(), ErrorCode::weights_bad_header, {dir.file("s2.safetensors"), "shorter"});
+  expect_open_error(dir.path().string(), ErrorCode::weights_bad_header,
+                    {dir.file("s2.safetensors"), "shorter"});
 }
 
 TEST(Checkpoint, TensorsAbsentFromTheIndexAreStillReachable) {
@@ -306,12 +310,36 @@ TEST_F(LoadLinear, ShapeAndDtypeErrorsNameTheTensorExpectedAndActual) {
     std::vector<std::string> parts;
   };
   const std::vector<Case> cases = {
-      {"a", kRows, kCols, ErrorCode::weights_shape_mismatch, {"'a.weight_scale_inv'", "expected F32 [2, 3], got F32 [2, 2]"}},
-      {"b", kRows, kCols, ErrorCode::weights_shape_mismatch, {"'b.weight_scale_inv'", "expected F32 [2, 3], got BF16 [2, 3]"}},
-      {"c", kRows, kCols, ErrorCode::weights_missing_tensor, {"'c.weight'", "'c.weight_scale_inv'", "'c.scale'"}},
-      {"d", kRows, kCols, ErrorCode::weights_shape_mismatch, {"'d.scale'", "expected F8_E8M0 [2, 3], got U8 [2, 3]"}},
-      {"e", kRows, kCols, ErrorCode::weights_shape_mismatch, {"'e.weight'", "expected BF16, F32 or F8_E4M3, got I8"}},
-      {"a", kCols, kRows, ErrorCode::weights_shape_mismatch, {"'a.weight'", "expected shape [9, 5], got F8_E4M3 [5, 9]"}},
+      {"a",
+       kRows,
+       kCols,
+       ErrorCode::weights_shape_mismatch,
+       {"'a.weight_scale_inv'", "expected F32 [2, 3], got F32 [2, 2]"}},
+      {"b",
+       kRows,
+       kCols,
+       ErrorCode::weights_shape_mismatch,
+       {"'b.weight_scale_inv'", "expected F32 [2, 3], got BF16 [2, 3]"}},
+      {"c",
+       kRows,
+       kCols,
+       ErrorCode::weights_missing_tensor,
+       {"'c.weight'", "'c.weight_scale_inv'", "'c.scale'"}},
+      {"d",
+       kRows,
+       kCols,
+       ErrorCode::weights_shape_mismatch,
+       {"'d.scale'", "expected F8_E8M0 [2, 3], got U8 [2, 3]"}},
+      {"e",
+       kRows,
+       kCols,
+       ErrorCode::weights_shape_mismatch,
+       {"'e.weight'", "expected BF16, F32 or F8_E4M3, got I8"}},
+      {"a",
+       kCols,
+       kRows,
+       ErrorCode::weights_shape_mismatch,
+       {"'a.weight'", "expected shape [9, 5], got F8_E4M3 [5, 9]"}},
       {"zz", kRows, kCols, ErrorCode::weights_missing_tensor, {"'zz.weight'"}},
   };
   for (const Case& k : cases) {
@@ -319,7 +347,8 @@ TEST_F(LoadLinear, ShapeAndDtypeErrorsNameTheTensorExpectedAndActual) {
     SCOPED_TRACE(k.prefix);
     ASSERT_FALSE(m.ok());
     EXPECT_EQ(m.status().code(), k.code) << m.status().to_string();
-    for (const auto& p : k.parts) EXPECT_NE(m.status().message().find(p), std::string::npos) << m.status().message();
+    for (const auto& p : k.parts)
+      EXPECT_NE(m.status().message().find(p), std::string::npos) << m.status().message();
   }
   EXPECT_EQ(load_linear(c, "a", kRows, kCols, 0, storage).status().code(), ErrorCode::invalid_argument);
 }
@@ -348,7 +377,8 @@ TEST(LoadLinearAlignment, MisalignedScalesAreCopiedAndMisalignedWeightsRefused) 
   auto m = load_linear(*c, "m", 1, 2, 4, storage);
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), ErrorCode::weights_bad_tensor);
-  EXPECT_NE(m.status().message().find("'m.weight': data not aligned"), std::string::npos) << m.status().message();
+  EXPECT_NE(m.status().message().find("'m.weight': data not aligned"), std::string::npos)
+      << m.status().message();
 }
 
 TEST_F(LoadLinear, LoadF32ConvertsBf16F16AndF32) {

@@ -33,8 +33,8 @@ class KeyReader {
   Status get_int(const std::string& key, IntRange range, bool required, int& out) const {
     const Json* v = find(key);
     if (v == nullptr) return required ? error(key, "missing required key") : ok_status();
-    const char* want = range == IntRange::positive ? "must be a positive integer"
-                                                   : "must be a non-negative integer";
+    const char* want =
+        range == IntRange::positive ? "must be a positive integer" : "must be a non-negative integer";
     if (!v->is_number_integer()) return error(key, want);
     // Unsigned JSON numbers above INT64_MAX would wrap in get<int64_t>(); take them as too large.
     if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) {
@@ -153,8 +153,8 @@ Status parse_quantization(const Json& root, const std::string& source, Quantizat
 
 Status check_moe(const KeyReader& r, const ModelConfig& c) {
   if (c.num_experts_per_tok > c.n_routed_experts) {
-    return r.error("num_experts_per_tok", "must be <= n_routed_experts (" +
-                                              std::to_string(c.n_routed_experts) + ")");
+    return r.error("num_experts_per_tok",
+                   "must be <= n_routed_experts (" + std::to_string(c.n_routed_experts) + ")");
   }
   if (c.n_routed_experts % c.n_group != 0) {
     return r.error("n_group", "must divide n_routed_experts (" + std::to_string(c.n_routed_experts) + ")");
@@ -214,8 +214,8 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   DS_TRY(r.get_int("topk_group", IntRange::positive, false, c.topk_group));
   DS_TRY(r.get_int("first_k_dense_replace", IntRange::non_negative, false, c.first_k_dense_replace));
   if (c.first_k_dense_replace > c.num_hidden_layers) {
-    return r.error("first_k_dense_replace", "must be <= num_hidden_layers (" +
-                                                std::to_string(c.num_hidden_layers) + ")");
+    return r.error("first_k_dense_replace",
+                   "must be <= num_hidden_layers (" + std::to_string(c.num_hidden_layers) + ")");
   }
   DS_TRY(r.get_int("moe_layer_freq", IntRange::positive, false, c.moe_layer_freq));
   DS_TRY(r.get_bool("norm_topk_prob", c.norm_topk_prob));
@@ -255,7 +255,7 @@ Result<ModelConfig> load_model_config(const std::string& dir) {
 
 std::string model_config_to_json(const ModelConfig& c) {
   Json j = Json::object();
-  j["architectures"] = Json::array({c.model_type == "deepseek_v2" ? "DeepseekV2ForCausalLM"
+  j["architectures"] = Json::array({c.model_type == "deepseek_v2"    ? "DeepseekV2ForCausalLM"
                                     : c.model_type == "deepseek_v32" ? "DeepseekV32ForCausalLM"
                                                                      : "DeepseekV3ForCausalLM"});
   j["model_type"] = c.model_type;

@@ -27,7 +27,7 @@ struct QuantizationConfig {
   std::string quant_method;  // "fp8" or empty (unquantised checkpoint)
   std::string fmt;           // "e4m3"
   std::string activation_scheme;
-  std::string scale_fmt;     // "ue8m0" in V3.1/V3.2, else empty
+  std::string scale_fmt;  // "ue8m0" in V3.1/V3.2, else empty
   int block_rows = 128;
   int block_cols = 128;
 

@@ -194,11 +194,10 @@ TEST(ModelConfig, ParsesV32IndexerKeys) {
 }
 
 TEST(ModelConfig, EachMissingRequiredKeyIsNamed) {
-  for (const char* key :
-       {"model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-        "num_attention_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim",
-        "v_head_dim", "max_position_embeddings", "rms_norm_eps", "moe_intermediate_size",
-        "num_experts_per_tok", "n_shared_experts"}) {
+  for (const char* key : {"model_type", "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
+                          "num_attention_heads", "q_lora_rank", "kv_lora_rank", "qk_nope_head_dim",
+                          "qk_rope_head_dim", "v_head_dim", "max_position_embeddings", "rms_norm_eps",
+                          "moe_intermediate_size", "num_experts_per_tok", "n_shared_experts"}) {
     Json j = v3_config();
     j.erase(key);
     SCOPED_TRACE(key);
@@ -330,7 +329,8 @@ TEST(ModelConfig, RejectsTextThatIsNotAJsonObject) {
 
 Json dense_config() {
   Json j = v3_config();
-  for (const char* key : {"n_routed_experts", "moe_intermediate_size", "num_experts_per_tok", "n_shared_experts"}) {
+  for (const char* key :
+       {"n_routed_experts", "moe_intermediate_size", "num_experts_per_tok", "n_shared_experts"}) {
     j.erase(key);
   }
   return j;
@@ -375,7 +375,8 @@ TEST(ModelConfig, LoadReadsDirConfigAndNamesThePath) {
   }
   auto bad = load_model_config(dir.string());
   ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().message(), (dir / "config.json").string() + ": hidden_size: must be a positive integer");
+  EXPECT_EQ(bad.status().message(),
+            (dir / "config.json").string() + ": hidden_size: must be a positive integer");
   std::ofstream(dir / "config.json") << v3_config().dump();
   auto good = load_model_config(dir.string());
   ASSERT_TRUE(good.ok()) << good.status().to_string();

@@ -32,13 +32,15 @@ class HeaderParser {
     return Status(ErrorCode::weights_bad_header, file_ + ": " + what);
   }
   Status tensor_error(const std::string& name, const std::string& what) const {
-    return Status(ErrorCode::weights_bad_tensor, file_ + ": tensor " + quoted_for_message(name) + ": " + what);
+    return Status(ErrorCode::weights_bad_tensor,
+                  file_ + ": tensor " + quoted_for_message(name) + ": " + what);
   }
 
   Status parse_metadata(const Json& value, std::map<std::string, std::string>& out) const {
     if (!value.is_object()) return header_error("__metadata__ is not an object");
     for (const auto& [key, v] : value.items()) {
-      if (!v.is_string()) return header_error("__metadata__ value for " + quoted_for_message(key) + " is not a string");
+      if (!v.is_string())
+        return header_error("__metadata__ value for " + quoted_for_message(key) + " is not a string");
       out.emplace(key, v.get<std::string>());
     }
     return ok_status();
@@ -58,7 +60,8 @@ class HeaderParser {
     if (shape_it == value.end()) return tensor_error(name, "missing shape");
     if (!shape_it->is_array()) return tensor_error(name, "shape is not an array");
     if (shape_it->size() > static_cast<size_t>(kMaxDims)) {
-      return tensor_error(name, "rank " + std::to_string(shape_it->size()) + " exceeds " + std::to_string(kMaxDims));
+      return tensor_error(
+          name, "rank " + std::to_string(shape_it->size()) + " exceeds " + std::to_string(kMaxDims));
     }
     Shape shape;
     // numel × element size must fit in int64 (Shape::numel's type) and in the file anyway.
@@ -83,8 +86,8 @@ class HeaderParser {
     const uint64_t begin = (*off_it)[0].get<uint64_t>();
     const uint64_t end = (*off_it)[1].get<uint64_t>();
     if (begin > end) {
-      return tensor_error(name, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
-                                    "] begin after end");
+      return tensor_error(
+          name, "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) + "] begin after end");
     }
     if (end > data_size_) {
       return tensor_error(name, "data_offsets end " + std::to_string(end) + " beyond the data section (" +
@@ -92,7 +95,8 @@ class HeaderParser {
     }
     if (end - begin != nbytes) {
       return tensor_error(name, "data_offsets span " + std::to_string(end - begin) + " bytes but " +
-                                    dtype_text + " " + shape.to_string() + " needs " + std::to_string(nbytes));
+                                    dtype_text + " " + shape.to_string() + " needs " +
+                                    std::to_string(nbytes));
     }
     entry.name = name;
     entry.dtype = *dtype;
@@ -127,7 +131,8 @@ class HeaderParser {
     }
     if (covered != data_size_) {
       return header_error("data section has " + std::to_string(data_size_ - covered) +
-                          " trailing bytes after the last tensor (at offset " + std::to_string(covered) + ")");
+                          " trailing bytes after the last tensor (at offset " + std::to_string(covered) +
+                          ")");
     }
     return ok_status();
   }
@@ -168,7 +173,8 @@ Result<SafetensorsFile> SafetensorsFile::parse(const uint8_t* bytes, size_t size
   auto header_error = [&](const std::string& what) {
     return Status(ErrorCode::weights_bad_header, file + ": " + what);
   };
-  if (size < 8) return header_error("file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
+  if (size < 8)
+    return header_error("file is " + std::to_string(size) + " bytes, shorter than the 8-byte header length");
   uint64_t header_len = 0;
   for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(bytes[i]) << (8 * i);
   if (header_len > kMaxHeaderBytes) {
@@ -176,7 +182,8 @@ Result<SafetensorsFile> SafetensorsFile::parse(const uint8_t* bytes, size_t size
                         std::to_string(kMaxHeaderBytes) + "-byte limit");
   }
   if (header_len > size - 8) {
-    return header_error("header length " + std::to_string(header_len) + " exceeds file size " + std::to_string(size));
+    return header_error("header length " + std::to_string(header_len) + " exceeds file size " +
+                        std::to_string(size));
   }
   const char* header = reinterpret_cast<const char*>(bytes + 8);
   if (!is_valid_utf8(std::string_view(header, header_len))) return header_error("header is not valid UTF-8");

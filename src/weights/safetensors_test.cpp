@@ -34,16 +34,18 @@ TEST(Safetensors, RoundTripsEveryDtypeShapeAndMetadata) {
     Shape shape;
   };
   const std::vector<Spec> specs = {
-      {"f64", DType::f64, {2}},           {"f32", DType::f32, {2, 3}},
-      {"f16", DType::f16, {5}},           {"bf16", DType::bf16, {1, 2, 3, 1}},
-      {"fp8", DType::f8_e4m3, {3, 4}},    {"e8m0", DType::f8_e8m0, {7}},
-      {"i64", DType::i64, {1}},           {"i32", DType::i32, {3}},
-      {"i16", DType::i16, {2, 2}},        {"i8", DType::i8, {9}},
-      {"u8", DType::u8, {1, 1}},          {"bool", DType::boolean, {4}},
-      {"scalar", DType::f32, {}},         {"empty", DType::bf16, {0, 16}},
+      {"f64", DType::f64, {2}},        {"f32", DType::f32, {2, 3}},
+      {"f16", DType::f16, {5}},        {"bf16", DType::bf16, {1, 2, 3, 1}},
+      {"fp8", DType::f8_e4m3, {3, 4}}, {"e8m0", DType::f8_e8m0, {7}},
+      {"i64", DType::i64, {1}},        {"i32", DType::i32, {3}},
+      {"i16", DType::i16, {2, 2}},     {"i8", DType::i8, {9}},
+      {"u8", DType::u8, {1, 1}},       {"bool", DType::boolean, {4}},
+      {"scalar", DType::f32, {}},      {"empty", DType::bf16, {0, 16}},
   };
   for (const Spec& s : specs) {
-    ASSERT_TRUE(w.add(s.name, s.dtype, s.shape, iota_bytes(static_cast<size_t>(s.shape.numel()) * dtype_size(s.dtype))).ok());
+    ASSERT_TRUE(w.add(s.name, s.dtype, s.shape,
+                      iota_bytes(static_cast<size_t>(s.shape.numel()) * dtype_size(s.dtype)))
+                    .ok());
   }
   w.set_metadata("format", "pt");
   ASSERT_TRUE(w.write(dir.file("m.safetensors")).ok());
@@ -94,7 +96,8 @@ TEST(Safetensors, DeeplyNestedHeaderIsRejectedWithoutRecursion) {
   auto f = SafetensorsFile::parse(bytes.data(), bytes.size(), "deep");
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), ErrorCode::weights_bad_tensor);
-  EXPECT_NE(f.status().message().find("'a': entry is not an object"), std::string::npos) << f.status().message();
+  EXPECT_NE(f.status().message().find("'a': entry is not an object"), std::string::npos)
+      << f.status().message();
 }
 
 TEST(Safetensors, OpenReportsMissingFileByName) {
@@ -117,7 +120,8 @@ class SafetensorsCorruption : public ::testing::Test {
     bytes_ = read_bytes(path_);
     ASSERT_TRUE(SafetensorsFile::open(path_).ok());
     for (int i = 0; i < 8; ++i) header_len_ |= static_cast<uint64_t>(bytes_[i]) << (8 * i);
-    header_ = Json::parse(std::string(bytes_.begin() + 8, bytes_.begin() + 8 + static_cast<ptrdiff_t>(header_len_)));
+    header_ = Json::parse(
+        std::string(bytes_.begin() + 8, bytes_.begin() + 8 + static_cast<ptrdiff_t>(header_len_)));
   }
 
   // Rewrites the file with `header` (re-padded) in front of the original data section.
@@ -126,7 +130,8 @@ class SafetensorsCorruption : public ::testing::Test {
     text.append((8 - text.size() % 8) % 8, ' ');
     const size_t old_data_bytes = bytes_.size() - 8 - header_len_;
     ASSERT_LE(shrink ? data_delta_bytes : 0, old_data_bytes);
-    const size_t new_data_bytes = shrink ? old_data_bytes - data_delta_bytes : old_data_bytes + data_delta_bytes;
+    const size_t new_data_bytes =
+        shrink ? old_data_bytes - data_delta_bytes : old_data_bytes + data_delta_bytes;
     // raw_safetensors fills the data section with 0, 1, 2, ...; overwrite the kept prefix.
     auto out = raw_safetensors(text, new_data_bytes);
     std::memcpy(out.data() + 8 + text.size(), bytes_.data() + 8 + header_len_,

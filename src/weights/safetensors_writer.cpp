@@ -86,8 +86,8 @@ Status SafetensorsWriter::add(const std::string& name, DType dtype, const Shape&
     return Status(ErrorCode::invalid_argument, "safetensors writer: invalid tensor name '" + name + "'");
   }
   if (!is_valid_utf8(name)) {
-    return Status(ErrorCode::invalid_argument, "safetensors writer: tensor name " + quoted_for_message(name) +
-                                                   " is not valid UTF-8");
+    return Status(ErrorCode::invalid_argument,
+                  "safetensors writer: tensor name " + quoted_for_message(name) + " is not valid UTF-8");
   }
   if (tensors_.count(name) != 0) {
     return Status(ErrorCode::invalid_argument, "safetensors writer: duplicate tensor '" + name + "'");
@@ -103,10 +103,10 @@ Status SafetensorsWriter::add(const std::string& name, DType dtype, const Shape&
   }
   const uint64_t expected = static_cast<uint64_t>(shape.numel()) * dtype_size(dtype);
   if (bytes.size() != expected) {
-    return Status(ErrorCode::invalid_argument,
-                  "safetensors writer: tensor '" + name + "': " + std::to_string(bytes.size()) +
-                      " bytes for " + std::string(dtype_name(dtype)) + " " + shape.to_string() +
-                      " (expected " + std::to_string(expected) + ")");
+    return Status(ErrorCode::invalid_argument, "safetensors writer: tensor '" + name +
+                                                   "': " + std::to_string(bytes.size()) + " bytes for " +
+                                                   std::string(dtype_name(dtype)) + " " + shape.to_string() +
+                                                   " (expected " + std::to_string(expected) + ")");
   }
   tensors_.emplace(name, Pending{dtype, shape, std::move(bytes)});
   return ok_status();
