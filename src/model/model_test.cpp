@@ -271,6 +271,29 @@ TEST(DeepSeekV3, TruncateRewindsTheSequence) {
             std::vector<float>(ref.logits.begin() + 4 * V, ref.logits.end()));
 }
 
+// ModelOptions::mtp_input switches which hidden state feeds the MTP layer; the main logits do
+// not depend on it, the MTP logits do, and pre_norm hands out the un-normalised residual rows.
+TEST(DeepSeekV3, MtpInputSwitch) {
+  ModelOptions o;
+  o.isa = best_isa();
+  o.n_threads = 2;
+  o.mtp_input = MtpInput::pre_norm;
+  Result<std::unique_ptr<DeepSeekV3>> pre = DeepSeekV3::load(tiny_dir(false), o);
+  ASSERT_TRUE(pre.ok()) << pre.status().to_string();
+  auto post = load(false, best_isa());
+  const SeqRun a = run(**pre, kIds, {kIds.size()}, true);
+  const SeqRun b = run(*post, kIds, {kIds.size()}, true);
+  EXPECT_EQ(a.logits, b.logits);
+  EXPECT_GT(rel_max_err(a.mtp, b.mtp), 1e-3);
+  // post-norm rows have mean square ≈ mean(w²) of the final norm; pre-norm rows do not.
+  double ms_pre = 0, ms_post = 0;
+  for (size_t i = 0; i < a.hidden.size(); ++i) {
+    ms_pre += static_cast<double>(a.hidden[i]) * a.hidden[i];
+    ms_post += static_cast<double>(b.hidden[i]) * b.hidden[i];
+  }
+  EXPECT_GT(std::abs(ms_pre - ms_post) / ms_post, 1e-2);
+}
+
 // A V2-style checkpoint the presets do not cover: plain q_proj (q_lora_rank null), softmax
 // scoring with group_limited_greedy, no shared experts, no YaRN, no MTP, and widths that are not
 // multiples of 16 (those matmuls take the reference path; the other kernels handle tails).
