@@ -17,8 +17,15 @@ int main(int argc, char** argv) {
   ds::cli::add_make_model_command(app, ctx);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);  // prints the usage message
+    return 2;     // usage errors exit 2 whatever CLI11's own code is
   } catch (const std::exception& e) {
     std::fprintf(stderr, "deepinfer: error: %s\n", e.what());
     return 1;
