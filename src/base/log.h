@@ -25,11 +25,16 @@ class Logger {
  private:
   static const char* tag(LogLevel l) {
     switch (l) {
-      case LogLevel::debug: return "debug";
-      case LogLevel::info: return "info";
-      case LogLevel::warn: return "warn";
-      case LogLevel::error: return "error";
-      default: return "?";
+      case LogLevel::debug:
+        return "debug";
+      case LogLevel::info:
+        return "info";
+      case LogLevel::warn:
+        return "warn";
+      case LogLevel::error:
+        return "error";
+      default:
+        return "?";
     }
   }
   LogLevel level_;

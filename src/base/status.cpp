@@ -4,22 +4,38 @@ namespace ds {
 
 const char* error_code_name(ErrorCode code) {
   switch (code) {
-    case ErrorCode::ok: return "ok";
-    case ErrorCode::io_error: return "io_error";
-    case ErrorCode::invalid_argument: return "invalid_argument";
-    case ErrorCode::not_found: return "not_found";
-    case ErrorCode::internal: return "internal";
-    case ErrorCode::weights_bad_header: return "weights_bad_header";
-    case ErrorCode::weights_bad_tensor: return "weights_bad_tensor";
-    case ErrorCode::weights_missing_tensor: return "weights_missing_tensor";
-    case ErrorCode::weights_bad_config: return "weights_bad_config";
-    case ErrorCode::weights_shape_mismatch: return "weights_shape_mismatch";
-    case ErrorCode::kvcache_out_of_blocks: return "kvcache_out_of_blocks";
-    case ErrorCode::tokenizer_bad_file: return "tokenizer_bad_file";
-    case ErrorCode::tokenizer_bad_input: return "tokenizer_bad_input";
-    case ErrorCode::tokenizer_unknown_id: return "tokenizer_unknown_id";
-    case ErrorCode::model_bad_input: return "model_bad_input";
-    case ErrorCode::model_unsupported: return "model_unsupported";
+    case ErrorCode::ok:
+      return "ok";
+    case ErrorCode::io_error:
+      return "io_error";
+    case ErrorCode::invalid_argument:
+      return "invalid_argument";
+    case ErrorCode::not_found:
+      return "not_found";
+    case ErrorCode::internal:
+      return "internal";
+    case ErrorCode::weights_bad_header:
+      return "weights_bad_header";
+    case ErrorCode::weights_bad_tensor:
+      return "weights_bad_tensor";
+    case ErrorCode::weights_missing_tensor:
+      return "weights_missing_tensor";
+    case ErrorCode::weights_bad_config:
+      return "weights_bad_config";
+    case ErrorCode::weights_shape_mismatch:
+      return "weights_shape_mismatch";
+    case ErrorCode::kvcache_out_of_blocks:
+      return "kvcache_out_of_blocks";
+    case ErrorCode::tokenizer_bad_file:
+      return "tokenizer_bad_file";
+    case ErrorCode::tokenizer_bad_input:
+      return "tokenizer_bad_input";
+    case ErrorCode::tokenizer_unknown_id:
+      return "tokenizer_unknown_id";
+    case ErrorCode::model_bad_input:
+      return "model_bad_input";
+    case ErrorCode::model_unsupported:
+      return "model_unsupported";
   }
   return "unknown";
 }

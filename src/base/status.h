@@ -17,20 +17,20 @@ enum class ErrorKind { user, retryable, bug };
 // 6xxx engine, 7xxx recipe/server, 8xxx kernels.
 enum class ErrorCode : int {
   ok = 0,
-  io_error = 1001,           // open/read/mmap failed
-  invalid_argument = 1002,   // caller passed something out of range
+  io_error = 1001,          // open/read/mmap failed
+  invalid_argument = 1002,  // caller passed something out of range
   not_found = 1003,
-  internal = 1999,           // a bug: an invariant did not hold
-  weights_bad_header = 2001,     // safetensors header malformed
-  weights_bad_tensor = 2002,     // tensor entry inconsistent (dtype, shape, offsets)
+  internal = 1999,            // a bug: an invariant did not hold
+  weights_bad_header = 2001,  // safetensors header malformed
+  weights_bad_tensor = 2002,  // tensor entry inconsistent (dtype, shape, offsets)
   weights_missing_tensor = 2003,
-  weights_bad_config = 2004,     // config.json missing/invalid key
-  weights_shape_mismatch = 2005, // tensor present but wrong shape/dtype for the model
+  weights_bad_config = 2004,      // config.json missing/invalid key
+  weights_shape_mismatch = 2005,  // tensor present but wrong shape/dtype for the model
   kvcache_out_of_blocks = 3001,
   tokenizer_bad_file = 4001,
-  tokenizer_bad_input = 4002,    // e.g. invalid UTF-8 text
+  tokenizer_bad_input = 4002,  // e.g. invalid UTF-8 text
   tokenizer_unknown_id = 4003,
-  model_bad_input = 5001,        // token id out of range, sequence too long
+  model_bad_input = 5001,  // token id out of range, sequence too long
   model_unsupported = 5002,
 };
 
@@ -70,7 +70,7 @@ inline Status ok_status() { return {}; }
 template <class T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}        // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {  // NOLINT(google-explicit-constructor)
     assert(!std::get<Status>(v_).ok() && "Result constructed from an ok Status");
   }
@@ -99,9 +99,9 @@ class [[nodiscard]] Result {
 #define DS_CONCAT(a, b) DS_CONCAT_INNER(a, b)
 
 // Return the Status from the enclosing function if `expr` (a Status) is not ok.
-#define DS_TRY(expr)                          \
-  do {                                        \
-    ::ds::Status ds_try_status_ = (expr);     \
+#define DS_TRY(expr)                                 \
+  do {                                               \
+    ::ds::Status ds_try_status_ = (expr);            \
     if (!ds_try_status_.ok()) return ds_try_status_; \
   } while (0)
 

@@ -66,8 +66,7 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t)
   next_task_ = nullptr;
 }
 
-void ThreadPool::parallel_range(int64_t n, int64_t grain,
-                                const std::function<void(int64_t, int64_t)>& fn) {
+void ThreadPool::parallel_range(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   const int64_t n_grains = (n + grain - 1) / grain;

@@ -9,11 +9,10 @@ struct DTypeInfo {
   size_t size;
 };
 constexpr DTypeInfo kInfo[] = {
-    {DType::f64, "F64", 8},          {DType::f32, "F32", 4},     {DType::f16, "F16", 2},
-    {DType::bf16, "BF16", 2},        {DType::f8_e4m3, "F8_E4M3", 1},
-    {DType::f8_e8m0, "F8_E8M0", 1},  {DType::i64, "I64", 8},     {DType::i32, "I32", 4},
-    {DType::i16, "I16", 2},          {DType::i8, "I8", 1},       {DType::u8, "U8", 1},
-    {DType::boolean, "BOOL", 1},
+    {DType::f64, "F64", 8},   {DType::f32, "F32", 4},         {DType::f16, "F16", 2},
+    {DType::bf16, "BF16", 2}, {DType::f8_e4m3, "F8_E4M3", 1}, {DType::f8_e8m0, "F8_E8M0", 1},
+    {DType::i64, "I64", 8},   {DType::i32, "I32", 4},         {DType::i16, "I16", 2},
+    {DType::i8, "I8", 1},     {DType::u8, "U8", 1},           {DType::boolean, "BOOL", 1},
 };
 }  // namespace
 
@@ -75,7 +74,7 @@ uint8_t f32_to_fp8_e4m3(float f) {
     return sign | static_cast<uint8_t>(m);
   }
   uint32_t ab = f32_to_bits(a);
-  ab += 0x7ffffu + ((ab >> 20) & 1u);  // RNE on the 20 dropped mantissa bits
+  ab += 0x7ffffu + ((ab >> 20) & 1u);     // RNE on the 20 dropped mantissa bits
   const uint32_t exp = (ab >> 23) - 120;  // rebias 127 -> 7
   const uint32_t code = (exp << 3) | ((ab >> 20) & 7u);
   if (code > 0x7e) return sign | 0x7e;

@@ -20,7 +20,7 @@ enum class DType : uint8_t {
   i64,
   i32,
   i16,
-  i8,       // also the storage of packed FP4 E2M1 (two per byte, low nibble first)
+  i8,  // also the storage of packed FP4 E2M1 (two per byte, low nibble first)
   u8,
   boolean,
 };

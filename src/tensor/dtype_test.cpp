@@ -8,8 +8,8 @@ namespace ds {
 namespace {
 
 TEST(DType, NamesRoundTrip) {
-  for (auto t : {DType::f32, DType::bf16, DType::f16, DType::f8_e4m3, DType::f8_e8m0, DType::i64,
-                 DType::i8, DType::u8, DType::i32}) {
+  for (auto t : {DType::f32, DType::bf16, DType::f16, DType::f8_e4m3, DType::f8_e8m0, DType::i64, DType::i8,
+                 DType::u8, DType::i32}) {
     auto back = dtype_from_name(dtype_name(t));
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(*back, t);

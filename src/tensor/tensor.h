@@ -46,7 +46,9 @@ struct TensorView {
   int64_t numel() const { return shape.numel(); }
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   template <class T>
-  const T* as() const { return static_cast<const T*>(data); }
+  const T* as() const {
+    return static_cast<const T*>(data);
+  }
 };
 
 // Owning, aligned, row-major f32 tensor for activations and scratch.
