@@ -13,13 +13,17 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  python3 python3-numpy nodejs npm
+  python3 python3-numpy
   clang-14 libclang-rt-14-dev clang-format
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Node.js may come from Debian (nodejs + npm) or from NodeSource (one nodejs package that bundles npm):
+# ask for Debian's packages only when the commands are missing.
+command -v node >/dev/null 2>&1 || missing+=(nodejs)
+command -v npm >/dev/null 2>&1 || missing+=(npm)
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "setup: installing ${missing[*]}"
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
