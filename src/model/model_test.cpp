@@ -1,6 +1,7 @@
 // DeepSeekV3 forward on generated tiny checkpoints (tools/modelgen, preset tiny): chunking and
 // batching invariance, absorbed vs plain MLA, ISA paths, MTP, and input validation.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -18,28 +19,43 @@
 namespace ds {
 namespace {
 
-std::string make_tiny(bool fp8) {
-  const std::string dir = ::testing::TempDir() + "/ds_model_test_tiny_" + (fp8 ? "fp8" : "bf16");
-  modelgen::MakeModelOptions o;
-  o.preset = "tiny";
-  o.fp8 = fp8;
-  o.seed = 3;
-  o.out_dir = dir;
-  o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
-  ThreadPool pool(2);
-  Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
-  EXPECT_TRUE(r.ok()) << r.status().to_string();
-  return dir;
-}
+// A generated tiny checkpoint in a directory private to this test process (ctest runs test
+// processes in parallel), removed when the process exits.
+class TinyModelDir {
+ public:
+  explicit TinyModelDir(bool fp8)
+      : dir_(::testing::TempDir() + "/ds_model_test_tiny_" + (fp8 ? "fp8_" : "bf16_") +
+             std::to_string(::getpid())) {
+    modelgen::MakeModelOptions o;
+    o.preset = "tiny";
+    o.fp8 = fp8;
+    o.seed = 3;
+    o.out_dir = dir_;
+    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
+    ThreadPool pool(2);
+    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+  }
+  ~TinyModelDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  TinyModelDir(const TinyModelDir&) = delete;
+  TinyModelDir& operator=(const TinyModelDir&) = delete;
+  const std::string& path() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
 
 // Generated once per test process, and only the formats a test asks for.
 const std::string& tiny_dir(bool fp8) {
   if (fp8) {
-    static const std::string fp8_dir = make_tiny(true);
-    return fp8_dir;
+    static const TinyModelDir fp8_dir(true);
+    return fp8_dir.path();
   }
-  static const std::string bf16_dir = make_tiny(false);
-  return bf16_dir;
+  static const TinyModelDir bf16_dir(false);
+  return bf16_dir.path();
 }
 
 std::unique_ptr<DeepSeekV3> load(bool fp8, Isa isa = Isa::reference, MlaMode mode = MlaMode::absorbed,
