@@ -9,7 +9,8 @@
 namespace ds {
 
 // Register tiles (x rows × W rows of 16-lane accumulators): 6 × 4 = 24 of the 32 zmm registers
-// for the GEMM; the m = 1 GEMV streams 8 W rows at once to keep enough loads in flight.
+// for the GEMM; the m = 1 GEMV streams 8 W rows at once to keep enough loads in flight, and
+// m = 2 and 3 use 2 × 8 and 3 × 6 tiles for the same reason, m = 4 4 × 6 (not fp8; see run()).
 inline constexpr int kAvx512TileM = 6;
 inline constexpr int kAvx512TileN = 4;
 inline constexpr int kAvx512GemvTileN = 8;
