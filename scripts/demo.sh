@@ -10,7 +10,7 @@ model=models/tiny-v3-fp8
 if [ ! -f "$model/config.json" ]; then
   "$bin" make-model --arch deepseek_v3 --preset tiny --dtype fp8 --seed 0 --out "$model"
 fi
-"$bin" inspect "$model" | head -n 12
+"$bin" inspect "$model" | sed -n 1,12p   # sed reads everything: no SIGPIPE under pipefail
 "$bin" generate --model "$model" --chat --prompt "${1:-Write a haiku about inference engines.}" \
   --max-tokens 48 --temperature 0.8 --seed 1
 echo
