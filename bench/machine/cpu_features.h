@@ -1,6 +1,5 @@
-// What the CPU (and the OS, via XCR0) lets this process execute, read once from CPUID.
-// The benches carry their own detection so the peak measurements do not depend on the
-// kernels library being built; it answers the same questions as kernels/isa.h.
+// What the CPU lets this process execute (from kernels/isa.h) plus its brand string, for the
+// bench reports.
 #pragma once
 
 #include <string>
@@ -14,7 +13,6 @@ struct CpuFeatures {
   bool avx512_bf16 = false;
   bool avx512_vnni = false;
   bool avx512_fp16 = false;
-  bool amx = false;  // AMX-TILE/BF16/INT8 (reported only; no loop uses it)
 
   std::string summary() const;  // "avx2 avx512 avx512_bf16 avx512_vnni"
 };
