@@ -46,6 +46,12 @@ std::vector<float> dequantize_to_f32(const WeightMatrix& w) {
           v = fp8_e4m3_to_f32(static_cast<const uint8_t*>(w.data)[i]) *
               w.scales[(r / w.block_rows) * w.scale_cols() + c / w.block_cols];
           break;
+        case WeightFormat::fp4_e2m1_block: {
+          const uint8_t byte = static_cast<const uint8_t*>(w.data)[i / 2];
+          const uint8_t nibble = (i % 2 == 0) ? (byte & 0x0F) : (byte >> 4);
+          v = fp4_e2m1_to_f32(nibble) * e8m0_to_f32(w.scales_e8m0[r * w.scale_cols() + c / w.block_cols]);
+          break;
+        }
       }
       out[static_cast<size_t>(i)] = v;
     }

@@ -204,6 +204,8 @@ float dequant(const WeightMatrix& m, int64_t r, int64_t c) {
     case WeightFormat::fp8_e4m3_block:
       return fp8_e4m3_to_f32(bytes[r * m.cols + c]) *
              m.scales[(r / m.block_rows) * m.scale_cols() + c / m.block_cols];
+    case WeightFormat::fp4_e2m1_block:
+      return NAN;  // load_linear does not produce FP4 yet
   }
   return NAN;
 }

@@ -15,6 +15,12 @@ float weight_at_ref(const WeightMatrix& w, int64_t r, int64_t c) {
       const float scale = w.scales[(r / w.block_rows) * w.scale_cols() + c / w.block_cols];
       return fp8_e4m3_to_f32(static_cast<const uint8_t*>(w.data)[idx]) * scale;
     }
+    case WeightFormat::fp4_e2m1_block: {
+      const uint8_t byte = static_cast<const uint8_t*>(w.data)[idx / 2];
+      const uint8_t nibble = (idx % 2 == 0) ? (byte & 0x0F) : (byte >> 4);
+      const uint8_t scale = w.scales_e8m0[r * w.scale_cols() + c / w.block_cols];
+      return fp4_e2m1_to_f32(nibble) * e8m0_to_f32(scale);
+    }
   }
   return 0.0f;
 }
