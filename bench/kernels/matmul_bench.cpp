@@ -91,6 +91,8 @@ std::string_view weight_format_name(WeightFormat f) {
       return "bf16";
     case WeightFormat::fp8_e4m3_block:
       return "fp8";
+    case WeightFormat::fp4_e2m1_block:
+      return "fp4";
   }
   return "?";
 }
