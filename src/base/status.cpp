@@ -36,6 +36,26 @@ const char* error_code_name(ErrorCode code) {
       return "model_bad_input";
     case ErrorCode::model_unsupported:
       return "model_unsupported";
+    case ErrorCode::engine_overloaded:
+      return "engine_overloaded";
+    case ErrorCode::engine_bad_request:
+      return "engine_bad_request";
+    case ErrorCode::engine_deadline_exceeded:
+      return "engine_deadline_exceeded";
+    case ErrorCode::engine_cancelled:
+      return "engine_cancelled";
+    case ErrorCode::engine_shutting_down:
+      return "engine_shutting_down";
+    case ErrorCode::recipe_bad_request:
+      return "recipe_bad_request";
+    case ErrorCode::recipe_unsupported:
+      return "recipe_unsupported";
+    case ErrorCode::server_unauthorized:
+      return "server_unauthorized";
+    case ErrorCode::server_not_found:
+      return "server_not_found";
+    case ErrorCode::server_payload_too_large:
+      return "server_payload_too_large";
   }
   return "unknown";
 }

@@ -32,11 +32,24 @@ enum class ErrorCode : int {
   tokenizer_unknown_id = 4003,
   model_bad_input = 5001,  // token id out of range, sequence too long
   model_unsupported = 5002,
+  engine_overloaded = 6001,         // admission queue full: retry later (HTTP 429/503 + Retry-After)
+  engine_bad_request = 6002,        // request invalid for this engine (prompt too long, bad sampling params)
+  engine_deadline_exceeded = 6003,  // the request's deadline passed before it finished
+  engine_cancelled = 6004,          // cancelled by the caller (client disconnected)
+  engine_shutting_down = 6005,      // the engine is stopping; no new work
+  recipe_bad_request = 7001,        // API request invalid (message names the field)
+  recipe_unsupported = 7002,        // valid API feature this model/encoding does not support
+  server_unauthorized = 7101,
+  server_not_found = 7102,
+  server_payload_too_large = 7103,
 };
 
 constexpr ErrorKind error_kind(ErrorCode code) {
   switch (code) {
     case ErrorCode::kvcache_out_of_blocks:
+    case ErrorCode::engine_overloaded:
+    case ErrorCode::engine_shutting_down:
+    case ErrorCode::engine_deadline_exceeded:
       return ErrorKind::retryable;
     case ErrorCode::internal:
       return ErrorKind::bug;

@@ -1,0 +1,76 @@
+// What a caller hands the engine (Request) and what comes back (TokenEvent). Engine-agnostic of
+// HTTP: the server's recipe layer fills a Request; the offline batch path and examples do too.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "sampling/sampler.h"
+
+namespace ds {
+
+using RequestId = uint64_t;
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+struct StopConditions {
+  int32_t max_tokens = 256;                // generated tokens, >= 1
+  std::vector<int32_t> stop_token_ids;     // besides the model's EOS (unless ignore_eos)
+  std::vector<std::string> stop_strings;   // matched on detokenized text; excluded from the output
+  bool ignore_eos = false;
+};
+
+struct Request {
+  std::vector<int32_t> prompt_tokens;  // non-empty, ids < vocab
+  SamplingParams sampling;
+  StopConditions stop;
+  int32_t priority = 0;                // higher runs first; equal priorities are FIFO
+  std::optional<SteadyTime> deadline;  // past it the request is dropped and reported (deadline_exceeded)
+  std::string cache_salt;              // prefix-cache scope: only requests with the same salt share blocks
+  std::string tenant;                  // fair share between tenants (empty = the default tenant)
+  bool detokenize = true;              // fill TokenEvent::text (stop strings need it)
+};
+
+enum class FinishReason : uint8_t {
+  none,            // not finished
+  stop,            // EOS, a stop token id or a stop string
+  length,          // max_tokens reached (or the model's max sequence length)
+  cancelled,       // cancel() or the client went away
+  deadline,        // the deadline passed (queued or running)
+  error,           // see TokenEvent::error
+};
+const char* finish_reason_name(FinishReason reason);
+
+struct TokenLogprob {
+  int32_t token = 0;
+  float logprob = 0.0f;
+};
+
+struct TokenUsage {
+  int64_t prompt_tokens = 0;
+  int64_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache (DeepSeek: prompt_cache_hit_tokens)
+  int64_t completion_tokens = 0;
+};
+
+// One event per request per step that produced something, and a final one (finished == true).
+struct TokenEvent {
+  RequestId request_id = 0;
+  std::vector<int32_t> tokens;  // tokens generated since the last event (stop tokens excluded)
+  std::string text;             // their text, UTF-8 safe, stop strings held back / removed
+  // Per token in `tokens` when the request asked for logprobs: chosen token's logprob + top-N.
+  std::vector<TokenLogprob> chosen_logprobs;
+  std::vector<std::vector<TokenLogprob>> top_logprobs;
+  bool finished = false;
+  FinishReason finish_reason = FinishReason::none;
+  Status error;        // set when finish_reason == error (or an admission refusal)
+  TokenUsage usage;    // filled on the final event
+  // Timing for metrics (steady clock): when the request was queued, first scheduled, first token out.
+  SteadyTime queued_at{};
+  SteadyTime first_scheduled_at{};
+  SteadyTime first_token_at{};
+};
+
+}  // namespace ds

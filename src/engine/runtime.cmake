@@ -1,0 +1,1 @@
+# Engine runtime sources (ds_engine) and tests.

@@ -1,0 +1,1 @@
+# Scheduler sources (ds_engine_scheduler) and tests.
