@@ -78,7 +78,9 @@ int run_generate(const GenerateOptions& o) {
   const int32_t eos_model = m.config().eos_token_id;
   const int32_t eos_tok = tok->eos_id();
 
-  std::unique_ptr<SequenceState> seq = m.new_sequence();
+  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len)); !st.ok())
+    return report_error(cmd, st);
+  SequenceState seq = make_standalone_sequence(m.kv_cache_config());
   LogitsOutput out;
   Sampler sampler;
   StreamDetokenizer detok(*tok, /*skip_special=*/false);
@@ -88,7 +90,7 @@ int run_generate(const GenerateOptions& o) {
   const size_t n_sampled = static_cast<size_t>(std::min(m.config().vocab_size, tok->vocab_size()));
 
   const double t_prefill0 = now_seconds();
-  ForwardRequest req{seq.get(), *prompt, false};
+  ForwardRequest req{&seq, *prompt, false};
   if (Status st = m.forward({&req, 1}, out); !st.ok()) return report_error(cmd, st);
   const double prefill_s = now_seconds() - t_prefill0;
 
@@ -106,7 +108,7 @@ int run_generate(const GenerateOptions& o) {
     std::fflush(stdout);
     if (n_generated == o.max_tokens) break;
     const double t0 = now_seconds();
-    ForwardRequest step{seq.get(), {&token, 1}, false};
+    ForwardRequest step{&seq, {&token, 1}, false};
     if (Status st = m.forward({&step, 1}, out); !st.ok()) return report_error(cmd, st);
     decode_s += now_seconds() - t0;
     ++n_decode_steps;

@@ -106,9 +106,11 @@ int run_logits(const LogitsOptions& o) {
                                                                 "(num_nextn_predict_layers is 0)"));
   }
 
-  std::unique_ptr<SequenceState> seq = m.new_sequence();
+  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len)); !st.ok())
+    return report_error(cmd, st);
+  SequenceState seq = make_standalone_sequence(m.kv_cache_config());
   std::vector<float> logits, hidden;
-  if (Status st = run_chunks(m, *seq, ids, n_prefill, logits, hidden); !st.ok()) return report_error(cmd, st);
+  if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden); !st.ok()) return report_error(cmd, st);
   const int64_t vocab = m.config().vocab_size;
   const int64_t n = static_cast<int64_t>(ids.size());
   if (Status st = write_npy_f32(o.out_path, logits.data(), n, vocab); !st.ok()) return report_error(cmd, st);
@@ -116,7 +118,7 @@ int run_logits(const LogitsOptions& o) {
   if (!o.mtp_out_path.empty()) {
     std::vector<float> mtp_logits;
     if (ids.size() > 1) {
-      if (Status st = run_mtp_chunks(m, *seq, ids, hidden, n_prefill, mtp_logits); !st.ok()) {
+      if (Status st = run_mtp_chunks(m, seq, ids, hidden, n_prefill, mtp_logits); !st.ok()) {
         return report_error(cmd, st);
       }
     }

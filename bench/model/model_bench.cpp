@@ -121,12 +121,16 @@ int run(const BenchArgs& args) {
 
   const ActiveWeights aw = ds::bench::count_active_weights(tensor_infos(model->checkpoint()), cfg);
 
+  // One sequence at a time: the paged cache holds one max_seq_len sequence in 64-token blocks,
+  // and each fresh sequence takes all of it.
+  check(model->init_kv_cache(ds::standalone_kv_cache_config(mopt.max_seq_len)), "allocating the KV cache");
+
   // 3. Warm-up prefill: faults the memory-mapped weights in (nearly every expert gets routed to).
   ds::LogitsOutput out;
   {
     const auto warm = random_tokens(args.quick ? 64 : args.prompt_len, cfg.vocab_size, args.seed + 7);
-    auto seq = model->new_sequence();
-    const ds::ForwardRequest req{seq.get(), warm, false};
+    auto seq = ds::make_standalone_sequence(model->kv_cache_config());
+    const ds::ForwardRequest req{&seq, warm, false};
     check(model->forward({&req, 1}, out), "warm-up prefill");
   }
 
@@ -135,8 +139,8 @@ int run(const BenchArgs& args) {
   std::vector<double> prefill_s;
   const double prefill_cpu0 = ds::bench::process_cpu_seconds(), prefill_wall0 = ds::now_seconds();
   for (int r = 0; r < args.prefill_runs; ++r) {
-    auto seq = model->new_sequence();
-    const ds::ForwardRequest req{seq.get(), prompt, false};
+    auto seq = ds::make_standalone_sequence(model->kv_cache_config());
+    const ds::ForwardRequest req{&seq, prompt, false};
     const double t0 = ds::now_seconds();
     check(model->forward({&req, 1}, out), "prefill");
     prefill_s.push_back(ds::now_seconds() - t0);
@@ -147,17 +151,17 @@ int run(const BenchArgs& args) {
   const double prefill_tok_s = static_cast<double>(args.prompt_len) / prefill_median_s;
 
   // 5. Decode at batch 1 after a short prompt, greedy; each step timed on its own.
-  auto seq = model->new_sequence();
+  auto seq = ds::make_standalone_sequence(model->kv_cache_config());
   const auto short_prompt = random_tokens(args.decode_prompt_len, cfg.vocab_size, args.seed + 1);
   {
-    const ds::ForwardRequest req{seq.get(), short_prompt, false};
+    const ds::ForwardRequest req{&seq, short_prompt, false};
     check(model->forward({&req, 1}, out), "decode prompt");
   }
   std::vector<double> step_s;
   int32_t next = argmax_row(out.logits, 0);
   const double decode_cpu0 = ds::bench::process_cpu_seconds(), decode_wall0 = ds::now_seconds();
   for (int i = 0; i < args.decode_warmup_steps + args.decode_steps; ++i) {
-    const ds::ForwardRequest req{seq.get(), std::span<const int32_t>(&next, 1), false};
+    const ds::ForwardRequest req{&seq, std::span<const int32_t>(&next, 1), false};
     const double t0 = ds::now_seconds();
     check(model->forward({&req, 1}, out), "decode step");
     const double dt = ds::now_seconds() - t0;

@@ -20,11 +20,20 @@ namespace ds {
 //   cache:  [n_ctx, latent_dim + rope_dim]          (normalised c_kv, then RoPE'd k_pe) — shared by heads
 //   out:    [n_q, n_heads, latent_dim]              = Σ_j softmax_j(scale · q·cache_j) · cache_j[:latent_dim]
 // Query i attends cache rows 0 .. q_pos[i] (q_pos[i] < n_ctx).
+//
+// The cache is paged: row j lives at block_rows[j / block_size] + (j % block_size)·(latent_dim +
+// rope_dim), block_rows holding row 0 of each of the sequence's ceil(n_ctx / block_size) blocks in
+// position order. Rows are visited in position order whatever the blocks, so the result is
+// bit-identical for every block size and block placement (tests check this bitwise). Rows of a
+// block past n_ctx are never read. A contiguous cache is the one-block case: leave block_rows null
+// and set `cache` ([n_ctx, latent_dim + rope_dim]).
 struct MlaAbsorbedArgs {
   const float* q = nullptr;
   int64_t n_q = 0;
   const int32_t* q_pos = nullptr;
-  const float* cache = nullptr;
+  const float* const* block_rows = nullptr;  // [ceil(n_ctx / block_size)]
+  int64_t block_size = 0;                    // rows per block, > 0 when block_rows is set
+  const float* cache = nullptr;              // contiguous form, used only when block_rows is null
   int64_t n_ctx = 0;
   int n_heads = 0;
   int latent_dim = 512;

@@ -276,6 +276,56 @@ TEST_P(AttentionIsaTest, AbsorbedIsBatchInvariant) {
   }
 }
 
+// `c`'s cache laid out in blocks of block_size rows at shuffled block ids inside a larger pool.
+// Every row nobody owns (the tail of the last block, spare blocks) is NaN, so a read past n_ctx
+// or through a wrong block would show up as NaN output.
+struct PagedCache {
+  std::vector<float> pool;
+  std::vector<const float*> block_rows;  // [ceil(n_ctx / block_size)]
+};
+
+PagedCache page_cache(const AbsorbedCase& c, int64_t block_size, uint32_t seed) {
+  const int64_t d = c.latent + c.rope;
+  const int64_t n_blocks = (c.n_ctx + block_size - 1) / block_size;
+  const int64_t n_pool_blocks = n_blocks + 3;
+  std::vector<int32_t> ids(static_cast<size_t>(n_pool_blocks));
+  for (size_t b = 0; b < ids.size(); ++b) ids[b] = static_cast<int32_t>(b);
+  std::shuffle(ids.begin(), ids.end(), std::mt19937(seed));
+  PagedCache p;
+  p.pool.assign(static_cast<size_t>(n_pool_blocks * block_size * d), std::nanf(""));
+  for (int64_t j = 0; j < c.n_ctx; ++j)
+    std::copy_n(&c.cache[j * d], d, &p.pool[(ids[j / block_size] * block_size + j % block_size) * d]);
+  for (int64_t b = 0; b < n_blocks; ++b) p.block_rows.push_back(&p.pool[ids[b] * block_size * d]);
+  return p;
+}
+
+// Paging changes addresses only: every block size (1, odd, smaller and larger than the kernels'
+// 64-row sweep, larger than the context) and every block placement gives the contiguous result
+// bit for bit, on every path.
+TEST_P(AttentionIsaTest, AbsorbedIsBitwiseInvariantToPaging) {
+  ThreadPool pool(3);
+  for (int64_t n_ctx : {1, 64, 130})
+    for (auto [latent, rope] : {std::pair{32, 16}, std::pair{512, 64}})
+      for (int heads : {1, 16})
+        for (bool decode : {true, false}) {
+          AbsorbedCase c(heads, latent, rope, n_ctx, positions(n_ctx, decode),
+                         static_cast<uint32_t>(900 + n_ctx + heads));
+          const auto want = c.run(GetParam(), pool);
+          for (int64_t block_size : {1, 3, 16, 64, 200}) {
+            const PagedCache paged = page_cache(c, block_size, static_cast<uint32_t>(block_size));
+            std::vector<float> got(want.size(), 0.0f);
+            MlaAbsorbedArgs a = c.args(got.data());
+            a.cache = nullptr;
+            a.block_rows = paged.block_rows.data();
+            a.block_size = block_size;
+            mla_attention_absorbed(GetParam(), pool, a);
+            ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                << name_of(GetParam()) << " ctx=" << n_ctx << " latent=" << latent << " heads=" << heads
+                << " decode=" << decode << " block_size=" << block_size;
+          }
+        }
+}
+
 // The plain layout with explicit per-head K and V and arbitrary kv positions.
 struct MhaCase {
   int n_heads, qk, dv;

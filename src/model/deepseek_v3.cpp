@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "kernels/norm.h"
 #include "kernels/rope.h"
@@ -102,25 +103,39 @@ Status DeepSeekV3::build() {
   return ok_status();
 }
 
-std::unique_ptr<SequenceState> DeepSeekV3::new_sequence() const {
-  return std::make_unique<SequenceState>(cfg_.num_hidden_layers, dims_.latent_row(), has_mtp(),
-                                         opts_.max_seq_len);
+KvCacheLayout DeepSeekV3::kv_cache_layout() const {
+  KvCacheLayout l;
+  l.block_size_multiple = 1;  // V3 has no compressed caches: any block size works
+  l.bytes_per_token = static_cast<int64_t>(sizeof(float)) * dims_.latent_row() * n_cache_slots();
+  l.bytes_per_sequence = 0;
+  return l;
+}
+
+Status DeepSeekV3::init_kv_cache(const KvCacheConfig& cfg) {
+  const int64_t phys = physical_memory_bytes();
+  const int64_t limit = phys > 0 ? phys : std::numeric_limits<int64_t>::max();
+  // The new storage is allocated before the old is freed, so an error leaves the old cache in
+  // place (large allocations are mapped lazily: the new pages cost nothing until written).
+  DS_ASSIGN_OR_RETURN(PagedLatentCache fresh,
+                      PagedLatentCache::allocate(n_cache_slots(), dims_.latent_row(), cfg,
+                                                 kv_cache_layout().block_size_multiple, limit));
+  kv_ = std::move(fresh);
+  kv_config_ = cfg;
+  return ok_status();
 }
 
 Status DeepSeekV3::plan_batch(std::span<SequenceState* const> seqs,
                               std::span<const std::span<const int32_t>> tokens, bool mtp) {
   chunks_.clear();
   pos_.clear();
+  block_tables_.clear();
+  block_check_.clear();
   int64_t row = 0;
   for (size_t r = 0; r < seqs.size(); ++r) {
     SequenceState* seq = seqs[r];
     // Built only on the error path: a decode step allocates nothing here.
     auto which = [r] { return "request " + std::to_string(r) + ": "; };
     if (seq == nullptr) return bad_input(which() + "no sequence");
-    if (seq->n_layers() != cfg_.num_hidden_layers || seq->row_dim() != dims_.latent_row() ||
-        seq->has_mtp() != has_mtp()) {
-      return bad_input(which() + "sequence was not created by this model");
-    }
     for (size_t q = 0; q < r; ++q) {
       if (seqs[q] == seq) return bad_input(which() + "sequence appears twice in one batch");
     }
@@ -132,19 +147,28 @@ Status DeepSeekV3::plan_batch(std::span<SequenceState* const> seqs,
                          " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
       }
     }
+    if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
+      return bad_input(which() + "inconsistent sequence (n_tokens " + std::to_string(seq->n_tokens) +
+                       ", n_mtp_tokens " + std::to_string(seq->n_mtp_tokens) + ")");
+    }
     const int64_t n = static_cast<int64_t>(toks.size());
-    const int64_t base = mtp ? seq->n_mtp_tokens() : seq->n_tokens();
-    if (mtp && base + n > seq->n_tokens()) {
+    const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
+    if (mtp && base + n > seq->n_tokens) {
       return bad_input(which() + "MTP rows up to position " + std::to_string(base + n - 1) +
                        " need the main model to have consumed them first (it has " +
-                       std::to_string(seq->n_tokens()) + " tokens)");
+                       std::to_string(seq->n_tokens) + " tokens)");
     }
-    DS_TRY(seq->check_room(n, base));
+    if (base + n > opts_.max_seq_len) {
+      return bad_input(which() + "sequence length " + std::to_string(base + n) + " exceeds max_seq_len " +
+                       std::to_string(opts_.max_seq_len));
+    }
+    DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, base, base + n, kv_config_));
     chunks_.push_back(SeqChunk{row, n, base});
+    block_tables_.push_back(seq->block_table.data());
     for (int64_t i = 0; i < n; ++i) pos_.push_back(static_cast<int32_t>(base + i));
     row += n;
   }
-  return ok_status();
+  return block_check_.check_conflicts();
 }
 
 Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
@@ -155,6 +179,12 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     tokens_.push_back(r.tokens);
   }
   DS_TRY(plan_batch(seqs_, tokens_, /*mtp=*/false));
+  if (requests.empty()) {  // nothing to run (and no cache slot to name before init_kv_cache)
+    out.row_begin.assign(1, 0);
+    out.logits.reshape(Shape{0, cfg_.vocab_size});
+    out.hidden.reshape(Shape{0, cfg_.hidden_size});
+    return ok_status();
+  }
   const int64_t H = cfg_.hidden_size;
   const int64_t T = static_cast<int64_t>(pos_.size());
 
@@ -163,10 +193,8 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   for (size_t r = 0; r < requests.size(); ++r) {
     embed_.lookup(tokens_[r].data(), chunks_[r].n_rows, x_.row(chunks_[r].row_begin), H);
   }
-  caches_.resize(requests.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
-    for (size_t r = 0; r < requests.size(); ++r) caches_[r] = &seqs_[r]->layer(static_cast<int>(l));
-    const AttentionBatch batch{chunks_, pos_.data(), caches_, T};
+    const AttentionBatch batch{chunks_, pos_.data(), block_tables_, kv_.slot(static_cast<int>(l)), T};
     layers_[l].forward(ctx_, opts_.mla_mode, batch, inv_freq_, x_.data(), layer_scratch_);
   }
 
@@ -193,7 +221,7 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   out.logits.reshape(Shape{R, cfg_.vocab_size});
   linear(ctx_, head_, normed_.data(), R, H, out.logits.data(), cfg_.vocab_size);
 
-  for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->advance(chunks_[r].n_rows);
+  for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->n_tokens += chunks_[r].n_rows;
   return ok_status();
 }
 
@@ -202,12 +230,18 @@ Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
     return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
   seqs_.clear();
   tokens_.clear();
-  for (const auto& r : requests) {
-    if (r.hidden == nullptr) return bad_input("MTP request without hidden states");
-    seqs_.push_back(r.seq);
-    tokens_.push_back(r.next_tokens);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    if (requests[r].hidden == nullptr)
+      return bad_input("request " + std::to_string(r) + ": no hidden states");
+    seqs_.push_back(requests[r].seq);
+    tokens_.push_back(requests[r].next_tokens);
   }
   DS_TRY(plan_batch(seqs_, tokens_, /*mtp=*/true));
+  if (requests.empty()) {
+    out.row_begin.assign(1, 0);
+    out.logits.reshape(Shape{0, cfg_.vocab_size});
+    return ok_status();
+  }
   const int64_t H = cfg_.hidden_size;
   const int64_t T = static_cast<int64_t>(pos_.size());
 
@@ -221,13 +255,11 @@ Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
     std::memcpy(sel_.row(c.row_begin), requests[r].hidden, static_cast<size_t>(c.n_rows * H) * sizeof(float));
     out.row_begin.push_back(c.row_begin + c.n_rows);
   }
-  caches_.resize(requests.size());
-  for (size_t r = 0; r < requests.size(); ++r) caches_[r] = &seqs_[r]->mtp_layer();
-  const AttentionBatch batch{chunks_, pos_.data(), caches_, T};
+  const AttentionBatch batch{chunks_, pos_.data(), block_tables_, kv_.slot(cfg_.num_hidden_layers), T};
   out.logits.reshape(Shape{T, cfg_.vocab_size});
   mtp_->forward(ctx_, opts_.mla_mode, batch, inv_freq_, flat_tokens_.data(), sel_.data(), mtp_scratch_,
                 layer_scratch_, out.logits.data());
-  for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->advance_mtp(chunks_[r].n_rows);
+  for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->n_mtp_tokens += chunks_[r].n_rows;
   return ok_status();
 }
 

@@ -35,7 +35,9 @@ class DeepSeekV3 final : public ModelRunner {
   const ModelConfig& config() const override { return cfg_; }
   const ModelOptions& options() const { return opts_; }
   const Checkpoint& checkpoint() const { return ckpt_; }
-  std::unique_ptr<SequenceState> new_sequence() const override;
+  KvCacheLayout kv_cache_layout() const override;
+  Status init_kv_cache(const KvCacheConfig& cfg) override;
+  const KvCacheConfig& kv_cache_config() const override { return kv_config_; }
   Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) override;
   bool has_mtp() const override { return mtp_.has_value(); }
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
@@ -43,9 +45,12 @@ class DeepSeekV3 final : public ModelRunner {
  private:
   DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts);
   Status build();
-  // Checks ids, lengths and duplicates; fills chunks_/pos_ for the rows of the batch.
+  // Checks ids, lengths, duplicates and block tables; fills chunks_/pos_/block_tables_ for the
+  // rows of the batch.
   Status plan_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
                     bool mtp);
+  // Layer slots of the cache: one per main layer, then the MTP layer's.
+  int n_cache_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
 
   Checkpoint ckpt_;  // owns the mappings every WeightMatrix points into
   ModelConfig cfg_;
@@ -60,11 +65,14 @@ class DeepSeekV3 final : public ModelRunner {
   std::optional<Linear> lm_head_;
   WeightMatrix head_;  // lm_head_->w, or the embedding with tie_word_embeddings
   std::optional<MtpLayer> mtp_;
+  KvCacheConfig kv_config_;  // n_blocks 0 until init_kv_cache
+  PagedLatentCache kv_;
 
   // Per-forward bookkeeping and scratch, reused (no allocation in steady decode).
   std::vector<SeqChunk> chunks_;
   std::vector<int32_t> pos_;
-  std::vector<LatentCache*> caches_;
+  std::vector<const int32_t*> block_tables_;  // [n_requests] each request's block_table.data()
+  BlockUseCheck block_check_;
   std::vector<SequenceState*> seqs_;
   std::vector<std::span<const int32_t>> tokens_;
   std::vector<int32_t> flat_tokens_;

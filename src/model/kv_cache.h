@@ -1,73 +1,136 @@
-// Per-sequence MLA latent cache (contiguous, grows; the paged pool of the engine replaces it later).
-// For each layer and each cached position: [kv_lora_rank normalised c_kv | qk_rope_head_dim RoPE'd
-// k_pe] in f32 — everything attention needs, shared by all heads. The MTP layer has its own cache
-// with its own position count (it runs one position behind the main model).
+// The model's paged MLA latent cache. For every layer (and the MTP layer) and every cached
+// position one row [kv_lora_rank normalised c_kv | qk_rope_head_dim RoPE'd k_pe] in f32: all that
+// attention needs, shared by the heads. Rows live in fixed-size blocks; a sequence names its blocks
+// in a block table (block i holds its positions [i·bs, (i+1)·bs) in every layer), so the engine can
+// allocate and free blocks and let requests share the blocks of a cached prefix. The model only
+// stores bytes: which block belongs to whom is the engine's bookkeeping (src/kvcache), and the
+// model never includes it (block ids are plain int32_t here).
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
 
 namespace ds {
 
-// One layer's rows [n_rows, row_dim] f32.
-class LatentCache {
- public:
-  explicit LatentCache(int64_t row_dim = 0) : row_dim_(row_dim) {}
-
-  int64_t row_dim() const { return row_dim_; }
-  int64_t n_rows() const { return n_rows_; }
-  const float* data() const { return rows_.data(); }
-  const float* row(int64_t i) const { return rows_.data() + i * row_dim_; }
-
-  // Appends n rows and returns them for the caller to fill; amortised growth (doubling), so a
-  // decode step allocates only when the capacity is crossed.
-  float* append_rows(int64_t n);
-  // Drops rows at and after n_rows (speculative rollback). Precondition: n_rows <= this->n_rows().
-  void truncate(int64_t n_rows);
-
- private:
-  int64_t row_dim_ = 0;
-  int64_t n_rows_ = 0;
-  std::vector<float> rows_;
+struct KvCacheConfig {
+  int32_t block_size_tokens = 64;
+  int32_t n_blocks = 0;
 };
 
-// Everything the model keeps for one sequence between forwards.
-class SequenceState {
+// What the model needs the engine to know, from ModelRunner::kv_cache_layout().
+struct KvCacheLayout {
+  // block_size_tokens must be a multiple of this (V4: lcm of the compress ratios; V3: 1).
+  int32_t block_size_multiple = 1;
+  // Paged bytes per cached token, all layers incl. MTP (for sizing the cache from a GB budget).
+  int64_t bytes_per_token = 0;
+  // Unpaged per-sequence state (V4 window rings + compressor state; V3: 0).
+  int64_t bytes_per_sequence = 0;
+};
+
+// Plain data, owned by the caller (engine / CLI); the model never allocates blocks. A forward
+// writes the chunk's positions [n_tokens, n_tokens + n) into the blocks that hold them, reads
+// positions [0, n_tokens + n), then advances n_tokens. Rollback = lower n_tokens (and
+// n_mtp_tokens with it; the blocks stay). Blocks shared by several sequences (a cached prefix) are
+// only read: a sequence writes only positions >= its n_tokens.
+//
+// MTP caveat for prefix sharing: the MTP row at position p is computed from the main model's
+// hidden state at p and the token at p + 1, so a shared block's MTP rows are right for a sequence
+// only if its token after the block's last position matches too. A sequence that shares k blocks
+// may set n_mtp_tokens = k·bs only when its token at k·bs equals the one the blocks were built
+// with; otherwise share one block fewer (as vLLM does for EAGLE drafts).
+struct SequenceState {
+  // Block i holds positions [i·bs, (i+1)·bs) of this sequence, for every layer.
+  std::vector<int32_t> block_table;
+  // Main-model positions cached = the next position.
+  int64_t n_tokens = 0;
+  // MTP layer positions cached (runs one behind; same blocks, its own layer slot).
+  int64_t n_mtp_tokens = 0;
+};
+
+// Blocks that hold positions [0, n_tokens): ceil(n_tokens / block_size_tokens).
+int64_t blocks_for_tokens(int64_t n_tokens, int32_t block_size_tokens);
+
+// For standalone users (CLI, tests, benchmarks) that run sequences of up to max_tokens one at a
+// time: blocks of block_size_tokens, just enough of them for one such sequence.
+KvCacheConfig standalone_kv_cache_config(int64_t max_tokens, int32_t block_size_tokens = 64);
+// A fresh sequence owning every block of `cfg` in order (block_table = 0 .. n_blocks - 1).
+SequenceState make_standalone_sequence(const KvCacheConfig& cfg);
+// Rollback: forgets positions >= n_tokens (main and MTP). Precondition: 0 <= n_tokens <= seq.n_tokens.
+void truncate_sequence(SequenceState& seq, int64_t n_tokens);
+
+// One layer slot of the paged storage: block b is [block_size, row_dim] f32 at
+// blocks + b·block_size·row_dim.
+struct LatentLayerView {
+  float* blocks = nullptr;  // [n_blocks, block_size, row_dim]
+  int32_t n_blocks = 0;
+  int64_t block_size = 0;
+  int64_t row_dim = 0;
+
+  float* block(int32_t block_id) const { return blocks + block_id * block_size * row_dim; }
+};
+
+// The storage of every layer slot: per slot [n_blocks, block_size, row_dim] f32, one allocation,
+// uninitialised (a row is read only after the forward that wrote it).
+class PagedLatentCache {
  public:
-  // n_layers main layers + (has_mtp ? 1 : 0) MTP cache, each row_dim wide.
-  SequenceState(int n_layers, int64_t row_dim, bool has_mtp, int64_t max_seq_len);
+  PagedLatentCache() = default;  // no storage: every block id is out of range
 
-  // Tokens consumed by the main model = the next token's position.
-  int64_t n_tokens() const { return n_tokens_; }
-  // (hidden, next token) pairs consumed by the MTP layer = its next position.
-  int64_t n_mtp_tokens() const { return n_mtp_tokens_; }
-  int64_t max_seq_len() const { return max_seq_len_; }
-  int n_layers() const { return static_cast<int>(layers_.size()); }
+  // invalid_argument for a block size < 1 or not a multiple of block_size_multiple, no blocks,
+  // more bytes than max_bytes (the caller's sanity limit, e.g. the machine's memory), or an
+  // allocation that fails.
+  static Result<PagedLatentCache> allocate(int n_slots, int64_t row_dim, const KvCacheConfig& cfg,
+                                           int32_t block_size_multiple, int64_t max_bytes);
+
+  const KvCacheConfig& config() const { return cfg_; }
+  int n_slots() const { return n_slots_; }
   int64_t row_dim() const { return row_dim_; }
-  bool has_mtp() const { return has_mtp_; }
-
-  LatentCache& layer(int i) { return layers_[static_cast<size_t>(i)]; }
-  const LatentCache& layer(int i) const { return layers_[static_cast<size_t>(i)]; }
-  LatentCache& mtp_layer() { return mtp_; }
-
-  // model_bad_input naming the limit when n_new more tokens would exceed max_seq_len.
-  Status check_room(int64_t n_new, int64_t n_have) const;
-  // Called by the model once every layer has appended the chunk's rows.
-  void advance(int64_t n) { n_tokens_ += n; }
-  void advance_mtp(int64_t n) { n_mtp_tokens_ += n; }
-  // Forget everything from position n_tokens on (main and MTP caches).
-  void truncate(int64_t n_tokens);
+  int64_t bytes() const;
+  bool empty() const { return data_ == nullptr; }
+  // Layer slot i (layer index; the MTP layer is the slot after the last main layer).
+  LatentLayerView slot(int i) const;
 
  private:
-  std::vector<LatentCache> layers_;
-  LatentCache mtp_;
+  struct FreeDeleter {
+    void operator()(float* p) const { std::free(p); }
+  };
+  std::unique_ptr<float[], FreeDeleter> data_;
+  KvCacheConfig cfg_{0, 0};
+  int n_slots_ = 0;
   int64_t row_dim_ = 0;
-  bool has_mtp_ = false;
-  int64_t max_seq_len_ = 0;
-  int64_t n_tokens_ = 0;
-  int64_t n_mtp_tokens_ = 0;
+};
+
+// Physical memory of this machine in bytes (0 when unknown): the sanity limit for allocate().
+int64_t physical_memory_bytes();
+
+// Checks, before anything is written, how the requests of one forward use their block tables:
+// request r reads positions [0, end_pos) and writes [first_pos, end_pos). Every block it touches
+// must be in range, and a block written in the call must appear in no other table slot used by
+// the call (two writers, or a writer and a reader of a block being filled, would make one
+// request's result depend on the other). Scratch is reused between calls (no allocation in
+// steady decode once sized).
+class BlockUseCheck {
+ public:
+  void clear() { uses_.clear(); }
+  // model_bad_input naming `request` for a block table too short for end_pos or an id outside
+  // [0, cfg.n_blocks).
+  Status add(int32_t request, std::span<const int32_t> block_table, int64_t first_pos, int64_t end_pos,
+             const KvCacheConfig& cfg);
+  // model_bad_input naming both requests (or the one, for a table repeating a written block).
+  Status check_conflicts();
+
+ private:
+  struct Use {
+    int32_t block_id;
+    int32_t request;
+    int32_t table_index;
+    bool written;
+  };
+  std::vector<Use> uses_;
 };
 
 }  // namespace ds

@@ -1,5 +1,6 @@
 #include "model/mla_attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -10,6 +11,35 @@
 #include "kernels/rope.h"
 
 namespace ds {
+
+namespace {
+
+// rows: [n, row_dim] for positions [pos_begin, pos_begin + n), copied into the blocks that hold
+// them (one memcpy per block touched).
+void store_rows(const LatentLayerView& cache, const int32_t* block_table, int64_t pos_begin, int64_t n,
+                const float* rows) {
+  const int64_t bs = cache.block_size;
+  const int64_t L = cache.row_dim;
+  for (int64_t p = pos_begin; p < pos_begin + n;) {
+    const int64_t in_block = p % bs;
+    const int64_t run = std::min(bs - in_block, pos_begin + n - p);
+    std::memcpy(cache.block(block_table[p / bs]) + in_block * L, rows + (p - pos_begin) * L,
+                static_cast<size_t>(run * L) * sizeof(float));
+    p += run;
+  }
+}
+
+// The inverse of store_rows for positions [0, n_ctx): dst [n_ctx, row_dim].
+void gather_rows(const LatentLayerView& cache, const int32_t* block_table, int64_t n_ctx, float* dst) {
+  const int64_t bs = cache.block_size;
+  const int64_t L = cache.row_dim;
+  for (int64_t p = 0; p < n_ctx; p += bs) {
+    const int64_t run = std::min(bs, n_ctx - p);
+    std::memcpy(dst + p * L, cache.block(block_table[p / bs]), static_cast<size_t>(run * L) * sizeof(float));
+  }
+}
+
+}  // namespace
 
 MlaDims MlaDims::from_config(const ModelConfig& c) {
   MlaDims d;
@@ -100,12 +130,11 @@ void MlaAttention::forward(const ForwardContext& ctx, MlaMode mode, const Attent
   rope_interleaved(ctx.isa, s.kv.data(), T, L, 1, L, d.kv_lora_rank, batch.pos, inv_freq);
   rope_interleaved(ctx.isa, s.q.data(), T, q_row, d.n_heads, d.qk_head(), d.qk_nope, batch.pos, inv_freq);
 
+  DS_ASSERT(batch.cache.row_dim == L && batch.block_tables.size() == batch.chunks.size(),
+            "the model passes this layer's cache slot and one block table per chunk");
   for (size_t i = 0; i < batch.chunks.size(); ++i) {
     const SeqChunk& c = batch.chunks[i];
-    LatentCache* cache = batch.caches[i];
-    DS_ASSERT(cache->n_rows() == c.pos_begin, "latent cache length must equal the chunk's first position");
-    float* dst = cache->append_rows(c.n_rows);
-    std::memcpy(dst, s.kv.row(c.row_begin), static_cast<size_t>(c.n_rows * L) * sizeof(float));
+    store_rows(batch.cache, batch.block_tables[i], c.pos_begin, c.n_rows, s.kv.row(c.row_begin));
   }
 
   s.o.reshape(Shape{T, d.n_heads * d.v_head});
@@ -140,13 +169,18 @@ void MlaAttention::attend_absorbed(const ForwardContext& ctx, const AttentionBat
   s.o_lat.reshape(Shape{T, d.n_heads * C});
   for (size_t i = 0; i < batch.chunks.size(); ++i) {
     const SeqChunk& c = batch.chunks[i];
-    const LatentCache* cache = batch.caches[i];
+    const int64_t n_ctx = c.pos_begin + c.n_rows;
+    s.block_rows.resize(
+        static_cast<size_t>(blocks_for_tokens(n_ctx, static_cast<int32_t>(batch.cache.block_size))));
+    for (size_t b = 0; b < s.block_rows.size(); ++b)
+      s.block_rows[b] = batch.cache.block(batch.block_tables[i][b]);
     MlaAbsorbedArgs a;
     a.q = s.q_lat.row(c.row_begin);
     a.n_q = c.n_rows;
     a.q_pos = batch.pos + c.row_begin;
-    a.cache = cache->data();
-    a.n_ctx = cache->n_rows();
+    a.block_rows = s.block_rows.data();
+    a.block_size = batch.cache.block_size;
+    a.n_ctx = n_ctx;
     a.n_heads = static_cast<int>(d.n_heads);
     a.latent_dim = static_cast<int>(C);
     a.rope_dim = static_cast<int>(d.qk_rope);
@@ -199,11 +233,14 @@ void MlaAttention::attend_plain(const ForwardContext& ctx, const AttentionBatch&
   const int64_t per_head = d.qk_nope + d.v_head;
   for (size_t i = 0; i < batch.chunks.size(); ++i) {
     const SeqChunk& c = batch.chunks[i];
-    const LatentCache* cache = batch.caches[i];
-    const int64_t n_ctx = cache->n_rows();
+    const int64_t n_ctx = c.pos_begin + c.n_rows;
+    // ctx_rows: [n_ctx, L], the chunk's context in position order (this cross-check path gathers
+    // rather than teaching the GEMM about blocks).
+    s.ctx_rows.reshape(Shape{n_ctx, L});
+    gather_rows(batch.cache, batch.block_tables[i], n_ctx, s.ctx_rows.data());
     // kv_up: [n_ctx, n_heads, qk_nope + v_head] = c_kv · W_kvbᵀ over the whole context.
     s.kv_up.reshape(Shape{n_ctx, d.n_heads * per_head});
-    linear(ctx, kv_b_, cache->data(), n_ctx, L, s.kv_up.data(), d.n_heads * per_head);
+    linear(ctx, kv_b_, s.ctx_rows.data(), n_ctx, L, s.kv_up.data(), d.n_heads * per_head);
     s.k.reshape(Shape{n_ctx, d.n_heads * d.qk_head()});
     s.v.reshape(Shape{n_ctx, d.n_heads * d.v_head});
     s.kv_pos.resize(static_cast<size_t>(n_ctx));
@@ -213,7 +250,7 @@ void MlaAttention::attend_plain(const ForwardContext& ctx, const AttentionBatch&
         const float* up = s.kv_up.row(j) + h * per_head;
         float* k = s.k.row(j) + h * d.qk_head();
         std::memcpy(k, up, static_cast<size_t>(d.qk_nope) * sizeof(float));
-        std::memcpy(k + d.qk_nope, cache->row(j) + C, static_cast<size_t>(d.qk_rope) * sizeof(float));
+        std::memcpy(k + d.qk_nope, s.ctx_rows.row(j) + C, static_cast<size_t>(d.qk_rope) * sizeof(float));
         std::memcpy(s.v.row(j) + h * d.v_head, up + d.qk_nope, static_cast<size_t>(d.v_head) * sizeof(float));
       }
     }

@@ -1,5 +1,5 @@
 // Multi-head latent attention (DeepSeek V2/V3): weights and the forward for a batch of token rows
-// from several sequences, each with its own latent cache.
+// from several sequences, each reading and writing its own blocks of the paged latent cache.
 #pragma once
 
 #include <cstdint>
@@ -36,12 +36,14 @@ struct MlaDims {
 
 // Reused between calls; sized by the largest batch seen (no allocation in steady decode).
 struct MlaScratch {
-  TensorF32 cq;                 // [n_rows, q_lora_rank]
-  TensorF32 q;                  // [n_rows, n_heads, qk_nope + qk_rope]
-  TensorF32 kv;                 // [n_rows, kv_lora_rank + qk_rope]
-  TensorF32 q_lat;              // [n_rows, n_heads, kv_lora_rank + qk_rope]  absorbed queries
-  TensorF32 o_lat;              // [n_rows, n_heads, kv_lora_rank]            attended latents
-  TensorF32 o;                  // [n_rows, n_heads, v_head]
+  TensorF32 cq;                          // [n_rows, q_lora_rank]
+  TensorF32 q;                           // [n_rows, n_heads, qk_nope + qk_rope]
+  TensorF32 kv;                          // [n_rows, kv_lora_rank + qk_rope]
+  TensorF32 q_lat;                       // [n_rows, n_heads, kv_lora_rank + qk_rope]  absorbed queries
+  TensorF32 o_lat;                       // [n_rows, n_heads, kv_lora_rank]            attended latents
+  TensorF32 o;                           // [n_rows, n_heads, v_head]
+  std::vector<const float*> block_rows;  // absorbed: one chunk's blocks [ceil(n_ctx / block_size)]
+  TensorF32 ctx_rows;           // plain: one chunk's cache rows gathered [n_ctx, kv_lora_rank + qk_rope]
   TensorF32 kv_up;              // plain: [n_ctx, n_heads, qk_nope + v_head]
   TensorF32 k;                  // plain: [n_ctx, n_heads, qk_nope + qk_rope]
   TensorF32 v;                  // plain: [n_ctx, n_heads, v_head]
@@ -56,8 +58,9 @@ class MlaAttention {
 
   const MlaDims& dims() const { return dims_; }
 
-  // x: [n_rows, hidden] (already input-normed); out: [n_rows, hidden]. Appends each row's latent
-  // to its chunk's cache, then attends causally over the cache. inv_freq: RoPE frequencies.
+  // x: [n_rows, hidden] (already input-normed); out: [n_rows, hidden]. Writes each row's latent
+  // to its position in its chunk's blocks of batch.cache, then attends causally over the chunk's
+  // positions [0, pos_begin + n_rows). inv_freq: RoPE frequencies.
   void forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
                const std::vector<float>& inv_freq, const float* x, MlaScratch& s, float* out) const;
 

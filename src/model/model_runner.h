@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <vector>
 
@@ -14,7 +13,8 @@
 
 namespace ds {
 
-// One sequence's next chunk: `tokens` go to positions seq->n_tokens(), seq->n_tokens() + 1, ...
+// One sequence's next chunk: `tokens` go to positions seq->n_tokens, seq->n_tokens + 1, ... whose
+// rows are written into the blocks seq->block_table names; on success seq->n_tokens advances.
 struct ForwardRequest {
   SequenceState* seq = nullptr;
   std::span<const int32_t> tokens;
@@ -22,7 +22,8 @@ struct ForwardRequest {
 };
 
 // One sequence's MTP chunk: row i pairs the main model's hidden state at position
-// seq->n_mtp_tokens() + i with the token that followed it (numerics.md, MTP).
+// seq->n_mtp_tokens + i with the token that followed it (numerics.md, MTP). The MTP layer has its
+// own slot in the same blocks; on success seq->n_mtp_tokens advances.
 struct MtpRequest {
   SequenceState* seq = nullptr;
   std::span<const int32_t> next_tokens;  // [n]
@@ -43,17 +44,29 @@ class ModelRunner {
   virtual ~ModelRunner() = default;
 
   virtual const ModelConfig& config() const = 0;
-  // A fresh, empty sequence sized for this model.
-  virtual std::unique_ptr<SequenceState> new_sequence() const = 0;
 
-  // Runs every request's chunk in one pass and appends the chunks to their caches. Validates all
-  // requests first (model_bad_input for an empty chunk, a token id out of range, a sequence over
-  // max_seq_len, or a sequence named twice) and then changes nothing on error.
+  // The paged KV cache (model/kv_cache.h). The engine sizes it from kv_cache_layout() and its
+  // memory budget, then calls init_kv_cache once; standalone users call
+  // init_kv_cache(standalone_kv_cache_config(max_seq_len)) and run make_standalone_sequence().
+  virtual KvCacheLayout kv_cache_layout() const = 0;
+  // Allocates the storage: per layer (+ MTP) [n_blocks, block_size, kv_lora_rank + qk_rope] f32.
+  // Calling it again resizes and forgets every cached row. invalid_argument for a bad block size,
+  // zero blocks, or more bytes than this machine's memory; nothing changes on error.
+  virtual Status init_kv_cache(const KvCacheConfig& cfg) = 0;
+  // n_blocks is 0 until init_kv_cache succeeds.
+  virtual const KvCacheConfig& kv_cache_config() const = 0;
+
+  // Runs every request's chunk in one pass, writes the chunks' rows into their blocks and
+  // advances their n_tokens. Validates all requests first and then changes nothing on error:
+  // model_bad_input naming the request for an empty chunk, a token id out of range, a sequence
+  // over max_seq_len or named twice, a block table too short for n_tokens + chunk or with an id
+  // outside [0, n_blocks), or a block written by one request and used by another in the call.
   // Not re-entrant: one forward at a time per model (scratch buffers are reused).
   virtual Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) = 0;
 
   virtual bool has_mtp() const = 0;
-  // MTP logits for every row of every request (model_unsupported without an MTP layer).
+  // MTP logits for every row of every request (model_unsupported without an MTP layer); the same
+  // validation as forward, plus: MTP rows only for positions the main model has consumed.
   virtual Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) = 0;
 };
 

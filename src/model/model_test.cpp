@@ -1,7 +1,6 @@
 // DeepSeekV3 forward on generated tiny checkpoints (tools/modelgen, preset tiny): chunking and
 // batching invariance, absorbed vs plain MLA, ISA paths, MTP, and input validation.
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -11,7 +10,7 @@
 
 #include "base/thread_pool.h"
 #include "model/deepseek_v3.h"
-#include "modelgen/make_model.h"
+#include "model/model_test_support.h"
 #include "modelgen/tensor_fill.h"
 #include "modelgen/tensor_plan.h"
 #include "weights/safetensors_writer.h"
@@ -19,127 +18,7 @@
 namespace ds {
 namespace {
 
-// A generated tiny checkpoint in a directory private to this test process (ctest runs test
-// processes in parallel), removed when the process exits.
-class TinyModelDir {
- public:
-  explicit TinyModelDir(bool fp8)
-      : dir_(::testing::TempDir() + "/ds_model_test_tiny_" + (fp8 ? "fp8_" : "bf16_") +
-             std::to_string(::getpid())) {
-    modelgen::MakeModelOptions o;
-    o.preset = "tiny";
-    o.fp8 = fp8;
-    o.seed = 3;
-    o.out_dir = dir_;
-    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
-    ThreadPool pool(2);
-    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-  }
-  ~TinyModelDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  TinyModelDir(const TinyModelDir&) = delete;
-  TinyModelDir& operator=(const TinyModelDir&) = delete;
-  const std::string& path() const { return dir_; }
-
- private:
-  std::string dir_;
-};
-
-// Generated once per test process, and only the formats a test asks for.
-const std::string& tiny_dir(bool fp8) {
-  if (fp8) {
-    static const TinyModelDir fp8_dir(true);
-    return fp8_dir.path();
-  }
-  static const TinyModelDir bf16_dir(false);
-  return bf16_dir.path();
-}
-
-std::unique_ptr<DeepSeekV3> load(bool fp8, Isa isa = Isa::reference, MlaMode mode = MlaMode::absorbed,
-                                 int threads = 2) {
-  ModelOptions o;
-  o.isa = isa;
-  o.n_threads = threads;
-  o.mla_mode = mode;
-  o.max_seq_len = 64;
-  Result<std::unique_ptr<DeepSeekV3>> m = DeepSeekV3::load(tiny_dir(fp8), o);
-  EXPECT_TRUE(m.ok()) << m.status().to_string();
-  return m.ok() ? std::move(m).value() : nullptr;
-}
-
-const std::vector<int32_t> kIds = {0, 17, 42, 9000, 128000, 5, 77, 1234, 31, 100000, 64, 2};
-
-struct SeqRun {
-  std::vector<float> logits;  // [n_ids, vocab]
-  std::vector<float> hidden;  // [n_ids, hidden]
-  std::vector<float> mtp;     // [n_ids - 1, vocab]
-};
-
-// Feeds ids in chunks of the given sizes (the last size repeats), all logits kept.
-SeqRun run(DeepSeekV3& m, const std::vector<int32_t>& ids, const std::vector<size_t>& chunks,
-           bool with_mtp = false) {
-  SeqRun r;
-  auto seq = m.new_sequence();
-  LogitsOutput out;
-  size_t pos = 0, c = 0;
-  while (pos < ids.size()) {
-    const size_t n = std::min(chunks[std::min(c++, chunks.size() - 1)], ids.size() - pos);
-    ForwardRequest req{seq.get(), {ids.data() + pos, n}, true};
-    const Status st = m.forward({&req, 1}, out);
-    EXPECT_TRUE(st.ok()) << st.to_string();
-    r.logits.insert(r.logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
-    r.hidden.insert(r.hidden.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
-    pos += n;
-  }
-  if (with_mtp) {
-    const int64_t H = m.config().hidden_size;
-    size_t row = 0;
-    c = 0;
-    while (row + 1 < ids.size()) {
-      const size_t n = std::min(chunks[std::min(c++, chunks.size() - 1)], ids.size() - 1 - row);
-      MtpRequest req{seq.get(), {ids.data() + row + 1, n}, r.hidden.data() + static_cast<int64_t>(row) * H};
-      const Status st = m.forward_mtp({&req, 1}, out);
-      EXPECT_TRUE(st.ok()) << st.to_string();
-      r.mtp.insert(r.mtp.end(), out.logits.data(), out.logits.data() + out.logits.numel());
-      row += n;
-    }
-  }
-  return r;
-}
-
-// max |a - b| / max(1, max |a|)
-double rel_max_err(const std::vector<float>& a, const std::vector<float>& b) {
-  EXPECT_EQ(a.size(), b.size());
-  double max_diff = 0, max_abs = 1;
-  for (size_t i = 0; i < a.size() && i < b.size(); ++i) {
-    max_diff = std::max(max_diff, std::abs(static_cast<double>(a[i]) - b[i]));
-    max_abs = std::max(max_abs, std::abs(static_cast<double>(a[i])));
-  }
-  return max_diff / max_abs;
-}
-
-void expect_sane(const std::vector<float>& logits) {
-  ASSERT_FALSE(logits.empty());
-  double mean = 0;
-  for (float v : logits) {
-    ASSERT_TRUE(std::isfinite(v));
-    mean += v;
-  }
-  mean /= static_cast<double>(logits.size());
-  double var = 0;
-  for (float v : logits) var += (v - mean) * (v - mean);
-  EXPECT_GT(var / static_cast<double>(logits.size()), 1e-6) << "logits are constant";
-}
-
-std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa i : {Isa::reference, Isa::avx2, Isa::avx512})
-    if (isa_supported(i)) isas.push_back(i);
-  return isas;
-}
+using namespace model_test;  // NOLINT(google-build-using-namespace): the shared test helpers
 
 // Absorbed MLA gives every token the same arithmetic whatever the chunking, and the kernels are
 // batch-invariant by contract, so prefill, chunked prefill and token-by-token decode must agree
@@ -171,9 +50,9 @@ TEST(DeepSeekV3, BatchedSequencesEqualSeparateRuns) {
   const SeqRun ra = run(*m, {0, 5, 6, 7, 8, 11}, {5, 1});
   const SeqRun rb = run(*m, {0, 900, 901, 12}, {3, 1});
 
-  auto sa = m->new_sequence(), sb = m->new_sequence();
+  SequenceState sa = blocks_from(0), sb = blocks_from(kSeqBlocks);
   LogitsOutput out;
-  ForwardRequest prefill[2] = {{sa.get(), a, true}, {sb.get(), b, true}};
+  ForwardRequest prefill[2] = {{&sa, a, true}, {&sb, b, true}};
   ASSERT_TRUE(m->forward(prefill, out).ok());
   const int64_t V = m->config().vocab_size;
   ASSERT_EQ(out.row_begin, (std::vector<int64_t>{0, 5, 8}));
@@ -183,7 +62,7 @@ TEST(DeepSeekV3, BatchedSequencesEqualSeparateRuns) {
             std::vector<float>(rb.logits.begin(), rb.logits.begin() + 3 * V));
 
   const int32_t ta = 11, tb = 12;
-  ForwardRequest step[2] = {{sb.get(), {&tb, 1}, false}, {sa.get(), {&ta, 1}, false}};
+  ForwardRequest step[2] = {{&sb, {&tb, 1}, false}, {&sa, {&ta, 1}, false}};
   ASSERT_TRUE(m->forward(step, out).ok());
   EXPECT_EQ(std::vector<float>(out.logits.row(0), out.logits.row(0) + V),
             std::vector<float>(rb.logits.begin() + 3 * V, rb.logits.end()));
@@ -234,15 +113,14 @@ TEST(DeepSeekV3, ThreadCountDoesNotChangeResults) {
 TEST(DeepSeekV3, RejectsBadInputWithoutSideEffects) {
   auto m = load(false);
   ASSERT_TRUE(m);
-  auto seq = m->new_sequence();
+  SequenceState seq = blocks_from(0);
   LogitsOutput out;
   const std::vector<int32_t> bad = {0, 5, m->config().vocab_size};
-  ForwardRequest req{seq.get(), bad, false};
+  ForwardRequest req{&seq, bad, false};
   Status st = m->forward({&req, 1}, out);
   EXPECT_EQ(st.code(), ErrorCode::model_bad_input);
   EXPECT_NE(st.message().find("129280"), std::string::npos) << st.message();
-  EXPECT_EQ(seq->n_tokens(), 0);
-  EXPECT_EQ(seq->layer(0).n_rows(), 0);
+  EXPECT_EQ(seq.n_tokens, 0);
 
   const std::vector<int32_t> negative = {-1};
   req.tokens = negative;
@@ -252,9 +130,9 @@ TEST(DeepSeekV3, RejectsBadInputWithoutSideEffects) {
   EXPECT_EQ(m->forward({&req, 1}, out).code(), ErrorCode::model_bad_input);
 
   const std::vector<int32_t> ok = {0, 5};
-  ForwardRequest twice[2] = {{seq.get(), ok, false}, {seq.get(), ok, false}};
+  ForwardRequest twice[2] = {{&seq, ok, false}, {&seq, ok, false}};
   EXPECT_EQ(m->forward(twice, out).code(), ErrorCode::model_bad_input);
-  EXPECT_EQ(seq->n_tokens(), 0);
+  EXPECT_EQ(seq.n_tokens, 0);
 
   // max_seq_len is 64 in these tests.
   std::vector<int32_t> long_ids(65, 7);
@@ -265,7 +143,7 @@ TEST(DeepSeekV3, RejectsBadInputWithoutSideEffects) {
 
   // MTP rows need the main model's positions first.
   std::vector<float> hidden(static_cast<size_t>(m->config().hidden_size), 0.0f);
-  MtpRequest mreq{seq.get(), ok, hidden.data()};
+  MtpRequest mreq{&seq, ok, hidden.data()};
   EXPECT_EQ(m->forward_mtp({&mreq, 1}, out).code(), ErrorCode::model_bad_input);
 }
 
@@ -273,12 +151,12 @@ TEST(DeepSeekV3, TruncateRewindsTheSequence) {
   auto m = load(false, best_isa());
   ASSERT_TRUE(m);
   const SeqRun ref = run(*m, kIds, {kIds.size()});
-  auto seq = m->new_sequence();
+  SequenceState seq = blocks_from(0);
   LogitsOutput out;
-  ForwardRequest req{seq.get(), {kIds.data(), 6}, false};
+  ForwardRequest req{&seq, {kIds.data(), 6}, false};
   ASSERT_TRUE(m->forward({&req, 1}, out).ok());
-  seq->truncate(4);
-  EXPECT_EQ(seq->n_tokens(), 4);
+  truncate_sequence(seq, 4);
+  EXPECT_EQ(seq.n_tokens, 4);
   req.tokens = {kIds.data() + 4, kIds.size() - 4};
   req.all_logits = true;
   ASSERT_TRUE(m->forward({&req, 1}, out).ok());
@@ -296,6 +174,7 @@ TEST(DeepSeekV3, MtpInputSwitch) {
   o.mtp_input = MtpInput::pre_norm;
   Result<std::unique_ptr<DeepSeekV3>> pre = DeepSeekV3::load(tiny_dir(false), o);
   ASSERT_TRUE(pre.ok()) << pre.status().to_string();
+  ASSERT_TRUE((*pre)->init_kv_cache({kBlockSize, kSeqBlocks}).ok());
   auto post = load(false, best_isa());
   const SeqRun a = run(**pre, kIds, {kIds.size()}, true);
   const SeqRun b = run(*post, kIds, {kIds.size()}, true);
@@ -367,7 +246,9 @@ TEST(DeepSeekV3, V2StyleConfigIsInvariantAndFormsAgree) {
     o.mla_mode = mode;
     Result<std::unique_ptr<DeepSeekV3>> m = DeepSeekV3::load(dir, o);
     EXPECT_TRUE(m.ok()) << m.status().to_string();
-    return m.ok() ? std::move(m).value() : nullptr;
+    if (!m.ok()) return std::unique_ptr<DeepSeekV3>();
+    EXPECT_TRUE((*m)->init_kv_cache({kBlockSize, kSeqBlocks}).ok());
+    return std::move(m).value();
   };
   auto ref = load_v2(Isa::reference, MlaMode::absorbed);
   ASSERT_TRUE(ref);
@@ -384,10 +265,10 @@ TEST(DeepSeekV3, V2StyleConfigIsInvariantAndFormsAgree) {
     EXPECT_LT(rel_max_err(base.logits, r.logits), 1e-5) << isa_name(isa);
     EXPECT_EQ(run(*m, ids, {2, 1}).logits, r.logits) << isa_name(isa);
   }
-  auto seq = ref->new_sequence();
+  SequenceState seq = blocks_from(0);
   LogitsOutput out;
   std::vector<float> hidden(40, 0.0f);
-  MtpRequest mreq{seq.get(), {ids.data(), 1}, hidden.data()};
+  MtpRequest mreq{&seq, {ids.data(), 1}, hidden.data()};
   EXPECT_EQ(ref->forward_mtp({&mreq, 1}, out).code(), ErrorCode::model_unsupported);
 }
 

@@ -43,11 +43,11 @@ void mla_attention_absorbed(ThreadPool& pool, const MlaAbsorbedArgs& a) {
     const int64_t h = task % a.n_heads;
     const float* q = a.q + (i * a.n_heads + h) * qk_dim;
     const int64_t n_vis = std::min<int64_t>(a.q_pos[i] + 1, a.n_ctx);
+    auto row = [&](int64_t j) { return a.block_rows[j / a.block_size] + (j % a.block_size) * qk_dim; };
     std::vector<float> scores(static_cast<size_t>(std::max<int64_t>(n_vis, 0)));
-    for (int64_t j = 0; j < n_vis; ++j) scores[j] = a.scale * dot(q, a.cache + j * qk_dim, qk_dim);
-    weighted_sum(
-        scores.data(), std::max<int64_t>(n_vis, 0), a.latent_dim,
-        [&](int64_t j) { return a.cache + j * qk_dim; }, a.out + (i * a.n_heads + h) * a.latent_dim);
+    for (int64_t j = 0; j < n_vis; ++j) scores[j] = a.scale * dot(q, row(j), qk_dim);
+    weighted_sum(scores.data(), std::max<int64_t>(n_vis, 0), a.latent_dim, row,
+                 a.out + (i * a.n_heads + h) * a.latent_dim);
   });
 }
 

@@ -272,7 +272,9 @@ void mla_absorbed(ThreadPool& pool, const MlaAbsorbedArgs& a) {
       out[h] = a.out + ((i * n_heads) + h0 + h) * a.latent_dim;
     }
     const int64_t n_vis = std::min<int64_t>(a.q_pos[i] + 1, a.n_ctx);
-    auto row = [&](int64_t j) { return a.cache + j * d; };
+    // Paged rows (kernels/attention.h); attend() gathers them into position-ordered pointer
+    // blocks, so the arithmetic never sees the page boundaries.
+    auto row = [&](int64_t j) { return a.block_rows[j / a.block_size] + (j % a.block_size) * d; };
     const auto scores =
         std::make_unique_for_overwrite<float[]>(static_cast<size_t>(nh * std::max<int64_t>(n_vis, 1)));
     attend<Vec>(nh, q_rows, d, n_vis, row, row, a.latent_dim, a.scale, out, scores.get());
