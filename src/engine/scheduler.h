@@ -4,20 +4,30 @@
 //
 // Policy (docs/engine.md):
 // - A per-step token budget (max_step_tokens). Decode first: every running sequence that has a
-//   token to consume gets 1 token; the rest of the budget goes to prefill chunks (chunked prefill),
-//   so a long prompt never stalls decoding.
-// - Admission from a bounded waiting queue: highest priority first, FIFO within a priority, and
-//   across tenants of equal priority the tenant with the fewest tokens served recently goes first
-//   (fair share). A full queue refuses add() with engine_overloaded (retryable).
+//   token to consume gets 1 token (highest ranked first while the budget lasts); the rest of the
+//   budget goes to prefill chunks (chunked prefill), so a long prompt never stalls decoding.
+//   Rank: higher priority, then earlier first admission.
+// - Admission from a bounded waiting queue (engine/waiting_queue.h): highest priority first; within
+//   a priority, preempted sequences first, then across tenants the one with the fewest tokens served
+//   (fair share by virtual token counters, engine/tenant_share.h), FIFO within a tenant. A full queue
+//   refuses add() with engine_overloaded (retryable). Admission needs blocks for the first chunk
+//   and never preempts; the head of the queue waits (no overtaking) and nothing is admitted in a
+//   step that had to preempt.
 // - When blocks run out, the lowest-priority, most recently admitted running sequence is preempted
 //   by recompute: its blocks are released (cached full blocks stay in the prefix index, so it often
 //   resumes from its own prefix) and it returns to the front of its priority in the waiting queue.
-// - Deadlines: a sequence whose deadline has passed is removed (queued or running) and reported in
-//   StepPlan::expired.
-// - SWA bounded replay (models with window attention; swa_replay_tokens > 0): a prefix hit of H
-//   tokens keeps the cached paged blocks but recomputes positions [H - swa_replay_tokens, H) to
-//   rebuild the window ring, with window attention cut at the replay start; replayed positions do
-//   not write paged caches (deepinfer-features.md §6).
+//   Only a sequence ranked below the one that needs the blocks, not in flight and not yet holding a
+//   chunk of this step, can be the victim; with none, a decode waits a step and a prefill chunk
+//   shrinks to the blocks it can get.
+// - Deadlines: a sequence whose deadline has passed (deadline <= now) is removed (queued or
+//   running) and reported in StepPlan::expired.
+// - SWA bounded replay (models with window attention; swa_replay_tokens = W > 0): a prefix hit of
+//   H > W tokens keeps the cached paged blocks but recomputes positions [H - W, H) to rebuild the
+//   window ring, with window attention cut at the replay start H - W (= replay_end - W); replayed
+//   positions do not write paged caches (deepinfer-features.md §6). A hit of H <= W is not adopted:
+//   the sequence is computed from position 0 (vLLM #56227's rule).
+// - Generation stops being scheduled once max_tokens tokens are sampled (known or pending); the
+//   engine calls finish() for it (and for EOS / stop strings, which the scheduler does not see).
 //
 // Async scheduling: schedule() for step N+1 may be called before on_step_done() of step N. A
 // sequence whose chunk in step N samples a token counts that token as pending; in step N+1 its
@@ -29,12 +39,17 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
 #include "engine/request.h"
+#include "engine/tenant_share.h"
+#include "engine/waiting_queue.h"
 #include "kvcache/kv_cache_manager.h"
 
 namespace ds {
@@ -62,8 +77,8 @@ struct ScheduledChunk {
   SeqId seq_id = 0;
   int64_t pos_begin = 0;
   int32_t n_tokens = 0;
-  bool samples = false;     // the chunk reaches the sequence's last known token: sample one after it
-  int64_t replay_end = 0;   // SWA bounded replay: positions < replay_end only rebuild the window ring
+  bool samples = false;    // the chunk reaches the sequence's last known token: sample one after it
+  int64_t replay_end = 0;  // SWA bounded replay: positions < replay_end only rebuild the window ring
 };
 
 struct StepPlan {
@@ -72,6 +87,15 @@ struct StepPlan {
   std::vector<SeqId> preempted;        // released their blocks this step; will recompute
   std::vector<SeqId> expired;          // deadline passed; removed from the scheduler
   int32_t n_tokens = 0;                // sum of chunk sizes (<= max_step_tokens)
+};
+
+// Counters since construction, for metrics (vLLM's num_preemptions and friends).
+struct SchedulerStats {
+  int64_t n_steps = 0;
+  int64_t n_admitted = 0;  // admissions, re-admissions after preemption included
+  int64_t n_preemptions = 0;
+  int64_t n_expired = 0;
+  int64_t n_refused_overloaded = 0;
 };
 
 class Scheduler {
@@ -87,9 +111,13 @@ class Scheduler {
 
   // Step `plan` finished; sampled[i] is the token sampled for plan.chunks[i] (ignored when that
   // chunk does not sample). Registers newly computed full blocks for prefix caching.
+  // Steps complete in the order they were planned. `plan` may omit chunks of the plan schedule()
+  // returned (rows the engine dropped for sequences it is finishing, which it must then finish());
+  // chunks of sequences already finished or expired are ignored.
   void on_step_done(const StepPlan& plan, std::span<const int32_t> sampled);
 
-  // Removes a sequence (finished, cancelled): its blocks are released now.
+  // Removes a sequence (finished, cancelled): its blocks are released now. No-op for an unknown
+  // id (already expired or finished), so cancellation may race completion.
   void finish(SeqId seq_id);
 
   bool contains(SeqId seq_id) const;
@@ -101,9 +129,67 @@ class Scheduler {
 
   int32_t n_waiting() const;
   int32_t n_running() const;
+  bool is_running(SeqId seq_id) const;
+  int32_t n_preemptions(SeqId seq_id) const;  // times this sequence was preempted
+  SchedulerStats stats() const { return stats_; }
+  const SchedulerConfig& config() const { return cfg_; }
 
   // Scheduler invariants plus KvCacheManager::check_integrity(); tests run it after every step.
   Status check_integrity() const;
+
+ private:
+  struct SeqState {
+    SeqSpec spec;
+    std::vector<int32_t> tokens;  // prompt + generated values known so far
+    int32_t n_generated = 0;      // generated tokens whose values are known
+    int32_t n_pending = 0;        // sampled by steps in flight; values not known yet
+    int64_t n_scheduled = 0;      // positions [0, n_scheduled) computed or in flight
+    int64_t n_computed = 0;       // positions [0, n_computed) whose step finished
+    int64_t replay_end = 0;       // SWA bounded replay of the current admission (0: none)
+    int32_t n_in_flight = 0;      // plans holding a chunk of this sequence, not yet done
+    uint64_t last_step_scheduled = std::numeric_limits<uint64_t>::max();  // latest plan holding a chunk
+    bool running = false;
+    uint64_t arrival_order = 0;    // add() order
+    uint64_t admission_order = 0;  // first-admission order; 0 until first admitted
+    int64_t cached_prompt_tokens = 0;
+    int32_t n_preemptions = 0;
+
+    int64_t n_known() const { return static_cast<int64_t>(tokens.size()) + n_pending; }
+    // Generation is complete once every allowed token is sampled (known or pending).
+    bool reached_max_tokens() const { return n_generated + n_pending >= spec.max_tokens; }
+    // Positions that could run now: up to and including the last known (or pending) token.
+    int64_t n_schedulable() const { return reached_max_tokens() ? 0 : n_known() - n_scheduled; }
+  };
+
+  const SeqState& state(SeqId seq_id) const;
+  // Ranks running sequences: higher priority, then earlier first admission. True when a outranks b.
+  static bool outranks(const SeqState& a, const SeqState& b);
+  bool is_decode(const SeqState& seq) const;
+
+  void expire(SteadyTime now, StepPlan& plan);
+  // Blocks for seq to cover n_tokens_total positions, preempting lower-ranked sequences when the
+  // pool is short. False when not enough could be found (nothing allocated then).
+  bool reserve_blocks(SeqId seq_id, int64_t n_tokens_total, StepPlan& plan);
+  // The lowest-ranked running sequence that may be preempted now and ranks below `than`.
+  std::optional<SeqId> pick_victim(const SeqState& than, uint64_t step_index) const;
+  void preempt(SeqId seq_id, StepPlan& plan);
+  void schedule_running(StepPlan& plan, int32_t& budget_tokens, bool decode_phase);
+  void admit(StepPlan& plan, int32_t& budget_tokens);
+  void add_chunk(SeqId seq_id, SeqState& seq, int32_t n_tokens, StepPlan& plan, int32_t& budget_tokens);
+  void remove(SeqId seq_id);
+
+  SchedulerConfig cfg_;
+  KvCacheManager& kv_;
+  std::unordered_map<SeqId, SeqState> seqs_;
+  std::vector<SeqId> running_;  // admission order; re-sorted by rank in schedule()
+  WaitingQueue waiting_;
+  TenantShare share_;
+  uint64_t next_step_index_ = 0;
+  uint64_t next_done_step_index_ = 0;
+  uint64_t next_arrival_order_ = 1;
+  uint64_t next_admission_order_ = 1;
+  SchedulerStats stats_;
+  std::vector<BlockId> empty_table_;
 };
 
 }  // namespace ds

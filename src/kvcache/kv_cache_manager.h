@@ -13,18 +13,23 @@
 //   (LRU over unreferenced blocks).
 // - A match never covers the whole prompt: at least one prompt token is left to compute, so the
 //   model produces the logits of the last position.
+// - close() releases a table's blocks last-first, so a finished sequence's tail (the part least
+//   likely to be shared) is evicted before its head (vLLM does the same).
 //
 // Not thread-safe: owned and driven by the scheduler thread.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
 #include "kvcache/block_pool.h"
 #include "kvcache/prefix_hash.h"
+#include "kvcache/prefix_index.h"
 
 namespace ds {
 
@@ -35,6 +40,14 @@ struct KvCacheManagerConfig {
   int32_t n_blocks = 0;
   uint64_t process_seed = 0;  // random per process (chosen by the caller; tests fix it)
   bool enable_prefix_caching = true;
+  // Compression ratio of every compressed cache kind sharing the block ids (V4: 4 and 128; 0 or 1
+  // entries mean uncompressed). A block must hold whole compressed entries, so block_size_tokens
+  // must be a multiple of each ratio.
+  std::vector<int32_t> compression_ratios;
+
+  // invalid_argument naming the field when the block size is not positive, the block count is
+  // negative, or the block size is not a multiple of a compression ratio.
+  Status validate() const;
 };
 
 struct KvCacheStats {
@@ -43,10 +56,18 @@ struct KvCacheStats {
   int32_t n_blocks_total = 0;
   int32_t n_blocks_free = 0;    // free, including cached-but-unreferenced blocks
   int32_t n_blocks_cached = 0;  // registered in the prefix index (referenced or not)
+  int64_t n_evictions = 0;      // cached blocks whose hash was dropped because they were reallocated
+};
+
+// What open() would match, without changing anything (admission checks).
+struct PrefixProbe {
+  int64_t n_hit_tokens = 0;       // a multiple of the block size, < prompt.size()
+  int32_t n_hit_blocks_free = 0;  // of the matched blocks, those now unreferenced (open revives them)
 };
 
 class KvCacheManager {
  public:
+  // Precondition: cfg.validate() is ok (callers validate configuration first; a bad one aborts).
   explicit KvCacheManager(const KvCacheManagerConfig& cfg);
 
   int32_t block_size_tokens() const;
@@ -54,8 +75,16 @@ class KvCacheManager {
   // Opens a sequence: matches the longest cached prefix of `prompt` under `cache_salt`, takes a
   // reference on each matched block and makes them the start of the sequence's block table.
   // Returns the number of prompt tokens already cached (a multiple of the block size, < prompt.size()).
-  // Precondition: seq_id is not open.
+  // Precondition: seq_id is not open; prompt is not empty.
   int64_t open(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt);
+  // As above, matching at most max_hit_tokens tokens (rounded down to whole blocks); 0 opens the
+  // sequence with an empty table. The scheduler uses it to refuse hits too short for SWA replay.
+  int64_t open(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt,
+               int64_t max_hit_tokens);
+
+  // The match open() would make now (same rules), changing nothing, not counted in stats.
+  PrefixProbe probe(std::span<const TokenId> prompt, std::string_view cache_salt,
+                    int64_t max_hit_tokens = std::numeric_limits<int64_t>::max()) const;
 
   // Makes the block table cover n_tokens_total positions, allocating blocks at the end.
   // kvcache_out_of_blocks (retryable) when the pool cannot supply them; then nothing changed.
@@ -64,9 +93,12 @@ class KvCacheManager {
   // Blocks grow() would need to cover n_tokens_total (0 if already covered); for admission checks.
   int32_t blocks_needed(SeqId seq_id, int64_t n_tokens_total) const;
   int32_t n_free_blocks() const;
+  // Blocks needed to hold n_tokens positions from scratch.
+  int32_t blocks_for_tokens(int64_t n_tokens) const;
 
   // The sequence's computed tokens are tokens[0 .. tokens.size()): registers every newly full block
-  // in the prefix index (no-op when prefix caching is off).
+  // in the prefix index (no-op when prefix caching is off). Calls for one sequence must pass growing
+  // prefixes of the same token sequence; blocks beyond the table are ignored.
   void commit(SeqId seq_id, std::span<const TokenId> tokens);
 
   // Releases every block of the sequence and forgets it. Registered blocks stay cached.
@@ -76,9 +108,34 @@ class KvCacheManager {
   bool is_open(SeqId seq_id) const;
   KvCacheStats stats() const;
 
+  // Introspection for tests and metrics.
+  bool is_block_cached(BlockId block_id) const { return index_.is_registered(block_id); }
+  int32_t block_ref_count(BlockId block_id) const { return pool_.ref_count(block_id); }
+  // Free blocks, next to be reused (evicted) first.
+  std::vector<BlockId> free_list() const { return pool_.free_list(); }
+
   // Pool + index + tables consistent (ref count of each block == number of tables holding it, free
   // list == blocks with no reference, every index entry names a block whose hash matches). O(blocks).
   Status check_integrity() const;
+
+ private:
+  friend struct KvCacheManagerTestAccess;  // lets tests corrupt state to prove check_integrity() fails
+
+  struct SeqBlocks {
+    uint64_t hash_key = 0;               // prefix_hash_key(process seed, cache salt)
+    std::vector<BlockId> table;          // block i holds positions [i * block_size, (i + 1) * block_size)
+    std::vector<uint64_t> block_hashes;  // chain hashes of the first block_hashes.size() (full) blocks
+  };
+
+  const SeqBlocks& seq(SeqId seq_id) const;
+
+  KvCacheManagerConfig cfg_;
+  BlockPool pool_;
+  PrefixIndex index_;
+  std::unordered_map<SeqId, SeqBlocks> seqs_;
+  int64_t prefix_queries_tokens_ = 0;
+  int64_t prefix_hit_tokens_ = 0;
+  int64_t n_evictions_ = 0;
 };
 
 }  // namespace ds
