@@ -1,8 +1,11 @@
-// deepinfer inspect DIR: the parsed config (key: value lines) and the tensor table with totals.
+// deepinfer inspect DIR: the parsed config (key: value lines; V4 adds a per-layer table), the tensor
+// table, bytes by dtype and totals.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -73,6 +76,91 @@ void print_config(const ModelConfig& c) {
   }
 }
 
+const char* attention_kind_name(AttentionKind kind) {
+  switch (kind) {
+    case AttentionKind::sliding_window:
+      return "SWA";
+    case AttentionKind::csa:
+      return "CSA";
+    case AttentionKind::hca:
+      return "HCA";
+  }
+  return "?";
+}
+
+// deepseek_v4: the keys of its config.json, then one line per layer (main and draft).
+void print_config_v4(const ModelConfig& c) {
+  auto kv = [](const char* key, const auto& value) { fmt::print("{}: {}\n", key, value); };
+  kv("model_type", c.model_type);
+  kv("vocab_size", c.vocab_size);
+  kv("hidden_size", c.hidden_size);
+  kv("num_hidden_layers", c.num_hidden_layers);
+  kv("num_nextn_predict_layers", c.num_nextn_predict_layers);
+  kv("num_attention_heads", c.num_attention_heads);
+  kv("num_key_value_heads", c.num_key_value_heads);
+  kv("head_dim", c.head_dim);
+  kv("qk_rope_head_dim", c.qk_rope_head_dim);
+  kv("q_lora_rank", c.q_lora_rank);
+  kv("o_groups", c.o_groups);
+  kv("o_lora_rank", c.o_lora_rank);
+  kv("sliding_window", c.sliding_window);
+  kv("compress_ratios", fmt::format("[{}]", fmt::join(c.compress_ratios, ", ")));
+  kv("compress_rope_theta", c.compress_rope_theta);
+  kv("kv_block_size_multiple", c.kv_block_size_multiple());
+  kv("index_n_heads", c.index_n_heads);
+  kv("index_head_dim", c.index_head_dim);
+  kv("index_topk", c.index_topk);
+  kv("hc_mult", c.hc_mult);
+  kv("hc_sinkhorn_iters", c.hc_sinkhorn_iters);
+  kv("hc_eps", c.hc_eps);
+  kv("n_routed_experts", c.n_routed_experts);
+  kv("n_shared_experts", c.n_shared_experts);
+  kv("num_experts_per_tok", c.num_experts_per_tok);
+  kv("moe_intermediate_size", c.moe_intermediate_size);
+  kv("num_hash_layers", c.num_hash_layers);
+  kv("routed_scaling_factor", c.routed_scaling_factor);
+  kv("scoring_func", c.scoring_func);
+  kv("topk_method", c.topk_method);
+  kv("norm_topk_prob", c.norm_topk_prob);
+  kv("swiglu_limit", c.swiglu_limit);
+  kv("expert_dtype", c.expert_dtype.empty() ? std::string("none") : c.expert_dtype);
+  kv("max_position_embeddings", c.max_position_embeddings);
+  kv("rms_norm_eps", c.rms_norm_eps);
+  kv("rope_theta", c.rope_theta);
+  kv("rope_scaling.type", c.rope_scaling.type.empty() ? std::string("none") : c.rope_scaling.type);
+  if (!c.rope_scaling.type.empty()) {
+    kv("rope_scaling.factor", c.rope_scaling.factor);
+    kv("rope_scaling.original_max_position_embeddings", c.rope_scaling.original_max_position_embeddings);
+    kv("rope_scaling.beta_fast", c.rope_scaling.beta_fast);
+    kv("rope_scaling.beta_slow", c.rope_scaling.beta_slow);
+  }
+  kv("tie_word_embeddings", c.tie_word_embeddings);
+  kv("bos_token_id", c.bos_token_id);
+  kv("eos_token_id", c.eos_token_id);
+  kv("quantization.quant_method",
+     c.quantization.quant_method.empty() ? std::string("none") : c.quantization.quant_method);
+  if (!c.quantization.quant_method.empty()) {
+    kv("quantization.fmt", c.quantization.fmt);
+    kv("quantization.weight_block_size",
+       fmt::format("[{}, {}]", c.quantization.block_rows, c.quantization.block_cols));
+    if (!c.quantization.scale_fmt.empty()) kv("quantization.scale_fmt", c.quantization.scale_fmt);
+  }
+  if (c.dspark) {
+    kv("dspark_target_layer_ids", fmt::format("[{}]", fmt::join(c.dspark->target_layer_ids, ", ")));
+    kv("dspark_block_size", c.dspark->block_size);
+    kv("dspark_noise_token_id", c.dspark->noise_token_id);
+    kv("dspark_markov_rank", c.dspark->markov_rank);
+  }
+  fmt::print("\nlayers:\n{:<10}  {:>5}  {:<4}  {}\n", "layer", "ratio", "attn", "routing");
+  for (int layer = 0; layer < c.num_hidden_layers + c.num_draft_layers(); ++layer) {
+    const std::string name = layer < c.num_hidden_layers ? fmt::format("layers.{}", layer)
+                                                         : fmt::format("mtp.{}", layer - c.num_hidden_layers);
+    fmt::print("{:<10}  {:>5}  {:<4}  {}\n", name, c.compress_ratio(layer),
+               attention_kind_name(c.attention_kind(layer)),
+               c.is_hash_layer(layer) ? "hash (tid2eid)" : "scores + bias");
+  }
+}
+
 std::string basename_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? path : path.substr(slash + 1);
@@ -85,7 +173,11 @@ int run_inspect(const std::string& dir) {
   Result<Checkpoint> ckpt = Checkpoint::open(dir);
   if (!ckpt.ok()) return report_error(cmd, ckpt.status());
 
-  print_config(*cfg);
+  if (cfg->is_v4()) {
+    print_config_v4(*cfg);
+  } else {
+    print_config(*cfg);
+  }
   const auto tensors = ckpt->tensors();
   size_t name_w = 4;
   for (const TensorEntry* t : tensors) name_w = std::max(name_w, t->name.size());
@@ -96,6 +188,19 @@ int run_inspect(const std::string& dir) {
     fmt::print("{:<{}}  {:<8}  {:<20}  {:>12}  {}\n", t->name, name_w, dtype_name(t->dtype),
                t->shape.to_string(), t->nbytes, t->file ? basename_of(*t->file) : std::string("?"));
     n_params += t->shape.numel();
+  }
+  // Bytes by stored dtype (packed FP4 experts show as I8, their scales as F8_E8M0).
+  std::map<std::string, std::pair<size_t, size_t>> by_dtype;  // dtype -> (tensors, bytes)
+  for (const TensorEntry* t : tensors) {
+    auto& [count, bytes] = by_dtype[std::string(dtype_name(t->dtype))];
+    ++count;
+    bytes += t->nbytes;
+  }
+  fmt::print("\nbytes by dtype:\n");
+  for (const auto& [dtype, cb] : by_dtype) {
+    fmt::print("{:<8}  {:>6} tensors  {:>14} bytes  {:6.2f}%\n", dtype, cb.first, cb.second,
+               100.0 * static_cast<double>(cb.second) /
+                   static_cast<double>(std::max<size_t>(1, ckpt->total_bytes())));
   }
   fmt::print("\ntotal_tensors: {}\ntotal_bytes: {} ({:.3f} GiB)\ntotal_elements: {}\n", tensors.size(),
              ckpt->total_bytes(), static_cast<double>(ckpt->total_bytes()) / (1024.0 * 1024.0 * 1024.0),

@@ -1,4 +1,5 @@
-// `deepinfer make-model`: generate a random-weight checkpoint in the real HF DeepSeek-V3 format.
+// `deepinfer make-model`: generate a random-weight checkpoint in the real DeepSeek-V3 (HF) or
+// DeepSeek-V4 format.
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -14,13 +15,14 @@ namespace {
 
 struct MakeModelArgs {
   modelgen::MakeModelOptions options;
-  std::string dtype = "bf16";
+  std::string dtype;  // empty: the architecture's default (V3 bf16, V4 fp8 as released)
   int n_threads = 0;
 };
 
 double gib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
 int run_make_model(MakeModelArgs& args) {
+  if (args.dtype.empty()) args.dtype = args.options.arch == "deepseek_v4" ? "fp8" : "bf16";
   args.options.fp8 = args.dtype == "fp8";
   const int n_threads = args.n_threads > 0
                             ? args.n_threads
@@ -49,14 +51,15 @@ void add_make_model_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "make-model", "Write a random-weight checkpoint (config.json, sharded safetensors, tokenizer)");
   cmd->add_option("--arch", args->options.arch, "Architecture")
-      ->check(CLI::IsMember({"deepseek_v3"}))
+      ->check(CLI::IsMember({"deepseek_v3", "deepseek_v4"}))
       ->capture_default_str();
   cmd->add_option("--preset", args->options.preset, "Size: tiny | small | bench")
       ->check(CLI::IsMember({"tiny", "small", "bench"}))
       ->capture_default_str();
-  cmd->add_option("--dtype", args->dtype, "Linear weights: bf16 | fp8 (E4M3, 128x128 F32 scales)")
-      ->check(CLI::IsMember({"bf16", "fp8"}))
-      ->capture_default_str();
+  cmd->add_option("--dtype", args->dtype,
+                  "Linear weights: bf16 | fp8 (V3: E4M3 with 128x128 F32 scales, the default bf16; "
+                  "V4: E4M3 with E8M0 scales and FP4 experts as released, the default)")
+      ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--seed", args->options.seed, "Random seed (same seed -> identical bytes)")
       ->capture_default_str();
   cmd->add_option("--out", args->options.out_dir, "Output directory")->required();

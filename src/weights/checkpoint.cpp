@@ -1,6 +1,7 @@
 #include "weights/checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -63,6 +64,52 @@ Status shape_mismatch(const TensorEntry& t, const std::string& expected) {
   return Status(ErrorCode::weights_shape_mismatch, *t.file + ": tensor " + quoted_for_message(t.name) +
                                                        ": expected " + expected + ", got " +
                                                        describe(t.dtype, t.shape));
+}
+
+Status bad_tensor(const TensorEntry& t, const std::string& what) {
+  return Status(ErrorCode::weights_bad_tensor,
+                *t.file + ": tensor " + quoted_for_message(t.name) + ": " + what);
+}
+
+// E8M0 byte 255 is NaN: a weight with such a scale has no value, so refuse the file.
+Status check_e8m0_scales(const TensorEntry& scale) {
+  const auto* nan = static_cast<const uint8_t*>(std::memchr(scale.data, 0xff, scale.nbytes));
+  if (nan == nullptr) return ok_status();
+  const int64_t index = nan - scale.data;
+  const int64_t cols = scale.shape.rank >= 2 ? scale.shape[scale.shape.rank - 1] : 1;
+  return bad_tensor(scale, "E8M0 scale byte 255 (NaN) at [" + std::to_string(index / cols) + ", " +
+                               std::to_string(index % cols) + "]");
+}
+
+Result<WeightMatrix> load_fp4(const Checkpoint& ckpt, const TensorEntry& w, const std::string& prefix,
+                              int64_t rows, int64_t cols) {
+  if (cols % kFp4BlockCols != 0) {
+    return shape_mismatch(w, "a matrix with in_features a multiple of " + std::to_string(kFp4BlockCols) +
+                                 " for packed FP4 (asked for [" + std::to_string(rows) + ", " +
+                                 std::to_string(cols) + "])");
+  }
+  const Shape packed{rows, cols / 2};
+  if (!(w.shape == packed)) return shape_mismatch(w, describe(DType::i8, packed) + " (packed FP4 E2M1)");
+  const TensorEntry* scale = ckpt.find(prefix + ".scale");
+  if (scale == nullptr) {
+    return Status(ErrorCode::weights_missing_tensor,
+                  *w.file + ": tensor " + quoted_for_message(w.name) + " is packed FP4 (I8) but " +
+                      quoted_for_message(prefix + ".scale") + " does not exist");
+  }
+  const Shape grid{rows, cols / kFp4BlockCols};
+  if (scale->dtype != DType::f8_e8m0 || !(scale->shape == grid)) {
+    return shape_mismatch(*scale, describe(DType::f8_e8m0, grid));
+  }
+  DS_TRY(check_e8m0_scales(*scale));
+  WeightMatrix m;
+  m.format = WeightFormat::fp4_e2m1_block;
+  m.data = w.data;
+  m.rows = rows;
+  m.cols = cols;
+  m.scales_e8m0 = scale->data;
+  m.block_rows = 1;
+  m.block_cols = kFp4BlockCols;
+  return m;
 }
 
 }  // namespace
@@ -150,6 +197,7 @@ Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& pref
                   "load_linear " + prefix + ": rows, cols and block must be positive");
   }
   DS_ASSIGN_OR_RETURN(const TensorEntry* w, ckpt.get(prefix + ".weight"));
+  if (w->dtype == DType::i8) return load_fp4(ckpt, *w, prefix, rows, cols);
   const Shape want{rows, cols};
   if (!(w->shape == want)) return shape_mismatch(*w, "shape " + want.to_string());
   // The kernels read the mapping as typed arrays; the writer (ours and the Python one) aligns every
@@ -174,7 +222,7 @@ Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& pref
     case DType::f8_e4m3:
       break;
     default:
-      return shape_mismatch(*w, "BF16, F32 or F8_E4M3");
+      return shape_mismatch(*w, "BF16, F32, F8_E4M3 or I8 (packed FP4)");
   }
 
   m.format = WeightFormat::fp8_e4m3_block;
@@ -200,6 +248,7 @@ Result<WeightMatrix> load_linear(const Checkpoint& ckpt, const std::string& pref
     if (e8->dtype != DType::f8_e8m0 || !(e8->shape == grid)) {
       return shape_mismatch(*e8, describe(DType::f8_e8m0, grid));
     }
+    DS_TRY(check_e8m0_scales(*e8));
     scale_storage.resize(n_scales);
     for (size_t i = 0; i < n_scales; ++i) scale_storage[i] = e8m0_to_f32(e8->data[i]);
     m.scales = scale_storage.data();
@@ -231,6 +280,49 @@ Result<std::vector<float>> load_f32(const Checkpoint& ckpt, const std::string& n
       break;
     default:
       return shape_mismatch(*t, "F32, BF16 or F16 " + shape.to_string());
+  }
+  return out;
+}
+
+Result<std::vector<float>> load_f32_param(const Checkpoint& ckpt, const std::string& name,
+                                          const Shape& shape) {
+  DS_ASSIGN_OR_RETURN(const TensorEntry* t, ckpt.get(name, DType::f32, shape));
+  std::vector<float> out(static_cast<size_t>(shape.numel()));
+  if (!out.empty()) std::memcpy(out.data(), t->data, out.size() * sizeof(float));
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!std::isfinite(out[i])) {
+      return bad_tensor(
+          *t, "element " + std::to_string(i) + " is " + std::to_string(out[i]) + " (must be finite)");
+    }
+  }
+  return out;
+}
+
+Result<std::vector<int32_t>> load_expert_id_table(const Checkpoint& ckpt, const std::string& name,
+                                                  int64_t vocab_size, int64_t n_activated,
+                                                  int64_t n_routed_experts) {
+  DS_ASSIGN_OR_RETURN(const TensorEntry* t, ckpt.get(name));
+  const Shape want{vocab_size, n_activated};
+  if ((t->dtype != DType::i64 && t->dtype != DType::i32) || !(t->shape == want)) {
+    return shape_mismatch(*t, describe(DType::i64, want) + " (or I32)");
+  }
+  const size_t n = static_cast<size_t>(want.numel());
+  std::vector<int32_t> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    int64_t id;
+    if (t->dtype == DType::i64) {
+      std::memcpy(&id, t->data + 8 * i, 8);
+    } else {
+      int32_t id32;
+      std::memcpy(&id32, t->data + 4 * i, 4);
+      id = id32;
+    }
+    if (id < 0 || id >= n_routed_experts) {
+      return bad_tensor(*t, "token " + std::to_string(i / static_cast<size_t>(n_activated)) +
+                                " routes to expert " + std::to_string(id) + ", outside [0, " +
+                                std::to_string(n_routed_experts) + ")");
+    }
+    out[i] = static_cast<int32_t>(id);
   }
   return out;
 }

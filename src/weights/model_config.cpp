@@ -1,95 +1,21 @@
 #include "weights/model_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "base/mapped_file.h"
+#include "weights/config_key_reader.h"
 
 namespace ds {
 
 namespace {
 
-using Json = nlohmann::json;
-
-enum class IntRange { positive, non_negative };
-
-// Reads typed keys from one JSON object; every error names the source file and the key path.
-class KeyReader {
- public:
-  KeyReader(const Json& obj, std::string source, std::string prefix = "")
-      : obj_(obj), source_(std::move(source)), prefix_(std::move(prefix)) {}
-
-  Status error(const std::string& key, const std::string& what) const {
-    return Status(ErrorCode::weights_bad_config, source_ + ": " + prefix_ + key + ": " + what);
-  }
-  // Missing and null both count as absent (HF writes `null` for unset optional values).
-  const Json* find(const std::string& key) const {
-    auto it = obj_.find(key);
-    if (it == obj_.end() || it->is_null()) return nullptr;
-    return &*it;
-  }
-
-  Status get_int(const std::string& key, IntRange range, bool required, int& out) const {
-    const Json* v = find(key);
-    if (v == nullptr) return required ? error(key, "missing required key") : ok_status();
-    const char* want =
-        range == IntRange::positive ? "must be a positive integer" : "must be a non-negative integer";
-    if (!v->is_number_integer()) return error(key, want);
-    // Unsigned JSON numbers above INT64_MAX would wrap in get<int64_t>(); take them as too large.
-    if (v->is_number_unsigned() && v->get<uint64_t>() > static_cast<uint64_t>(INT32_MAX)) {
-      return error(key, std::string(want) + " below 2^31");
-    }
-    const int64_t x = v->get<int64_t>();
-    if (x > INT32_MAX) return error(key, std::string(want) + " below 2^31");
-    if (x < 0 || (range == IntRange::positive && x == 0)) return error(key, want);
-    out = static_cast<int>(x);
-    return ok_status();
-  }
-
-  Status get_double(const std::string& key, bool required, double& out) const {
-    const Json* v = find(key);
-    if (v == nullptr) return required ? error(key, "missing required key") : ok_status();
-    if (!v->is_number()) return error(key, "must be a number");
-    const double x = v->get<double>();
-    if (!std::isfinite(x)) return error(key, "must be finite");
-    out = x;
-    return ok_status();
-  }
-
-  Status get_bool(const std::string& key, bool& out) const {
-    const Json* v = find(key);
-    if (v == nullptr) return ok_status();
-    if (!v->is_boolean()) return error(key, "must be true or false");
-    out = v->get<bool>();
-    return ok_status();
-  }
-
-  Status get_string(const std::string& key, bool required, std::string& out) const {
-    const Json* v = find(key);
-    if (v == nullptr) return required ? error(key, "missing required key") : ok_status();
-    if (!v->is_string()) return error(key, "must be a string");
-    out = v->get<std::string>();
-    return ok_status();
-  }
-
-  Status get_choice(const std::string& key, std::initializer_list<const char*> allowed,
-                    std::string& out) const {
-    DS_TRY(get_string(key, false, out));
-    std::string list;
-    for (const char* a : allowed) {
-      if (out == a) return ok_status();
-      list += list.empty() ? "" : ", ";
-      list += a;
-    }
-    return error(key, "'" + out + "' is not supported (expected one of: " + list + ")");
-  }
-
- private:
-  const Json& obj_;
-  std::string source_;
-  std::string prefix_;
-};
+using config_detail::IntRange;
+using config_detail::Json;
+using config_detail::KeyReader;
 
 Status parse_rope_scaling(const Json& root, const std::string& source, RopeScaling& rs) {
   auto it = root.find("rope_scaling");
@@ -180,8 +106,15 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   KeyReader r(root, source);
   ModelConfig c;
   if (r.find("model_type") == nullptr) return r.error("model_type", "missing required key");
-  DS_TRY(r.get_choice("model_type", {"deepseek_v3", "deepseek_v32", "deepseek_v2"}, c.model_type));
+  DS_TRY(r.get_choice("model_type", {"deepseek_v3", "deepseek_v32", "deepseek_v2", "deepseek_v4"},
+                      c.model_type));
   const bool v2 = c.model_type == "deepseek_v2";
+  // V4 has no dense layers and no MLA up-projections: those V3 keys are not in its config.
+  const bool v4 = c.is_v4();
+  if (v4) {
+    c.scoring_func = "sqrtsoftplus";
+    c.num_key_value_heads = 1;
+  }
   // HF DeepseekV2Config defaults differ from V3's.
   if (v2) {
     c.scoring_func = "softmax";
@@ -191,21 +124,22 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
 
   DS_TRY(r.get_int("vocab_size", IntRange::positive, true, c.vocab_size));
   DS_TRY(r.get_int("hidden_size", IntRange::positive, true, c.hidden_size));
-  DS_TRY(r.get_int("intermediate_size", IntRange::positive, true, c.intermediate_size));
+  DS_TRY(r.get_int("intermediate_size", IntRange::positive, !v4, c.intermediate_size));
   DS_TRY(r.get_int("num_hidden_layers", IntRange::positive, true, c.num_hidden_layers));
   DS_TRY(r.get_int("num_nextn_predict_layers", IntRange::non_negative, false, c.num_nextn_predict_layers));
   DS_TRY(r.get_int("num_attention_heads", IntRange::positive, true, c.num_attention_heads));
-  c.num_key_value_heads = c.num_attention_heads;
+  if (!v4) c.num_key_value_heads = c.num_attention_heads;
   DS_TRY(r.get_int("num_key_value_heads", IntRange::positive, false, c.num_key_value_heads));
   if (root.find("q_lora_rank") == root.end()) return r.error("q_lora_rank", "missing required key");
   DS_TRY(r.get_int("q_lora_rank", IntRange::non_negative, false, c.q_lora_rank));  // null -> 0
-  DS_TRY(r.get_int("kv_lora_rank", IntRange::positive, true, c.kv_lora_rank));
-  DS_TRY(r.get_int("qk_nope_head_dim", IntRange::positive, true, c.qk_nope_head_dim));
+  DS_TRY(r.get_int("kv_lora_rank", IntRange::positive, !v4, c.kv_lora_rank));
+  DS_TRY(r.get_int("qk_nope_head_dim", IntRange::positive, !v4, c.qk_nope_head_dim));
   DS_TRY(r.get_int("qk_rope_head_dim", IntRange::positive, true, c.qk_rope_head_dim));
   if (c.qk_rope_head_dim % 2 != 0) return r.error("qk_rope_head_dim", "must be even (RoPE rotates pairs)");
-  DS_TRY(r.get_int("v_head_dim", IntRange::positive, true, c.v_head_dim));
+  DS_TRY(r.get_int("v_head_dim", IntRange::positive, !v4, c.v_head_dim));
 
-  DS_TRY(r.get_int("n_routed_experts", IntRange::non_negative, false, c.n_routed_experts));
+  DS_TRY(r.get_int("n_routed_experts", v4 ? IntRange::positive : IntRange::non_negative, v4,
+                   c.n_routed_experts));
   const bool moe = c.n_routed_experts > 0;
   DS_TRY(r.get_int("moe_intermediate_size", IntRange::positive, moe, c.moe_intermediate_size));
   DS_TRY(r.get_int("n_shared_experts", IntRange::non_negative, moe, c.n_shared_experts));
@@ -221,7 +155,11 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   DS_TRY(r.get_bool("norm_topk_prob", c.norm_topk_prob));
   DS_TRY(r.get_double("routed_scaling_factor", false, c.routed_scaling_factor));
   if (!(c.routed_scaling_factor > 0)) return r.error("routed_scaling_factor", "must be positive");
-  DS_TRY(r.get_choice("scoring_func", {"sigmoid", "softmax"}, c.scoring_func));
+  if (v4) {
+    DS_TRY(r.get_choice("scoring_func", {"sqrtsoftplus", "sigmoid", "softmax"}, c.scoring_func));
+  } else {
+    DS_TRY(r.get_choice("scoring_func", {"sigmoid", "softmax"}, c.scoring_func));
+  }
   DS_TRY(r.get_choice("topk_method", {"noaux_tc", "group_limited_greedy", "greedy"}, c.topk_method));
   if (moe) DS_TRY(check_moe(r, c));
 
@@ -244,6 +182,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     DS_TRY(r.get_int("index_head_dim", IntRange::positive, true, c.index_head_dim));
     DS_TRY(r.get_int("index_topk", IntRange::positive, true, c.index_topk));
   }
+  if (v4) DS_TRY(config_detail::parse_deepseek_v4_keys(root, source, c));
   return c;
 }
 
@@ -253,7 +192,20 @@ Result<ModelConfig> load_model_config(const std::string& dir) {
   return parse_model_config(text, path);
 }
 
+int32_t ModelConfig::kv_block_size_multiple() const {
+  int64_t multiple = 1;
+  for (int ratio : compress_ratios) {
+    // A parsed config has an lcm of at most 2^16 (model_config_v4.cpp); the clamp only keeps a
+    // config built in code from overflowing int64.
+    if (ratio > 0) multiple = std::min<int64_t>(std::lcm(multiple, int64_t{ratio}), INT32_MAX);
+  }
+  return static_cast<int32_t>(multiple);
+}
+
 std::string model_config_to_json(const ModelConfig& c) {
+  if (c.is_v4()) {
+    return config_detail::deepseek_v4_to_json(c).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
   Json j = Json::object();
   j["architectures"] = Json::array({c.model_type == "deepseek_v2"    ? "DeepseekV2ForCausalLM"
                                     : c.model_type == "deepseek_v32" ? "DeepseekV32ForCausalLM"

@@ -1,6 +1,6 @@
-// config.json of a DeepSeek checkpoint (model_type deepseek_v3, deepseek_v32; V2-style
+// config.json of a DeepSeek checkpoint (model_type deepseek_v3, deepseek_v32, deepseek_v4; V2-style
 // `q_lora_rank: null`). Unknown keys are ignored; a missing or out-of-range required key is an
-// error naming the file and the key.
+// error naming the file and the key. The V4 keys and checks live in model_config_v4.cpp.
 #pragma once
 
 #include <optional>
@@ -34,11 +34,28 @@ struct QuantizationConfig {
   bool operator==(const QuantizationConfig&) const = default;
 };
 
+// deepseek_v4: the kind of attention a layer runs, decided by its compress ratio exactly as the
+// reference does (`overlap = ratio == 4`, indexer iff ratio == 4): 0 = sliding window only,
+// kCsaCompressRatio = compressed sparse attention (overlapping groups + indexer top-k), any other
+// positive ratio = heavily compressed attention (every visible entry).
+enum class AttentionKind { sliding_window, csa, hca };
+constexpr int kCsaCompressRatio = 4;
+
+// V4-Flash-0731's DSpark drafter keys (absent from the base V4-Flash config).
+struct DsparkConfig {
+  std::vector<int> target_layer_ids;  // main layers whose states feed the drafter
+  int block_size = 0;
+  int noise_token_id = 0;
+  int markov_rank = 0;
+
+  bool operator==(const DsparkConfig&) const = default;
+};
+
 struct ModelConfig {
-  std::string model_type;  // "deepseek_v3" | "deepseek_v32"
+  std::string model_type;  // "deepseek_v3" | "deepseek_v32" | "deepseek_v2" | "deepseek_v4"
   int vocab_size = 0;
   int hidden_size = 0;
-  int intermediate_size = 0;      // dense layers' FFN width
+  int intermediate_size = 0;      // dense layers' FFN width (0 in V4: every layer is MoE)
   int moe_intermediate_size = 0;  // per routed/shared expert
   int num_hidden_layers = 0;
   int num_nextn_predict_layers = 0;  // MTP layers, stored after the main layers
@@ -58,7 +75,7 @@ struct ModelConfig {
   int moe_layer_freq = 1;
   bool norm_topk_prob = true;
   double routed_scaling_factor = 1.0;
-  std::string scoring_func = "sigmoid";  // "sigmoid" (V3) or "softmax" (V2)
+  std::string scoring_func = "sigmoid";  // "sigmoid" (V3), "softmax" (V2), "sqrtsoftplus" (V4)
   std::string topk_method = "noaux_tc";  // "noaux_tc" | "group_limited_greedy" | "greedy"
   std::string hidden_act = "silu";
   int max_position_embeddings = 0;
@@ -69,12 +86,48 @@ struct ModelConfig {
   int bos_token_id = 0;
   int eos_token_id = 1;
   QuantizationConfig quantization;
-  // deepseek_v32 (DSA indexer); 0 when absent.
+  // deepseek_v32 (DSA indexer) and deepseek_v4 (CSA indexer); 0 when absent.
   int index_n_heads = 0;
   int index_head_dim = 0;
   int index_topk = 0;
 
+  // ---- deepseek_v4 only (zero / empty otherwise) ----
+  int head_dim = 0;     // per-head query width = the single shared K=V latent (MQA)
+  int o_lora_rank = 0;  // grouped low-rank output: o_groups blocks of o_lora_rank each
+  int o_groups = 0;
+  int sliding_window = 0;  // window length in tokens (every layer, MTP included)
+  // One entry per main layer, then one per draft (mtp.*) layer; 0 = window only.
+  std::vector<int> compress_ratios;
+  double compress_rope_theta = 0;  // RoPE base of layers with ratio > 0 (with rope_scaling)
+  int num_hash_layers = 0;         // the first layers route by tid2eid[token] instead of scores
+  int hc_mult = 0;                 // mHC residual streams
+  int hc_sinkhorn_iters = 0;
+  double hc_eps = 0;
+  double swiglu_limit = 0;   // 0 = no clamp
+  std::string expert_dtype;  // "fp4" (packed E2M1 routed experts) or empty (FP8 like the rest)
+  std::optional<DsparkConfig> dspark;
+
   bool operator==(const ModelConfig&) const = default;
+
+  bool is_v4() const { return model_type == "deepseek_v4"; }
+  // Draft layers stored after the main ones (V3 `model.layers.N`, V4 `mtp.K`). V4 counts them
+  // from compress_ratios, which V4-Flash-0731 makes 3 long (its DSpark stages) while
+  // num_nextn_predict_layers stays 1.
+  int num_draft_layers() const {
+    return is_v4() ? static_cast<int>(compress_ratios.size()) - num_hidden_layers : num_nextn_predict_layers;
+  }
+  // V4: `layer` counts main layers then draft layers (the MTP block of V4-Flash is layer 43).
+  int compress_ratio(int layer) const { return compress_ratios.at(static_cast<size_t>(layer)); }
+  AttentionKind attention_kind(int layer) const {
+    const int ratio = compress_ratio(layer);
+    return ratio == 0                   ? AttentionKind::sliding_window
+           : ratio == kCsaCompressRatio ? AttentionKind::csa
+                                        : AttentionKind::hca;
+  }
+  bool is_hash_layer(int layer) const { return layer < num_hash_layers; }
+  // Least common multiple of the nonzero compress ratios (1 when there are none): a KV block
+  // whose token count is a multiple of it never splits a compression group of any layer.
+  int32_t kv_block_size_multiple() const;
 
   int qk_head_dim() const { return qk_nope_head_dim + qk_rope_head_dim; }
   bool is_moe_layer(int layer) const {
@@ -88,6 +141,10 @@ struct ModelConfig {
 // n_routed_experts > 0 also moe_intermediate_size, num_experts_per_tok, n_shared_experts; for
 // deepseek_v32 also index_n_heads, index_head_dim, index_topk. Other keys default as in the HF
 // config classes (scoring_func/topk_method/norm_topk_prob default per model_type).
+// deepseek_v4 does not use intermediate_size, kv_lora_rank, qk_nope_head_dim, v_head_dim; it needs
+// head_dim, q_lora_rank (> 0), o_lora_rank, o_groups, sliding_window, compress_ratios, hc_mult,
+// hc_sinkhorn_iters, hc_eps, the MoE keys, compress_rope_theta when a ratio is > 0 and the index_*
+// keys when a layer is CSA (docs/models.md lists every key and check).
 Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
 Result<ModelConfig> load_model_config(const std::string& dir);
 // Serialises the config back to HF-style JSON (make-model writes it; round-trips through parse).

@@ -71,9 +71,8 @@ Result<SafetensorsWriter> fill_shard(const std::vector<const TensorSpec*>& specs
     FilledTensor filled = fill_tensor(*spec, seed, pool);
     DS_TRY(writer.add(spec->name, spec->dtype, spec->shape, std::move(filled.bytes)));
     if (spec->block_quantized()) {
-      const Shape scale_shape{(spec->shape[0] + kFp8Block - 1) / kFp8Block,
-                              (spec->shape[1] + kFp8Block - 1) / kFp8Block};
-      DS_TRY(writer.add(spec->scale_name(), DType::f32, scale_shape, std::move(filled.scale_bytes)));
+      DS_TRY(writer.add(spec->scale_name(), spec->scale_dtype(), spec->scale_shape(),
+                        std::move(filled.scale_bytes)));
     }
   }
   return writer;
@@ -107,12 +106,11 @@ size_t shard_bytes_for_preset(const std::string& preset) {
 }
 
 Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& pool) {
-  if (options.arch != "deepseek_v3") {
-    return Status(ErrorCode::invalid_argument,
-                  "unsupported --arch '" + options.arch + "' (supported: deepseek_v3)");
-  }
+  DS_ASSIGN_OR_RETURN(ModelConfig config, arch_preset(options.arch, options.preset, options.fp8));
   if (options.out_dir.empty()) return Status(ErrorCode::invalid_argument, "--out is required");
-  DS_ASSIGN_OR_RETURN(ModelConfig config, deepseek_v3_preset(options.preset, options.fp8));
+  // The preset must be a config the engine accepts: check it through the real parser.
+  DS_TRY(parse_model_config(model_config_to_json(config), "preset " + options.arch + "/" + options.preset)
+             .status());
 
   std::error_code ec;
   fs::create_directories(options.out_dir, ec);
@@ -123,7 +121,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
   fs::remove(options.out_dir + "/model.safetensors.index.json", ec);
   DS_TRY(write_text(options.out_dir + "/config.json", model_config_to_json(config)));
 
-  const std::vector<TensorSpec> plan = plan_deepseek_v3_tensors(config);
+  const std::vector<TensorSpec> plan = plan_tensors(config);
   const auto shards = pack_shards(plan, shard_bytes_for_preset(options.preset));
   nlohmann::json weight_map = nlohmann::json::object();
   MakeModelReport report;

@@ -1,5 +1,5 @@
-// `deepinfer make-model`: writes a random-weight DeepSeek checkpoint in the real Hugging Face
-// layout: config.json, sharded safetensors with model.safetensors.index.json, and the tokenizer
+// `deepinfer make-model`: writes a random-weight DeepSeek (V3 or V4) checkpoint in the real
+// Hugging Face layout: config.json, sharded safetensors with model.safetensors.index.json, and the tokenizer
 // files. Same options (seed included) → byte-identical files, whatever the thread count.
 #pragma once
 
@@ -14,9 +14,11 @@
 namespace ds::modelgen {
 
 struct MakeModelOptions {
-  std::string arch = "deepseek_v3";
-  std::string preset = "tiny";  // tiny | small | bench
-  bool fp8 = false;             // F8_E4M3 Linear weights with 128×128 F32 scales
+  std::string arch = "deepseek_v3";  // deepseek_v3 | deepseek_v4
+  std::string preset = "tiny";       // tiny | small | bench
+  // V3: F8_E4M3 Linear weights with 128×128 F32 scales. V4: as released, F8_E4M3 with E8M0
+  // scales and FP4 routed experts. false: everything BF16.
+  bool fp8 = false;
   uint64_t seed = 0;
   std::string out_dir;
   std::string tokenizer_dir;  // holds tokenizer.json and tokenizer_config.json

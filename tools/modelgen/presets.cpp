@@ -124,4 +124,153 @@ Result<ModelConfig> deepseek_v3_preset(std::string_view preset, bool fp8) {
   return c;
 }
 
+namespace {
+
+// Fields every V4 preset shares with the released DeepSeek-V4-Flash config (model-spec §2.1).
+ModelConfig v4_common() {
+  ModelConfig c;
+  c.model_type = "deepseek_v4";
+  c.vocab_size = 129280;
+  c.num_key_value_heads = 1;
+  c.num_nextn_predict_layers = 1;
+  c.norm_topk_prob = true;
+  c.routed_scaling_factor = 1.5;
+  c.scoring_func = "sqrtsoftplus";
+  c.topk_method = "noaux_tc";
+  c.hidden_act = "silu";
+  c.swiglu_limit = 10.0;
+  c.max_position_embeddings = 1048576;
+  c.rms_norm_eps = 1e-6;
+  c.rope_theta = 10000;
+  c.compress_rope_theta = 160000;
+  c.rope_scaling.type = "yarn";
+  c.rope_scaling.factor = 16;
+  c.rope_scaling.original_max_position_embeddings = 65536;
+  c.rope_scaling.beta_fast = 32;
+  c.rope_scaling.beta_slow = 1;
+  c.hc_mult = 4;
+  c.hc_sinkhorn_iters = 20;
+  c.hc_eps = 1e-6;
+  c.n_shared_experts = 1;
+  c.num_hash_layers = 3;
+  c.tie_word_embeddings = false;
+  c.bos_token_id = 0;
+  c.eos_token_id = 1;
+  return c;
+}
+
+// The released schedule scaled down: `n_window_only` SWA layers, then CSA/HCA alternating and
+// ending on CSA (V4-Flash: 2 + [4, 128]×20 + [4]), then one SWA-only MTP layer.
+std::vector<int> v4_schedule(int n_layers, int n_window_only, int hca_ratio) {
+  std::vector<int> ratios;
+  for (int layer = 0; layer < n_layers; ++layer) {
+    const int k = layer - n_window_only;
+    ratios.push_back(k < 0 ? 0 : (k % 2 == 0 ? kCsaCompressRatio : hca_ratio));
+  }
+  ratios.push_back(0);
+  return ratios;
+}
+
+// ~40 MB, dominated by the 129280-row embedding and head: every layer kind appears (SWA, CSA
+// with indexer, HCA; hash-routed and scored MoE), windows and ratios small enough that a
+// 40-token prompt exercises compression and top-k selection.
+ModelConfig v4_tiny() {
+  ModelConfig c = v4_common();
+  c.hidden_size = 64;
+  c.num_hidden_layers = 5;  // 0-1 SWA, 2 CSA, 3 HCA, 4 CSA; + MTP (SWA)
+  c.compress_ratios = v4_schedule(5, 2, 16);
+  c.sliding_window = 16;
+  c.num_attention_heads = 4;
+  c.head_dim = 128;  // 64 non-RoPE channels: one 64-wide FP8 simulation block
+  c.qk_rope_head_dim = 64;
+  c.q_lora_rank = 64;
+  c.o_groups = 2;
+  c.o_lora_rank = 32;
+  c.index_n_heads = 4;
+  c.index_head_dim = 128;
+  c.index_topk = 8;
+  c.n_routed_experts = 8;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 64;
+  return c;
+}
+
+// Dims of 256-512 so FP8 matrices span several 128×128 tiles (partial edge tiles included).
+ModelConfig v4_small() {
+  ModelConfig c = v4_common();
+  c.hidden_size = 384;
+  c.num_hidden_layers = 7;  // 0-1 SWA, then CSA, HCA, CSA, HCA, CSA; + MTP
+  c.compress_ratios = v4_schedule(7, 2, 32);
+  c.sliding_window = 32;
+  c.num_attention_heads = 8;
+  c.head_dim = 256;
+  c.qk_rope_head_dim = 64;
+  c.q_lora_rank = 192;
+  c.o_groups = 4;
+  c.o_lora_rank = 128;
+  c.index_n_heads = 8;
+  c.index_head_dim = 128;
+  c.index_topk = 16;
+  c.n_routed_experts = 16;
+  c.num_experts_per_tok = 4;
+  c.moe_intermediate_size = 256;
+  return c;
+}
+
+// The released per-head widths (head_dim 512, RoPE 64, index 128, window 128, HCA ratio 128)
+// with fewer heads, experts and layers: ~3 GB for performance work.
+ModelConfig v4_bench() {
+  ModelConfig c = v4_common();
+  c.hidden_size = 2048;
+  c.num_hidden_layers = 7;
+  c.compress_ratios = v4_schedule(7, 2, 128);
+  c.sliding_window = 128;
+  c.num_attention_heads = 16;
+  c.head_dim = 512;
+  c.qk_rope_head_dim = 64;
+  c.q_lora_rank = 512;
+  c.o_groups = 4;
+  c.o_lora_rank = 512;
+  c.index_n_heads = 16;
+  c.index_head_dim = 128;
+  c.index_topk = 512;
+  c.n_routed_experts = 64;
+  c.num_experts_per_tok = 6;
+  c.moe_intermediate_size = 1024;
+  return c;
+}
+
+}  // namespace
+
+Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8) {
+  ModelConfig c;
+  if (preset == "tiny") {
+    c = v4_tiny();
+  } else if (preset == "small") {
+    c = v4_small();
+  } else if (preset == "bench") {
+    c = v4_bench();
+  } else {
+    return Status(ErrorCode::invalid_argument,
+                  "unknown preset '" + std::string(preset) + "' (expected tiny, small or bench)");
+  }
+  if (fp8) {
+    c.quantization.quant_method = "fp8";
+    c.quantization.fmt = "e4m3";
+    c.quantization.activation_scheme = "dynamic";
+    c.quantization.scale_fmt = "ue8m0";
+    c.quantization.block_rows = 128;
+    c.quantization.block_cols = 128;
+    c.expert_dtype = "fp4";
+  }
+  return c;
+}
+
+Result<ModelConfig> arch_preset(std::string_view arch, std::string_view preset, bool fp8) {
+  if (arch == "deepseek_v3") return deepseek_v3_preset(preset, fp8);
+  if (arch == "deepseek_v4") return deepseek_v4_preset(preset, fp8);
+  return Status(ErrorCode::invalid_argument,
+                "unsupported --arch '" + std::string(arch) + "' (supported: deepseek_v3, deepseek_v4)");
+}
+
 }  // namespace ds::modelgen

@@ -16,6 +16,14 @@ namespace ds::modelgen {
 // Unknown name: invalid_argument naming the accepted presets.
 Result<ModelConfig> deepseek_v3_preset(std::string_view preset, bool fp8);
 
+// The preset's DeepSeek-V4 config (model_type deepseek_v4, the released V4-Flash key set and
+// layer schedule scaled down; docs/models.md). `fp8` (as released): quantization_config
+// {fp8, e4m3, dynamic, ue8m0, [128, 128]} and expert_dtype fp4; otherwise every weight is BF16.
+Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8);
+
+// The preset for `arch` ("deepseek_v3" | "deepseek_v4"); invalid_argument names the accepted ones.
+Result<ModelConfig> arch_preset(std::string_view arch, std::string_view preset, bool fp8);
+
 std::vector<std::string_view> preset_names();
 
 }  // namespace ds::modelgen

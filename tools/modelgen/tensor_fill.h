@@ -1,5 +1,6 @@
-// Produces the stored bytes of one planned tensor from (seed, name): BF16/F32 values, or FP8
-// codes plus their block scales. Work is split over the pool; the bytes do not depend on it.
+// Produces the stored bytes of one planned tensor from (seed, name): BF16/F32 values, FP8 codes
+// or packed FP4 codes plus their block scales, or I64 expert ids. Work is split over the pool; the bytes do
+// not depend on it.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,7 @@ namespace ds::modelgen {
 
 struct FilledTensor {
   std::vector<uint8_t> bytes;        // spec.dtype, row-major
-  std::vector<uint8_t> scale_bytes;  // F32 weight_scale_inv, only when spec.block_quantized()
+  std::vector<uint8_t> scale_bytes;  // spec.scale_dtype() [spec.scale_shape()], only when block_quantized()
 };
 
 // Element i is offset + scale·normal_at(key, i) before storage rounding; InitKind decides the

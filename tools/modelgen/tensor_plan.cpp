@@ -106,12 +106,26 @@ std::vector<TensorSpec> plan_deepseek_v3_tensors(const ModelConfig& c) {
   return std::move(b).finish();
 }
 
+std::string TensorSpec::scale_name() const {
+  if (scale_format == ScaleFormat::f32_scale_inv) return name + "_scale_inv";
+  const std::string suffix = ".weight";
+  const bool has_suffix = name.size() > suffix.size() && name.ends_with(suffix);
+  return (has_suffix ? name.substr(0, name.size() - suffix.size()) : name) + ".scale";
+}
+
+Shape TensorSpec::scale_shape() const {
+  if (fp4()) return Shape{shape[0], in_features() / kFp4Group};
+  return Shape{(shape[0] + kFp8Block - 1) / kFp8Block, (shape[1] + kFp8Block - 1) / kFp8Block};
+}
+
+std::vector<TensorSpec> plan_tensors(const ModelConfig& config) {
+  return config.is_v4() ? plan_deepseek_v4_tensors(config) : plan_deepseek_v3_tensors(config);
+}
+
 size_t stored_bytes(const TensorSpec& spec) {
   size_t bytes = static_cast<size_t>(spec.shape.numel()) * dtype_size(spec.dtype);
   if (spec.block_quantized()) {
-    const int64_t rows = (spec.shape[0] + kFp8Block - 1) / kFp8Block;
-    const int64_t cols = (spec.shape[1] + kFp8Block - 1) / kFp8Block;
-    bytes += static_cast<size_t>(rows * cols) * sizeof(float);
+    bytes += static_cast<size_t>(spec.scale_shape().numel()) * dtype_size(spec.scale_dtype());
   }
   return bytes;
 }
@@ -126,15 +140,17 @@ ModelBytes model_bytes(const ModelConfig& c, const std::vector<TensorSpec>& plan
     const size_t bytes = stored_bytes(t);
     out.total += bytes;
     double active = static_cast<double>(bytes);
-    if (contains(t.name, "embed_tokens")) {
-      active = static_cast<double>(t.shape[1]) * dtype_size(t.dtype);  // one row
-    } else if (contains(t.name, ".mlp.experts.")) {
+    // A token reads one row of the embedding tables (V3 `embed_tokens`, V4 `embed`) and of the
+    // V4 hash-routing tables.
+    if (contains(t.name, "embed_tokens") || t.name == "embed.weight" || contains(t.name, ".tid2eid")) {
+      active = static_cast<double>(t.shape[1]) * dtype_size(t.dtype);
+    } else if (contains(t.name, ".mlp.experts.") || contains(t.name, ".ffn.experts.")) {
       active = bytes * expert_fraction;
     }
-    // MTP layers are numbered from num_hidden_layers on; "model.layers.3." must not match
-    // "model.layers.30.", hence the trailing dot in the prefix.
-    bool is_mtp = false;
-    for (int k = 0; k < c.num_nextn_predict_layers; ++k) {
+    // MTP layers: V3 numbers them from num_hidden_layers on ("model.layers.3." must not match
+    // "model.layers.30.", hence the trailing dot); V4 names them `mtp.K.`.
+    bool is_mtp = t.name.rfind("mtp.", 0) == 0;
+    for (int k = 0; k < c.num_nextn_predict_layers && !c.is_v4(); ++k) {
       if (t.name.rfind("model.layers." + std::to_string(c.num_hidden_layers + k) + ".", 0) == 0) {
         is_mtp = true;
       }

@@ -1,0 +1,166 @@
+// The DeepSeek-V4 tensor list (model-spec §6.1), in DeepSeek's own names: `embed.weight`,
+// `layers.N.{attn,ffn,hc_*}`, `mtp.K.*`, `head.weight`, no `model.` prefix.
+#include <algorithm>
+#include <string>
+
+#include "tensor_plan.h"
+
+namespace ds::modelgen {
+namespace {
+
+class V4PlanBuilder {
+ public:
+  explicit V4PlanBuilder(const ModelConfig& c) : c_(c), fp8_(c.quantization.quant_method == "fp8") {}
+
+  // A Linear weight `<prefix>.weight` [out, in]: F8_E4M3 + E8M0 `.scale` in an fp8 checkpoint.
+  void linear(const std::string& prefix, int64_t out, int64_t in, float gain = 1.0f) {
+    if (!fp8_) return bf16_linear(prefix, out, in, gain);
+    plan_.push_back(
+        {prefix + ".weight", Shape{out, in}, DType::f8_e4m3, InitKind::linear, gain, ScaleFormat::e8m0});
+  }
+  // Weights the release keeps in BF16 (router, compressors, indexer weights_proj, head).
+  void bf16_linear(const std::string& prefix, int64_t out, int64_t in, float gain = 1.0f) {
+    plan_.push_back({prefix + ".weight", Shape{out, in}, DType::bf16, InitKind::linear, gain});
+  }
+  void norm(const std::string& name, int64_t n) {
+    plan_.push_back({name, Shape{n}, DType::bf16, InitKind::norm});
+  }
+  void f32(const std::string& name, Shape shape, InitKind init) {
+    plan_.push_back({name, shape, DType::f32, init});
+  }
+  // `embed.weight` and `head.weight` [vocab, hidden] stay BF16 as released.
+  void embedding_and_head() {
+    plan_.push_back({"embed.weight", Shape{c_.vocab_size, c_.hidden_size}, DType::bf16, InitKind::embedding});
+    bf16_linear("head", c_.vocab_size, c_.hidden_size);
+  }
+
+  // mHC parameters of one sublayer (`hc_attn_*` or `hc_ffn_*`) or of a head (`hc_head_*`).
+  void mhc(const std::string& prefix, int64_t n_mix, int64_t n_scales) {
+    const int64_t hc_dim = int64_t{c_.hc_mult} * c_.hidden_size;
+    f32(prefix + "_fn", Shape{n_mix, hc_dim}, InitKind::linear);
+    f32(prefix + "_base", Shape{n_mix}, InitKind::hc_base);
+    f32(prefix + "_scale", Shape{n_scales}, InitKind::hc_scale);
+  }
+
+  // Block `layer` (main layers, then draft layers) under `p` ("layers.N." or "mtp.K.").
+  void block(const std::string& p, int layer) {
+    const int64_t d = c_.hidden_size;
+    const int64_t hc = c_.hc_mult;
+    norm(p + "attn_norm.weight", d);
+    norm(p + "ffn_norm.weight", d);
+    // pre (hc) + post (hc) + the hc×hc combination matrix; three gains, one per set.
+    mhc(p + "hc_attn", (2 + hc) * hc, 3);
+    mhc(p + "hc_ffn", (2 + hc) * hc, 3);
+    attention(p + "attn.", layer);
+    ffn(p + "ffn.", layer);
+  }
+
+  void attention(const std::string& a, int layer) {
+    const int64_t d = c_.hidden_size;
+    const int64_t n_heads = c_.num_attention_heads;
+    const int64_t head_dim = c_.head_dim;
+    linear(a + "wq_a", c_.q_lora_rank, d);
+    norm(a + "q_norm.weight", c_.q_lora_rank);
+    linear(a + "wq_b", n_heads * head_dim, c_.q_lora_rank);
+    linear(a + "wkv", head_dim, d);
+    norm(a + "kv_norm.weight", head_dim);
+    // Group g maps the concatenated outputs of its heads (n_heads/o_groups · head_dim) to o_lora_rank.
+    linear(a + "wo_a", int64_t{c_.o_groups} * c_.o_lora_rank, n_heads * head_dim / c_.o_groups);
+    linear(a + "wo_b", d, int64_t{c_.o_groups} * c_.o_lora_rank, kResidualGain);
+    f32(a + "attn_sink", Shape{n_heads}, InitKind::attn_sink);
+    const int ratio = c_.compress_ratio(layer);
+    if (ratio == 0) return;
+    compressor(a + "compressor.", ratio, head_dim);
+    if (c_.attention_kind(layer) != AttentionKind::csa) return;
+    linear(a + "indexer.wq_b", int64_t{c_.index_n_heads} * c_.index_head_dim, c_.q_lora_rank);
+    bf16_linear(a + "indexer.weights_proj", c_.index_n_heads, d);
+    compressor(a + "indexer.compressor.", ratio, c_.index_head_dim);
+  }
+
+  // CSA (ratio 4) pools overlapping groups: two halves of width d_c each ("coff" = 2).
+  void compressor(const std::string& p, int ratio, int64_t d_c) {
+    const int64_t coff = ratio == kCsaCompressRatio ? 2 : 1;
+    f32(p + "ape", Shape{ratio, coff * d_c}, InitKind::gate_bias);
+    bf16_linear(p + "wkv", coff * d_c, c_.hidden_size);
+    bf16_linear(p + "wgate", coff * d_c, c_.hidden_size);
+    norm(p + "norm.weight", d_c);
+  }
+
+  void ffn(const std::string& f, int layer) {
+    const int64_t d = c_.hidden_size;
+    const int64_t n_experts = c_.n_routed_experts;
+    bf16_linear(f + "gate", n_experts, d);
+    if (c_.is_hash_layer(layer)) {
+      TensorSpec ids{f + "gate.tid2eid", Shape{c_.vocab_size, c_.num_experts_per_tok}, DType::i64,
+                     InitKind::expert_ids};
+      ids.id_range = n_experts;
+      plan_.push_back(std::move(ids));
+    } else {
+      f32(f + "gate.bias", Shape{n_experts}, InitKind::gate_bias);
+    }
+    const bool fp4 = c_.expert_dtype == "fp4";
+    for (int e = 0; e < c_.n_routed_experts; ++e) {
+      expert(f + "experts." + std::to_string(e) + ".", c_.moe_intermediate_size, fp4);
+    }
+    if (c_.n_shared_experts > 0) {
+      expert(f + "shared_experts.", int64_t{c_.moe_intermediate_size} * c_.n_shared_experts, false);
+    }
+  }
+
+  void expert(const std::string& p, int64_t width, bool fp4) {
+    const int64_t d = c_.hidden_size;
+    if (!fp4) {
+      linear(p + "w1", width, d);
+      linear(p + "w3", width, d);
+      linear(p + "w2", d, width, kResidualGain);
+      return;
+    }
+    auto packed = [&](const std::string& name, int64_t out, int64_t in, float gain) {
+      plan_.push_back(
+          {name + ".weight", Shape{out, in / 2}, DType::i8, InitKind::linear, gain, ScaleFormat::e8m0});
+    };
+    packed(p + "w1", width, d, 1.0f);
+    packed(p + "w3", width, d, 1.0f);
+    packed(p + "w2", d, width, kResidualGain);
+  }
+
+  std::vector<TensorSpec> finish() && {
+    std::sort(plan_.begin(), plan_.end(),
+              [](const TensorSpec& a, const TensorSpec& b) { return a.name < b.name; });
+    return std::move(plan_);
+  }
+
+ private:
+  // wo_b and w2 write into the residual streams; a smaller gain keeps them O(1).
+  static constexpr float kResidualGain = 0.5f;
+
+  const ModelConfig& c_;
+  bool fp8_;
+  std::vector<TensorSpec> plan_;
+};
+
+}  // namespace
+
+std::vector<TensorSpec> plan_deepseek_v4_tensors(const ModelConfig& c) {
+  V4PlanBuilder b(c);
+  const int64_t d = c.hidden_size;
+  b.norm("norm.weight", d);
+  b.embedding_and_head();
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer)
+    b.block("layers." + std::to_string(layer) + ".", layer);
+  b.mhc("hc_head", c.hc_mult, 1);
+  // Draft blocks share `embed` and `head` with the main model (the release stores no copies).
+  for (int k = 0; k < c.num_draft_layers(); ++k) {
+    const std::string p = "mtp." + std::to_string(k) + ".";
+    b.block(p, c.num_hidden_layers + k);
+    b.linear(p + "e_proj", d, d);
+    b.linear(p + "h_proj", d, d);
+    b.norm(p + "enorm.weight", d);
+    b.norm(p + "hnorm.weight", d);
+    b.norm(p + "norm.weight", d);
+    b.mhc(p + "hc_head", c.hc_mult, 1);
+  }
+  return std::move(b).finish();
+}
+
+}  // namespace ds::modelgen
