@@ -41,7 +41,20 @@ void fill_fp8(uint8_t* dst, int64_t n, SplitMix64& rng) {
   }
 }
 
-int64_t elem_bytes(WeightFormat f) { return f == WeightFormat::f32 ? 4 : f == WeightFormat::bf16 ? 2 : 1; }
+// Bytes of codes for n elements (fp4: two per byte).
+int64_t code_bytes(WeightFormat f, int64_t n) {
+  switch (f) {
+    case WeightFormat::f32:
+      return 4 * n;
+    case WeightFormat::bf16:
+      return 2 * n;
+    case WeightFormat::fp8_e4m3_block:
+      return n;
+    case WeightFormat::fp4_e2m1_block:
+      return (n + 1) / 2;
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -53,7 +66,11 @@ WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copi
     w.format = format;
     w.rows = rows;
     w.cols = cols;
-    AlignedBuffer<uint8_t> data(static_cast<size_t>(n * elem_bytes(format)));
+    if (format == WeightFormat::fp4_e2m1_block) {
+      w.block_rows = 1;
+      w.block_cols = 32;
+    }
+    AlignedBuffer<uint8_t> data(static_cast<size_t>(code_bytes(format, n)));
     switch (format) {
       case WeightFormat::f32:
         fill_f32(data.data(), n, rng);
@@ -65,7 +82,7 @@ WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copi
         fill_fp8(data.data(), n, rng);
         break;
       case WeightFormat::fp4_e2m1_block:
-        fill_fp8(data.data(), n, rng);  // any byte is a valid pair of FP4 codes (scales: see the kernels issue)
+        fill_fp8(data.data(), (n + 1) / 2, rng);  // any byte is a valid pair of FP4 codes
         break;
     }
     w.data = data.data();
@@ -74,6 +91,13 @@ WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copi
       for (size_t i = 0; i < scales.size(); ++i) scales[i] = 1e-3f * (1.5f + rng.next_signed_unit());
       w.scales = scales.data();
       scales_.push_back(std::move(scales));
+    }
+    if (format == WeightFormat::fp4_e2m1_block) {
+      // E8M0 bytes 2^-8 .. 2^-5: finite weights of the size real experts have.
+      AlignedBuffer<uint8_t> scales(static_cast<size_t>(w.scale_rows() * w.scale_cols()));
+      for (size_t i = 0; i < scales.size(); ++i) scales[i] = static_cast<uint8_t>(119 + (rng.next() & 3u));
+      w.scales_e8m0 = scales.data();
+      scales_e8m0_.push_back(std::move(scales));
     }
     data_.push_back(std::move(data));
     matrices_.push_back(w);

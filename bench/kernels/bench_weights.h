@@ -33,7 +33,8 @@ class SplitMix64 {
 // Fills x with uniform values in [-1, 1).
 void fill_signed_unit(float* x, int64_t n, uint64_t seed);
 
-// n_copies independent matrices [rows, cols] in `format` (fp8 with 128 x 128 f32 block scales),
+// n_copies independent matrices [rows, cols] in `format` (fp8 with 128 x 128 f32 block scales, fp4
+// with E8M0 scales per 1 x 32; cols must then be a multiple of 32),
 // owned here; matrices()[i] views copy i. Cycling through copies whose total exceeds the L3
 // makes every call stream its weights from DRAM, as in decode.
 class WeightSet {
@@ -46,6 +47,7 @@ class WeightSet {
  private:
   std::vector<AlignedBuffer<uint8_t>> data_;
   std::vector<AlignedBuffer<float>> scales_;
+  std::vector<AlignedBuffer<uint8_t>> scales_e8m0_;
   std::vector<WeightMatrix> matrices_;
 };
 

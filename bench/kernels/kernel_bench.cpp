@@ -1,8 +1,8 @@
-// kernel_bench: matmul (f32 / bf16 / fp8-block weights, every ISA path the CPU has, decode and
+// kernel_bench: matmul (f32 / bf16 / fp8-block / fp4-block weights, every ISA path the CPU has, decode and
 // prefill batch sizes, 1 and all threads) plus RMSNorm, softmax and MLA decode attention, each
 // stated as a fraction of the machine peaks measured at the start of the same run.
 //   kernel_bench [--quick] [--threads N] [--isa avx512,avx2] [--formats f32,bf16,fp8] [--m 1,4,...]
-//                [--v3-shapes] [--skip-ops] [--skip-matmul] [--seed S]
+//                [--v3-shapes] [--v4-shapes] [--v4-ops] [--skip-ops] [--skip-matmul] [--seed S]
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -14,6 +14,7 @@
 #include "machine/peaks.h"
 #include "matmul_bench.h"
 #include "ops_bench.h"
+#include "v4_ops_bench.h"
 
 namespace {
 
@@ -40,8 +41,10 @@ std::vector<ds::WeightFormat> parse_formats(const std::vector<std::string>& name
       formats.push_back(ds::WeightFormat::bf16);
     else if (n == "fp8")
       formats.push_back(ds::WeightFormat::fp8_e4m3_block);
+    else if (n == "fp4")
+      formats.push_back(ds::WeightFormat::fp4_e2m1_block);
     else
-      throw CLI::ValidationError("--formats", "unknown format '" + n + "' (f32, bf16, fp8)");
+      throw CLI::ValidationError("--formats", "unknown format '" + n + "' (f32, bf16, fp8, fp4)");
   }
   return formats;
 }
@@ -50,7 +53,8 @@ std::vector<ds::WeightFormat> parse_formats(const std::vector<std::string>& name
 
 int main(int argc, char** argv) try {
   CLI::App app{"Kernel throughput as a fraction of this machine's measured peaks"};
-  bool quick = false, skip_ops = false, skip_matmul = false, v3_shapes = false;
+  bool quick = false, skip_ops = false, skip_matmul = false, v3_shapes = false, v4_shapes = false;
+  bool v4_ops = false;
   int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> isa_names = {"avx512", "avx2"};
   std::vector<std::string> format_names = {"f32", "bf16", "fp8"};
@@ -63,7 +67,10 @@ int main(int argc, char** argv) try {
   app.add_option("--formats", format_names, "weight formats")->delimiter(',');
   app.add_option("--m", ms, "batch sizes (rows of x)")->delimiter(',');
   app.add_flag("--v3-shapes", v3_shapes, "also the DeepSeek-V3 routed-expert shapes (7168x2048)");
+  app.add_flag("--v4-shapes", v4_shapes, "also the DeepSeek-V4-Flash routed-expert shapes (4096x2048)");
   app.add_flag("--skip-ops", skip_ops, "matmul only");
+  app.add_flag("--v4-ops", v4_ops,
+               "also the DeepSeek-V4 kernels (Hadamard, quant sims, compressor, indexer, sparse attention)");
   app.add_flag("--skip-matmul", skip_matmul, "norm/softmax/attention only");
   app.add_option("--seed", seed, "seed of the random weights and activations");
   CLI11_PARSE(app, argc, argv);
@@ -83,6 +90,9 @@ int main(int argc, char** argv) try {
     mo.shapes = quick ? ds::bench::quick_matmul_shapes() : ds::bench::bench_model_matmul_shapes();
     if (v3_shapes) {
       for (auto& s : ds::bench::v3_matmul_shapes()) mo.shapes.push_back(s);
+    }
+    if (v4_shapes) {
+      for (auto& s : ds::bench::v4_matmul_shapes()) mo.shapes.push_back(s);
     }
     mo.formats = parse_formats(format_names);
     mo.isas = isas;
@@ -106,6 +116,17 @@ int main(int argc, char** argv) try {
     oo.n_runs = quick ? 3 : 5;
     oo.seed = seed;
     ds::bench::run_ops_bench(oo, peaks);
+  }
+  if (v4_ops) {
+    ds::bench::V4OpsBenchOptions vo;
+    vo.isas = isas;
+    vo.isas.insert(vo.isas.begin(), ds::Isa::reference);
+    vo.thread_counts = thread_counts;
+    vo.quick = quick;
+    vo.n_runs = quick ? 3 : 5;
+    vo.seed = seed;
+    fmt::print("\n");
+    ds::bench::run_v4_ops_bench(vo, peaks);
   }
   fmt::print("\nat the end: {}\n", ds::bench::format_host_load(ds::bench::read_host_load()));
   return 0;

@@ -113,6 +113,13 @@ std::vector<MatmulShape> v3_matmul_shapes() {
   };
 }
 
+std::vector<MatmulShape> v4_matmul_shapes() {
+  return {
+      {"v4.expert_up", 4096, 2048},  // V4-Flash routed expert w1/w3 (FP4 in the checkpoint)
+      {"v4.expert_down", 2048, 4096},
+  };
+}
+
 std::vector<MatmulShape> quick_matmul_shapes() {
   return {{"bench.dense_up", 2048, 10944}, {"bench.dense_down", 10944, 2048}};
 }
@@ -125,7 +132,8 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
   std::vector<MatmulResult> results;
   fmt::print(
       "matmul y[m, out] = x[m, in] . W[out, in]^T; W GB/s = stored weight bytes (incl. fp8 scales) per "
-      "second; m <= {} streams {} MiB of W copies from DRAM, larger m reuses one W.\n"
+      "second (fp4: 4.25 bits/weight incl. E8M0 scales); m <= {} streams {} MiB of W copies from DRAM, "
+      "larger m reuses one W.\n"
       "%readBW: of the best read run at the same thread count; %FMA: of the fp32 FMA roofline of the widest "
       "ISA\n"
       "(best run, at least threads x the 1-thread peak);\n"

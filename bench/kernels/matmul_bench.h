@@ -23,6 +23,7 @@ struct MatmulShape {
 // largest bench shapes for --quick.
 std::vector<MatmulShape> bench_model_matmul_shapes();
 std::vector<MatmulShape> v3_matmul_shapes();
+std::vector<MatmulShape> v4_matmul_shapes();
 std::vector<MatmulShape> quick_matmul_shapes();
 
 struct MatmulBenchOptions {
@@ -58,7 +59,7 @@ struct MatmulResult {
   double speedup_vs_reference = 0;  // baseline section only: reference time / this time
 };
 
-std::string_view weight_format_name(WeightFormat f);  // "f32", "bf16", "fp8"
+std::string_view weight_format_name(WeightFormat f);  // "f32", "bf16", "fp8", "fp4"
 
 // Runs every case, printing one table row per case as it finishes; returns the rows.
 std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& options, const MachinePeaks& peaks);

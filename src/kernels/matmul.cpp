@@ -60,6 +60,10 @@ void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end
   DS_ASSERT(args.w->format != WeightFormat::fp8_e4m3_block ||
                 (args.w->scales != nullptr && args.w->block_rows > 0 && args.w->block_cols > 0),
             "fp8 weight without scales or with an empty block shape");
+  DS_ASSERT(args.w->format != WeightFormat::fp4_e2m1_block ||
+                (args.w->scales_e8m0 != nullptr && args.w->block_rows == 1 && args.w->block_cols == 32 &&
+                 args.w->cols % 32 == 0),
+            "fp4 weight without E8M0 scales, with a block other than 1x32 or cols not a multiple of 32");
   switch (isa) {
     case Isa::reference:
       matmul_cols_ref(args, n_begin, n_end);

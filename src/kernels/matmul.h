@@ -8,12 +8,16 @@
 //   avx2:      8 lanes, lane l accumulates k ≡ l (mod 8) in increasing k with FMA;
 //   avx512:    16 lanes, lane l accumulates k ≡ l (mod 16) in increasing k with FMA;
 //   then a fixed pairwise horizontal sum (lane l + lane l+half, halving down to one).
+// fp4 (a byte holds columns 2k and 2k+1) uses the same lanes and tree but its own column-to-lane
+// map, the one in-register nibble decoding gives: with L lanes, column k goes to lane
+// (k mod 2L) / 2, still in increasing k (lane l of a 2L-column chunk takes 2l, then 2l+1).
 // Vector paths dequantise each weight exactly as the reference does (bf16: exact; fp8: the
 // f32 product fp8 · scale, rounded once), so paths differ only in summation order.
 // Vector-path fp8 caveats: the NaN codes 0x7f/0xff decode as ±480·scale instead of NaN, and a
 // block scale must satisfy |scale| < 2^8 (it is pre-multiplied by 2^120); real FP8 checkpoints
-// never use either. The fp8 decode goes through f32 subnormals, so MXCSR DAZ must stay off (the
-// default; nothing in this engine sets it).
+// never use either. fp4 decodes every weight exactly (the f32 product e2m1 · 2^(e-127), as the
+// reference; a NaN scale byte 0xff gives NaN weights). The fp8 decode goes through f32 subnormals, so MXCSR
+// DAZ must stay off (the default; nothing in this engine sets it).
 #pragma once
 
 #include <cstdint>

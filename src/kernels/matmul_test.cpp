@@ -9,6 +9,7 @@
 #include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/ref/matmul_ref.h"
@@ -44,6 +45,7 @@ struct TestWeights {
   std::vector<uint16_t> bf16;
   std::vector<uint8_t> fp8;
   std::vector<float> scales;
+  std::vector<uint8_t> scales_e8m0;
   WeightMatrix w;
 };
 
@@ -86,9 +88,21 @@ TestWeights make_weights(WeightFormat format, int64_t rows, int64_t cols, uint32
       t.w.scales = t.scales.data();
       break;
     }
-    case WeightFormat::fp4_e2m1_block:
-      ADD_FAILURE() << "fp4 test weights not generated yet";
+    case WeightFormat::fp4_e2m1_block: {
+      // Every byte is two valid codes (±0 included); scales 2^-10 .. 2^2 as E8M0 bytes. The block
+      // is fixed at 1 x 32 by the format.
+      t.w.block_rows = 1;
+      t.w.block_cols = 32;
+      t.fp8.resize(n / 2);
+      std::uniform_int_distribution<int> byte(0, 255);
+      for (auto& v : t.fp8) v = static_cast<uint8_t>(byte(rng));
+      t.scales_e8m0.resize(static_cast<size_t>(t.w.scale_rows() * t.w.scale_cols()));
+      std::uniform_int_distribution<int> exponent(127 - 10, 127 + 2);
+      for (auto& s : t.scales_e8m0) s = static_cast<uint8_t>(exponent(rng));
+      t.w.data = t.fp8.data();
+      t.w.scales_e8m0 = t.scales_e8m0.data();
       break;
+    }
   }
   return t;
 }
@@ -119,7 +133,8 @@ bool bit_equal(float a, float b) { return f32_to_bits(a) == f32_to_bits(b); }
 // Tolerance: both results are f32 dot products of the same exactly dequantised terms, summed in
 // different orders. The reference's sequential sum is within γ_cols · Σ|x·W| of the exact value
 // (γ_n ≈ n·2^-24), the lane-split FMA sum within a smaller bound of the same form, so their
-// difference is at most c · cols · 2^-24 · Σ_k |x_k W_nk| with c = 2.
+// difference is at most c · cols · 2^-24 · Σ_k |x_k W_nk| with c = 2 (plus c · cols · 2^-149 for
+// results in the subnormal range, where rounding errors are absolute).
 constexpr double kTolC = 2.0;
 
 // Compares y against the reference; on failure reports the worst coordinate.
@@ -136,7 +151,9 @@ void expect_close(const std::vector<float>& y, const std::vector<float>& y_ref, 
       double abs_sum = 0.0;
       for (int64_t k = 0; k < w.cols; ++k)
         abs_sum += std::fabs(double{x[i * w.cols + k]}) * w_abs[n * w.cols + k];
-      const double bound = kTolC * static_cast<double>(w.cols) * 0x1p-24 * abs_sum;
+      // + one subnormal quantum per operation: products of subnormal weights (fp4 scale 2^-127)
+      // round absolutely, not relatively.
+      const double bound = kTolC * static_cast<double>(w.cols) * (0x1p-24 * abs_sum + 0x1p-149);
       const double err = std::fabs(double{y[i * w.rows + n]} - y_ref[i * w.rows + n]);
       const double excess = std::isnan(err) ? INFINITY : err - bound;
       if (excess > 0.0 && excess > worst_excess) {
@@ -324,6 +341,151 @@ TEST_P(MatmulIsaTest, ForcedPathFollowsItsDocumentedLaneOrder) {
           ASSERT_TRUE(bit_equal(y[i * rows + n], want))
               << describe(isa, f, m, rows, cols) << " y[" << i << ", " << n << "] = " << y[i * rows + n]
               << ", lane model " << want;
+        }
+      }
+    }
+  }
+}
+
+// ---- FP4 E2M1 with E8M0 scales per 32 columns (V4 routed experts) ----
+
+TEST_P(MatmulIsaTest, Fp4ShapeSweepMatchesReference) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  uint32_t seed = 500;
+  for (int64_t rows : {1, 7, 8, 9, 15, 16, 17, 64, 131}) {
+    for (int64_t cols : {32, 64, 96, 160, 1024, 2048}) {
+      const TestWeights t = make_weights(WeightFormat::fp4_e2m1_block, rows, cols, ++seed);
+      for (int64_t m : {0, 1, 2, 3, 4, 5, 6, 7, 13, 33}) {
+        const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), ++seed);
+        expect_close(run_matmul(isa, pool, x, m, t.w), run_reference(x, m, t.w), x, m, t.w,
+                     describe(isa, t.w.format, m, rows, cols));
+      }
+    }
+  }
+}
+
+// The V4-Flash expert shapes scaled down (w1/w3: in 4096 -> out 2048, w2: 2048 -> 4096) keep the
+// real per-row group counts' structure: 4 and 2 groups per 64-byte line pair, rows not a
+// multiple of any tile.
+TEST_P(MatmulIsaTest, Fp4ExpertLikeShapesMatchReference) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  uint32_t seed = 600;
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{203, 4096}, {411, 2048}}) {
+    const TestWeights t = make_weights(WeightFormat::fp4_e2m1_block, rows, cols, ++seed);
+    for (int64_t m : {1, 6, 9}) {
+      const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), ++seed);
+      expect_close(run_matmul(isa, pool, x, m, t.w), run_reference(x, m, t.w), x, m, t.w,
+                   describe(isa, t.w.format, m, rows, cols));
+    }
+  }
+}
+
+// The fp4 lane order (matmul.h): column k goes to lane (k mod 2L) / 2 in increasing k, FMA, then
+// the same halving tree as the other formats.
+float fp4_lane_order_model(const float* x, const WeightMatrix& w, int64_t n, int lanes) {
+  std::vector<float> acc(static_cast<size_t>(lanes), 0.0f);
+  for (int64_t k = 0; k < w.cols; ++k) {
+    const int64_t lane = (k % (2 * lanes)) / 2;
+    acc[lane] = std::fma(x[k], weight_at_ref(w, n, k), acc[lane]);
+  }
+  for (int half = lanes / 2; half >= 1; half /= 2) {
+    for (int l = 0; l < half; ++l) acc[l] = acc[l] + acc[l + half];
+  }
+  return acc[0];
+}
+
+TEST_P(MatmulIsaTest, Fp4FollowsItsDocumentedLaneOrderAndIsBatchInvariant) {
+  const Isa isa = GetParam();
+  if (isa == Isa::reference) GTEST_SKIP() << "the reference order is the plain loop (tested by the sweep)";
+  const int lanes = isa == Isa::avx512 ? 16 : 8;
+  for (int64_t cols : {32, 96, 1024}) {
+    const int64_t rows = 19;
+    constexpr int64_t kM = 23;
+    const TestWeights t = make_weights(WeightFormat::fp4_e2m1_block, rows, cols, 41);
+    const std::vector<float> x = random_normal(static_cast<size_t>(kM * cols), 42);
+    for (int n_threads : {1, 2, 3}) {
+      ThreadPool pool(n_threads);
+      const std::vector<float> y = run_matmul(isa, pool, x, kM, t.w);
+      for (int64_t i = 0; i < kM; ++i) {
+        const std::vector<float> x_row(x.begin() + i * cols, x.begin() + (i + 1) * cols);
+        const std::vector<float> y_row = run_matmul(isa, pool, x_row, 1, t.w);
+        // m = 2 and 3 take their own decode tiles: the row as the last of a small batch.
+        const std::vector<float> x_pair(x.begin() + (i == 0 ? 0 : i - 1) * cols, x.begin() + (i + 1) * cols);
+        const std::vector<float> y_pair = run_matmul(isa, pool, x_pair, i == 0 ? 1 : 2, t.w);
+        const int64_t pair_row = i == 0 ? 0 : 1;
+        for (int64_t n = 0; n < rows; ++n) {
+          const float want = fp4_lane_order_model(&x[i * cols], t.w, n, lanes);
+          ASSERT_TRUE(bit_equal(y[i * rows + n], want))
+              << describe(isa, t.w.format, kM, rows, cols) << " y[" << i << ", " << n
+              << "] = " << y[i * rows + n] << ", lane model " << want;
+          ASSERT_TRUE(bit_equal(y_row[n], want)) << "m=1 row " << i << " n=" << n;
+          ASSERT_TRUE(bit_equal(y_pair[pair_row * rows + n], want)) << "m=2 row " << i << " n=" << n;
+        }
+      }
+    }
+  }
+}
+
+// Scale bytes at the ends of the E8M0 range: 0 (2^-127, subnormal weights), 254 (6 · 2^127
+// overflows to Inf, as in the reference's f32 product) and 255 (NaN).
+TEST_P(MatmulIsaTest, Fp4ExtremeScalesMatchReference) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  const int64_t rows = 12, cols = 96, m = 3;
+  TestWeights t = make_weights(WeightFormat::fp4_e2m1_block, rows, cols, 51);
+  for (int64_t g = 0; g < 3; ++g) {
+    t.scales_e8m0[0 * 3 + g] = 0;  // row 0: subnormal weights everywhere
+    t.scales_e8m0[1 * 3 + g] = 1;  // row 1: 2^-126
+  }
+  t.scales_e8m0[5 * 3 + 1] = 254;  // row 5: Inf weights for nonzero codes in group 1
+  t.fp8[5 * 48 + 16] = 0x77;       // ... and two of them are ±6 · 2^127 = Inf for sure
+  t.scales_e8m0[9 * 3 + 2] = 255;  // row 9: NaN
+  std::vector<float> x = random_normal(static_cast<size_t>(m * cols), 52);
+  const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
+  const std::vector<float> y_ref = run_reference(x, m, t.w);
+  for (int64_t i = 0; i < m; ++i) {
+    EXPECT_TRUE(std::isinf(y_ref[i * rows + 5]) || std::isnan(y_ref[i * rows + 5]));
+    EXPECT_TRUE(std::isnan(y_ref[i * rows + 9]));
+    for (int64_t n = 0; n < rows; ++n) {
+      const float got = y[i * rows + n], want = y_ref[i * rows + n];
+      if (!std::isfinite(want)) {
+        EXPECT_TRUE(std::isnan(want) ? std::isnan(got) : got == want)
+            << describe(isa, t.w.format, m, rows, cols) << " y[" << i << ", " << n << "] = " << got << " vs "
+            << want;
+      }
+    }
+  }
+  // The finite rows within the sweep's tolerance (rows 5 and 9 excluded by zeroing them).
+  t.scales_e8m0[5 * 3 + 1] = 127;
+  t.scales_e8m0[9 * 3 + 2] = 127;
+  expect_close(run_matmul(isa, pool, x, m, t.w), run_reference(x, m, t.w), x, m, t.w,
+               describe(isa, t.w.format, m, rows, cols) + " extreme scales");
+  EXPECT_NE(run_reference(x, m, t.w)[0], 0.0f) << "subnormal weights must not flush to zero";
+}
+
+// V4's FP8 weights: E8M0 128x128 block scales arrive as f32 powers of two; widths with a partial
+// last block (N and K not multiples of 128), scales spanning 2^-20 .. 2^3.
+TEST_P(MatmulIsaTest, Fp8PowerOfTwoScalesV4LikeShapes) {
+  const Isa isa = GetParam();
+  ThreadPool pool(2);
+  uint32_t seed = 700;
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{300, 512}, {200, 448}, {129, 1040}}) {
+    TestWeights t = make_weights(WeightFormat::fp8_e4m3_block, rows, cols, ++seed, 128, 128);
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> exponent(-20, 3);
+    for (auto& s : t.scales) s = std::ldexp(1.0f, exponent(rng));
+    for (int64_t m : {1, 4, 7}) {
+      const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), ++seed);
+      const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
+      expect_close(y, run_reference(x, m, t.w), x, m, t.w,
+                   describe(isa, t.w.format, m, rows, cols) + " pow2");
+      if (isa != Isa::reference) {
+        const int lanes = isa == Isa::avx512 ? 16 : 8;
+        for (int64_t n = 0; n < rows; n += 37) {
+          ASSERT_TRUE(bit_equal(y[n], lane_order_model(x.data(), t.w, n, lanes)))
+              << "pow2 lane order n=" << n;
         }
       }
     }

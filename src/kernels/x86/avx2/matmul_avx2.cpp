@@ -5,7 +5,7 @@
 // independent (i, n) pairs, so results are bit-identical whatever m (batch invariance).
 #include "kernels/x86/avx2/matmul_avx2.h"
 
-#include "kernels/ref/matmul_ref.h"
+#include "kernels/x86/avx2/matmul_fp4_avx2.h"
 
 #include <immintrin.h>
 
@@ -249,7 +249,7 @@ void matmul_cols_avx2(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
       run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end);
       break;
     case WeightFormat::fp4_e2m1_block:
-      matmul_cols_ref(args, n_begin, n_end);  // placeholder until the FP4 kernel lands (issue 3)
+      matmul_cols_fp4_avx2(args, n_begin, n_end);
       break;
   }
 }

@@ -5,12 +5,14 @@
 // result is bit-identical whatever m, row position or thread range (batch invariance).
 #include "kernels/x86/avx512/matmul_avx512.h"
 
-#include "kernels/ref/matmul_ref.h"
+#include "kernels/x86/avx512/matmul_fp4_avx512.h"
 
 // GCC 12 flags _mm512_undefined_*() inside its own intrinsic headers as (maybe-)uninitialized
 // (a known false positive); the pragma must be active where the header is parsed.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 #include <immintrin.h>
 
 #include <algorithm>
@@ -350,7 +352,7 @@ void matmul_cols_avx512(const MatmulArgs& args, int64_t n_begin, int64_t n_end) 
       run<WeightFormat::fp8_e4m3_block>(args, n_begin, n_end);
       break;
     case WeightFormat::fp4_e2m1_block:
-      matmul_cols_ref(args, n_begin, n_end);  // placeholder until the FP4 kernel lands (issue 3)
+      matmul_cols_fp4_avx512(args, n_begin, n_end);
       break;
   }
 }
