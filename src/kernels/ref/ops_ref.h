@@ -1,6 +1,6 @@
 // Scalar references for the elementwise/row kernels (norm, rope, activation, softmax, top-k).
 // These define the semantics; the x86 paths are tested against them. Plain loops, f32, no FMA
-// (the build is -std=c++20, which keeps GCC from contracting a*b+c).
+// (src/kernels/CMakeLists.txt compiles ref/ with -ffp-contract=off so a*b+c is never fused).
 #pragma once
 
 #include <cstdint>
