@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "command_support.h"
 #include "commands.h"
-#include "model/deepseek_v3.h"
+#include "model/deepseek_v4.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
 
@@ -72,9 +72,9 @@ int run_generate(const GenerateOptions& o) {
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
   mo.max_seq_len = static_cast<int64_t>(prompt->size()) + o.max_tokens;
-  Result<std::unique_ptr<DeepSeekV3>> model = DeepSeekV3::load(o.model_dir, mo);
+  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
-  DeepSeekV3& m = **model;
+  ModelRunner& m = **model;
   const int32_t eos_model = m.config().eos_token_id;
   const int32_t eos_tok = tok->eos_id();
 

@@ -9,7 +9,7 @@
 
 #include "command_support.h"
 #include "commands.h"
-#include "model/deepseek_v3.h"
+#include "model/deepseek_v4.h"
 #include "npy_writer.h"
 
 namespace ds::cli {
@@ -97,9 +97,9 @@ int run_logits(const LogitsOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.mla_mode = o.mla == "plain" ? MlaMode::plain : MlaMode::absorbed;
   mo.max_seq_len = static_cast<int64_t>(ids.size());
-  Result<std::unique_ptr<DeepSeekV3>> model = DeepSeekV3::load(o.model_dir, mo);
+  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
-  DeepSeekV3& m = **model;
+  ModelRunner& m = **model;
   if (!o.mtp_out_path.empty() && !m.has_mtp()) {
     return report_error(
         cmd, Status(ErrorCode::model_unsupported, o.model_dir + "/config.json: --mtp-out needs an MTP layer "

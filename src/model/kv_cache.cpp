@@ -36,6 +36,7 @@ SequenceState make_standalone_sequence(const KvCacheConfig& cfg) {
   SequenceState s;
   s.block_table.resize(static_cast<size_t>(std::max(cfg.n_blocks, 0)));
   for (size_t i = 0; i < s.block_table.size(); ++i) s.block_table[i] = static_cast<int32_t>(i);
+  s.state_slot = 0;  // the only sequence: V4's first state slot (V3 ignores it)
   return s;
 }
 

@@ -20,6 +20,10 @@ namespace ds {
 struct KvCacheConfig {
   int32_t block_size_tokens = 64;
   int32_t n_blocks = 0;
+  // V4: slots of unpaged per-sequence state (window rings, compressor partial groups, compressed
+  // entries) the model keeps; a sequence names one in SequenceState::state_slot. 0 = one per
+  // block (no more sequences can be live than blocks). V3 ignores it.
+  int32_t n_sequence_slots = 0;
 };
 
 // What the model needs the engine to know, from ModelRunner::kv_cache_layout().
@@ -50,6 +54,9 @@ struct SequenceState {
   int64_t n_tokens = 0;
   // MTP layer positions cached (runs one behind; same blocks, its own layer slot).
   int64_t n_mtp_tokens = 0;
+  // V4: the model's per-sequence state slot in [0, n_sequence_slots), owned by this sequence while
+  // it lives (the engine assigns it; a forward at n_tokens 0 resets the slot). -1 = none (V3).
+  int32_t state_slot = -1;
 };
 
 // Blocks that hold positions [0, n_tokens): ceil(n_tokens / block_size_tokens).

@@ -1,0 +1,312 @@
+#include "model/deepseek_v4.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "kernels/norm.h"
+#include "model/deepseek_v3.h"
+
+namespace ds {
+
+namespace {
+
+Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_input, what); }
+
+Status check_config(const ModelConfig& c) {
+  if (!c.is_v4()) {
+    return Status(ErrorCode::model_unsupported, "config.json: model_type '" + c.model_type +
+                                                    "' is not supported by the V4 model (deepseek_v4)");
+  }
+  if (c.head_dim <= c.qk_rope_head_dim || (c.head_dim - c.qk_rope_head_dim) % 64 != 0) {
+    return Status(
+        ErrorCode::model_unsupported,
+        "config.json: head_dim - qk_rope_head_dim must be a positive multiple of 64 (FP8 KV blocks)");
+  }
+  if (c.num_draft_layers() > 1) {
+    return Status(ErrorCode::model_unsupported,
+                  "config.json: more than one draft layer (DSpark) is not supported");
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+DeepSeekV4::DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts,
+                       const V4Numerics& num)
+    : ckpt_(std::move(ckpt)), cfg_(cfg), opts_(opts), num_(num) {
+  pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
+  ctx_.isa = opts.isa;
+  ctx_.pool = pool_.get();
+}
+
+Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(const std::string& dir, const ModelOptions& opts,
+                                                     const V4Numerics& num) {
+  DS_ASSIGN_OR_RETURN(ModelConfig cfg, load_model_config(dir));
+  DS_ASSIGN_OR_RETURN(Checkpoint ckpt, Checkpoint::open(dir));
+  return load(std::move(ckpt), cfg, opts, num);
+}
+
+Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(Checkpoint ckpt, const ModelConfig& cfg,
+                                                     const ModelOptions& opts, const V4Numerics& num) {
+  DS_TRY(check_config(cfg));
+  if (opts.max_seq_len <= 0) return Status(ErrorCode::invalid_argument, "max_seq_len must be > 0");
+  std::unique_ptr<DeepSeekV4> m(new DeepSeekV4(std::move(ckpt), cfg, opts, num));
+  DS_TRY(m->build());
+  return m;
+}
+
+Status DeepSeekV4::build() {
+  const ModelConfig& c = cfg_;
+  DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    DS_ASSIGN_OR_RETURN(V4Block b,
+                        V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, l, c.is_hash_layer(l)));
+    layers_.push_back(std::move(b));
+  }
+  DS_ASSIGN_OR_RETURN(hc_head_, MhcHead::load(ckpt_, "", mhc_dims(c)));
+  DS_ASSIGN_OR_RETURN(final_norm_, load_f32(ckpt_, "norm.weight", Shape{c.hidden_size}));
+  const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
+  DS_ASSIGN_OR_RETURN(head_, load_linear_layer(ckpt_, "head", c.vocab_size, c.hidden_size, block));
+  if (c.num_draft_layers() == 1) {
+    DS_ASSIGN_OR_RETURN(mtp_, V4Mtp::load(ckpt_, c, 0));
+  }
+  return ok_status();
+}
+
+KvCacheLayout DeepSeekV4::kv_cache_layout() const {
+  KvCacheLayout l;
+  l.block_size_multiple = cfg_.kv_block_size_multiple();
+  int64_t per_token_x_lcm = 0;  // paged bytes per lcm tokens (exact: every ratio divides it)
+  int64_t per_seq = 0;
+  const int64_t lcm = l.block_size_multiple;
+  for (int layer = 0; layer < n_layer_slots(); ++layer) {
+    const int ratio = cfg_.compress_ratio(layer);
+    per_seq += int64_t{cfg_.sliding_window} * (cfg_.head_dim * 4 + 8);  // ring rows + positions
+    if (ratio == 0) continue;
+    const bool csa = cfg_.attention_kind(layer) == AttentionKind::csa;
+    per_token_x_lcm += lcm / ratio * 4 * (cfg_.head_dim + (csa ? cfg_.index_head_dim : 0));
+    // compressor partial groups: kv + score, rows × coff·d_c
+    per_seq += int64_t{2} * 4 * (csa ? 2 * ratio : ratio) * (csa ? 2 : 1) * cfg_.head_dim;
+    if (csa) per_seq += int64_t{2} * 4 * 2 * ratio * 2 * cfg_.index_head_dim;
+  }
+  l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
+  l.bytes_per_sequence = per_seq;
+  return l;
+}
+
+Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
+  const int32_t multiple = kv_cache_layout().block_size_multiple;
+  if (cfg.block_size_tokens < 1 || cfg.block_size_tokens % multiple != 0) {
+    return Status(ErrorCode::invalid_argument, "block_size_tokens " + std::to_string(cfg.block_size_tokens) +
+                                                   " is not a positive multiple of " +
+                                                   std::to_string(multiple) +
+                                                   " (the lcm of the compress ratios)");
+  }
+  if (cfg.n_blocks < 1 || cfg.n_sequence_slots < 0) {
+    return Status(ErrorCode::invalid_argument, "n_blocks must be > 0 and n_sequence_slots >= 0");
+  }
+  const int64_t phys = physical_memory_bytes();
+  const int64_t limit = phys > 0 ? phys : std::numeric_limits<int64_t>::max();
+  // Everything is allocated before anything is replaced, so an error leaves the old cache.
+  std::vector<PagedLatentCache> comp(static_cast<size_t>(n_layer_slots())), idx(comp.size());
+  for (int layer = 0; layer < n_layer_slots(); ++layer) {
+    const int ratio = cfg_.compress_ratio(layer);
+    if (ratio == 0) continue;
+    const KvCacheConfig entry_cfg{cfg.block_size_tokens / ratio, cfg.n_blocks, 0};
+    DS_ASSIGN_OR_RETURN(comp[layer], PagedLatentCache::allocate(1, cfg_.head_dim, entry_cfg, 1, limit));
+    if (cfg_.attention_kind(layer) == AttentionKind::csa) {
+      DS_ASSIGN_OR_RETURN(idx[layer],
+                          PagedLatentCache::allocate(1, cfg_.index_head_dim, entry_cfg, 1, limit));
+    }
+  }
+  comp_pages_ = std::move(comp);
+  idx_pages_ = std::move(idx);
+  kv_config_ = cfg;
+  slots_.assign(static_cast<size_t>(cfg.n_sequence_slots > 0 ? cfg.n_sequence_slots : cfg.n_blocks), {});
+  return ok_status();
+}
+
+V4LayerPages DeepSeekV4::pages_for(int layer, const int32_t* block_table) const {
+  V4LayerPages p;
+  const int ratio = cfg_.compress_ratio(layer);
+  if (!comp_pages_[layer].empty()) p.comp = V4EntryPages{comp_pages_[layer].slot(0), ratio, block_table};
+  if (!idx_pages_[layer].empty()) p.idx = V4EntryPages{idx_pages_[layer].slot(0), ratio, block_table};
+  return p;
+}
+
+Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
+                               std::span<const std::span<const int32_t>> tokens, bool mtp) {
+  block_check_.clear();
+  for (size_t r = 0; r < seqs.size(); ++r) {
+    SequenceState* seq = seqs[r];
+    auto which = [r] { return "request " + std::to_string(r) + ": "; };
+    if (seq == nullptr) return bad_input(which() + "no sequence");
+    for (size_t q = 0; q < r; ++q) {
+      if (seqs[q] == seq) return bad_input(which() + "sequence appears twice in one batch");
+      if (seqs[q]->state_slot == seq->state_slot)
+        return bad_input(which() + "state slot shared with request " + std::to_string(q));
+    }
+    const auto& toks = tokens[r];
+    if (toks.empty()) return bad_input(which() + "empty chunk");
+    for (size_t i = 0; i < toks.size(); ++i) {
+      if (toks[i] < 0 || toks[i] >= cfg_.vocab_size) {
+        return bad_input(which() + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
+                         " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
+      }
+    }
+    if (seq->state_slot < 0 || seq->state_slot >= static_cast<int32_t>(slots_.size())) {
+      return bad_input(which() + "state_slot " + std::to_string(seq->state_slot) + " outside [0, " +
+                       std::to_string(slots_.size()) + ")");
+    }
+    const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq->state_slot)];
+    const int64_t n = static_cast<int64_t>(toks.size());
+    if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
+      return bad_input(which() + "inconsistent sequence");
+    }
+    if (seq->n_tokens > 0 &&
+        (!slot.in_use || slot.n_tokens != seq->n_tokens || slot.n_mtp_tokens != seq->n_mtp_tokens)) {
+      return bad_input(which() + "state slot " + std::to_string(seq->state_slot) +
+                       " does not hold this sequence at " + std::to_string(seq->n_tokens) +
+                       " tokens (V4 state cannot be rolled back or shared)");
+    }
+    const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
+    if (mtp && base + n > seq->n_tokens) {
+      return bad_input(which() + "MTP rows up to position " + std::to_string(base + n - 1) +
+                       " need the main model to have consumed them first");
+    }
+    if (base + n > opts_.max_seq_len) {
+      return bad_input(which() + "sequence length " + std::to_string(base + n) + " exceeds max_seq_len " +
+                       std::to_string(opts_.max_seq_len));
+    }
+    DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, base, base + n, kv_config_));
+  }
+  return block_check_.check_conflicts();
+}
+
+V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq) {
+  V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
+  if (seq.n_tokens == 0) {  // a new sequence takes the slot over
+    slot.in_use = true;
+    slot.n_tokens = 0;
+    slot.n_mtp_tokens = 0;
+    slot.pending_streams.clear();
+    auto make = [&](int layer) {
+      V4LayerState st;
+      const int ratio = cfg_.compress_ratio(layer);
+      st.reset(cfg_.sliding_window, cfg_.head_dim, ratio, cfg_.attention_kind(layer) == AttentionKind::csa,
+               cfg_.index_head_dim);
+      return st;
+    };
+    slot.layers.clear();
+    for (int l = 0; l < cfg_.num_hidden_layers; ++l) slot.layers.push_back(make(l));
+    slot.mtp_layers.clear();
+    if (has_mtp()) slot.mtp_layers.push_back(make(cfg_.num_hidden_layers));
+  }
+  return slot;
+}
+
+void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, std::vector<float>& h_rows) {
+  V4SequenceSlot& slot = slot_for(seq);
+  const int64_t n = static_cast<int64_t>(tokens.size()), d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  std::vector<int32_t> pos(static_cast<size_t>(n));
+  for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_tokens + t);
+  // streams: [n, hc, d], every stream starts as the token's embedding
+  std::vector<float> streams(static_cast<size_t>(n * hc * d)), e(static_cast<size_t>(n * d));
+  embed_.lookup(tokens.data(), n, e.data(), d);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t k = 0; k < hc; ++k) std::copy_n(e.data() + t * d, d, streams.data() + (t * hc + k) * d);
+  for (size_t l = 0; l < layers_.size(); ++l)
+    layers_[l].forward(ctx_, num_, streams.data(), n, pos.data(), tokens.data(), slot.layers[l],
+                       pages_for(static_cast<int>(l), seq.block_table.data()));
+  std::vector<float> col(static_cast<size_t>(n * d));
+  for (int64_t t = 0; t < n; ++t) hc_head_.collapse(num_, streams.data() + t * hc * d, col.data() + t * d);
+  const size_t at = h_rows.size();
+  h_rows.resize(at + static_cast<size_t>(n * d));
+  rmsnorm(ctx_.isa, col.data(), n, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
+          h_rows.data() + at, d);
+  num_.round_inplace(h_rows.data() + at, n * d);
+  if (has_mtp()) slot.pending_streams.insert(slot.pending_streams.end(), streams.begin(), streams.end());
+  slot.n_tokens += n;
+  seq.n_tokens += n;
+}
+
+Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
+  std::vector<SequenceState*> seqs;
+  std::vector<std::span<const int32_t>> tokens;
+  for (const auto& r : requests) {
+    seqs.push_back(r.seq);
+    tokens.push_back(r.tokens);
+  }
+  DS_TRY(check_batch(seqs, tokens, /*mtp=*/false));
+  const int64_t d = cfg_.hidden_size;
+  // Each sequence runs alone (per-row arithmetic only), so its rows never depend on the batch.
+  std::vector<float> h_all, sel;
+  out.row_begin.assign(1, 0);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    std::vector<float> h;
+    run_chunk(*seqs[r], tokens[r], h);
+    const int64_t n = static_cast<int64_t>(tokens[r].size());
+    const int64_t n_out = requests[r].all_logits ? n : 1;
+    sel.insert(sel.end(), h.end() - n_out * d, h.end());
+    out.row_begin.push_back(out.row_begin.back() + n_out);
+  }
+  const int64_t R = out.row_begin.back();
+  out.hidden.reshape(Shape{R, d});
+  if (R > 0) std::memcpy(out.hidden.data(), sel.data(), sel.size() * sizeof(float));
+  out.logits.reshape(Shape{R, cfg_.vocab_size});
+  linear(ctx_, head_.w, sel.data(), R, d, out.logits.data(), cfg_.vocab_size);
+  return ok_status();
+}
+
+Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
+  if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer");
+  std::vector<SequenceState*> seqs;
+  std::vector<std::span<const int32_t>> tokens;
+  for (const auto& r : requests) {
+    seqs.push_back(r.seq);
+    tokens.push_back(r.next_tokens);
+  }
+  DS_TRY(check_batch(seqs, tokens, /*mtp=*/true));
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  std::vector<float> h_all;
+  out.row_begin.assign(1, 0);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    SequenceState& seq = *seqs[r];
+    V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
+    const int64_t n = static_cast<int64_t>(tokens[r].size());
+    std::vector<int32_t> pos(static_cast<size_t>(n));
+    for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_mtp_tokens + t);
+    const size_t at = h_all.size();
+    h_all.resize(at + static_cast<size_t>(n * d));
+    // pending_streams row 0 is position slot.n_mtp_tokens
+    mtp_->forward(ctx_, num_, embed_, slot.pending_streams.data(), tokens[r].data(), n, pos.data(),
+                  slot.mtp_layers[0], pages_for(cfg_.num_hidden_layers, seq.block_table.data()),
+                  h_all.data() + at);
+    slot.pending_streams.erase(slot.pending_streams.begin(), slot.pending_streams.begin() + n * hc * d);
+    slot.n_mtp_tokens += n;
+    seq.n_mtp_tokens += n;
+    out.row_begin.push_back(out.row_begin.back() + n);
+  }
+  const int64_t R = out.row_begin.back();
+  out.logits.reshape(Shape{R, cfg_.vocab_size});
+  linear(ctx_, head_.w, h_all.data(), R, d, out.logits.data(), cfg_.vocab_size);
+  return ok_status();
+}
+
+}  // namespace ds
+
+namespace ds {
+
+Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const ModelOptions& opts,
+                                                       const V4Numerics& v4_num) {
+  DS_ASSIGN_OR_RETURN(ModelConfig cfg, load_model_config(dir));
+  if (cfg.is_v4()) {
+    DS_ASSIGN_OR_RETURN(std::unique_ptr<DeepSeekV4> m, DeepSeekV4::load(dir, opts, v4_num));
+    return std::unique_ptr<ModelRunner>(std::move(m));
+  }
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<DeepSeekV3> m, DeepSeekV3::load(dir, opts));
+  return std::unique_ptr<ModelRunner>(std::move(m));
+}
+
+}  // namespace ds

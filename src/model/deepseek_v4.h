@@ -1,0 +1,100 @@
+// DeepSeek-V4-Flash (model-spec §4): embedding into hc_mult residual streams, V4 blocks (mHC,
+// SWA/CSA/HCA attention, hash/score-routed MoE with FP4 experts), hyper-head, final norm, head,
+// and the MTP layer, from a checkpoint with DeepSeek's own tensor names (`layers.N.*`, `mtp.K.*`).
+// The math follows tests/reference/deepseek_v4_ref.py (README "V4") switch for switch.
+//
+// State: the compressed entries and indexer keys are paged in the sequence's KV blocks (a block
+// of block_size tokens holds block_size / ratio entries per compressed layer; block_size must be a
+// multiple of every ratio). The rest (window rings, compressor partial groups, MTP ring,
+// unconsumed final streams) lives in a slot the model owns (SequenceState::state_slot,
+// KvCacheConfig::n_sequence_slots). Because the rings and partial groups are not rebuilt from
+// blocks, prefix sharing and rollback (truncate_sequence) are unsupported for V4: a forward at a
+// position the slot has not reached (or has passed) is model_bad_input.
+//
+// MTP: forward_mtp reads the main final streams [hc, hidden] the slot kept for positions
+// [n_mtp_tokens, n_tokens); MtpRequest::hidden may be null and is not read (V4's MTP needs all hc
+// streams, the LogitsOutput::hidden rows are only the normed collapse).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/embedding.h"
+#include "model/forward_context.h"
+#include "model/linear.h"
+#include "model/model_options.h"
+#include "model/model_runner.h"
+#include "model/v4_block.h"
+#include "model/v4_kv_state.h"
+#include "model/v4_mhc.h"
+#include "model/v4_mtp.h"
+#include "model/v4_numerics.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+class DeepSeekV4 final : public ModelRunner {
+ public:
+  static Result<std::unique_ptr<DeepSeekV4>> load(const std::string& dir, const ModelOptions& opts,
+                                                  const V4Numerics& num = {});
+  static Result<std::unique_ptr<DeepSeekV4>> load(Checkpoint ckpt, const ModelConfig& cfg,
+                                                  const ModelOptions& opts, const V4Numerics& num = {});
+
+  const ModelConfig& config() const override { return cfg_; }
+  KvCacheLayout kv_cache_layout() const override;
+  Status init_kv_cache(const KvCacheConfig& cfg) override;
+  const KvCacheConfig& kv_cache_config() const override { return kv_config_; }
+  Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) override;
+  bool has_mtp() const override { return mtp_.has_value(); }
+  Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
+
+ private:
+  DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts, const V4Numerics& num);
+  Status build();
+  // Validates one batch (ids, lengths, duplicates, block tables, state slots) before any change.
+  Status check_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
+                     bool mtp);
+  V4SequenceSlot& slot_for(SequenceState& seq);
+  // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
+  V4LayerPages pages_for(int layer, const int32_t* block_table) const;
+  int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
+  // One sequence's main chunk: final normed rows h [n, hidden] (all rows) appended to `h_rows`.
+  void run_chunk(SequenceState& seq, std::span<const int32_t> tokens, std::vector<float>& h_rows);
+
+  Checkpoint ckpt_;
+  ModelConfig cfg_;
+  ModelOptions opts_;
+  V4Numerics num_;
+  std::unique_ptr<ThreadPool> pool_;
+  ForwardContext ctx_;
+  Embedding embed_;
+  std::vector<V4Block> layers_;
+  MhcHead hc_head_;
+  std::vector<float> final_norm_;
+  Linear head_;
+  std::optional<V4Mtp> mtp_;
+  KvCacheConfig kv_config_;
+  std::vector<V4SequenceSlot> slots_;
+  // Per layer slot (main layers, then MTP): compressed entries [n_blocks, bs / ratio, head_dim]
+  // and indexer keys [n_blocks, bs / ratio, index_head_dim]; empty where the layer has none.
+  std::vector<PagedLatentCache> comp_pages_, idx_pages_;
+  BlockUseCheck block_check_;
+};
+
+}  // namespace ds
+
+namespace ds {
+
+// The model a checkpoint's config.json asks for: DeepSeekV4 for deepseek_v4, DeepSeekV3
+// otherwise (which rejects the model types it does not run).
+Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const ModelOptions& opts,
+                                                       const V4Numerics& v4_num = {});
+
+}  // namespace ds

@@ -1,0 +1,53 @@
+// V4 attention of one layer (model-spec §4.3, §4.6, §4.7): low-rank queries with per-head RMS
+// normalisation, one shared K=V latent per token (RMSNorm, RoPE on its last rope_dim channels,
+// FP8 simulation of the rest), keys = the sliding window (ring + this chunk) then the compressed
+// entries (all visible ones in HCA, the indexer's top-k in CSA), softmax with a per-head sink,
+// inverse RoPE of the output, and the grouped low-rank output projection.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/forward_context.h"
+#include "model/linear.h"
+#include "model/v4_compressor.h"
+#include "model/v4_indexer.h"
+#include "model/v4_kv_state.h"
+#include "model/v4_numerics.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+class V4Attention {
+ public:
+  // `<prefix>` = "layers.N.attn." / "mtp.K.attn."; `layer` indexes compress_ratios.
+  static Result<V4Attention> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
+                                  int layer);
+
+  // x: [n, hidden] the normed attention input of one sequence's chunk at positions pos[0..n);
+  // out: [n, hidden]. Reads and advances `st` (ring, compressors).
+  // Reads the sequence's compressed entries and indexer keys from `pages` and writes the ones
+  // this chunk completes.
+  void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+               const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out) const;
+
+  int32_t ratio() const { return ratio_; }
+  bool csa() const { return indexer_.has_value(); }
+
+ private:
+  int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
+  int32_t window_ = 0, ratio_ = 0;
+  float eps_ = 0;
+  std::vector<float> inv_freq_;  // SWA layers: rope_theta; compressed layers: compress_rope_theta + YaRN
+  Linear wq_a_, wq_b_, wkv_, wo_b_;
+  std::vector<float> wo_a_f32_;  // [o_groups·o_lora, H·D/o_groups] widened once (group slices)
+  std::vector<float> q_norm_, kv_norm_, sink_;
+  std::optional<V4Compressor> compressor_;
+  std::optional<V4Indexer> indexer_;
+};
+
+}  // namespace ds

@@ -1,0 +1,44 @@
+// One V4 transformer block (model-spec §4.1): mHC around attention, then mHC around the MoE, on
+// the hc_mult residual streams. Main layers and the MTP layer both use it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/forward_context.h"
+#include "model/v4_attention.h"
+#include "model/v4_kv_state.h"
+#include "model/v4_mhc.h"
+#include "model/v4_moe.h"
+#include "model/v4_numerics.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+class V4Block {
+ public:
+  // `<prefix>` = "layers.N." / "mtp.K."; `layer` indexes compress_ratios (main layers, then draft).
+  static Result<V4Block> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
+                              int layer, bool hash_layer);
+
+  // streams: [n, hc, hidden] of one sequence's chunk, updated in place.
+  void forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n,
+               const int32_t* pos, const int32_t* tokens, V4LayerState& st, const V4LayerPages& pages) const;
+
+ private:
+  void sublayer_io(const V4Numerics& num, const MhcMixer& mixer, const std::vector<float>& norm_w,
+                   float* streams, int64_t n, std::vector<float>& x_norm, std::vector<float>& post,
+                   std::vector<float>& comb) const;
+
+  MhcDims dims_;
+  float eps_ = 0;
+  MhcMixer hc_attn_, hc_ffn_;
+  std::vector<float> attn_norm_, ffn_norm_;
+  V4Attention attn_;
+  V4Moe ffn_;
+};
+
+}  // namespace ds

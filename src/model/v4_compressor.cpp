@@ -1,0 +1,91 @@
+#include "model/v4_compressor.h"
+
+#include <cmath>
+#include <limits>
+
+#include "kernels/hadamard.h"
+#include "kernels/norm.h"
+#include "kernels/quant_sim.h"
+#include "kernels/rope.h"
+
+namespace ds {
+
+Result<V4Compressor> V4Compressor::load(const Checkpoint& ckpt, const std::string& prefix,
+                                        const V4CompressorDims& dims) {
+  V4Compressor c;
+  c.dims_ = dims;
+  const int64_t width = (dims.overlap ? 2 : 1) * dims.d_c;
+  DS_ASSIGN_OR_RETURN(c.wkv_, load_linear_layer(ckpt, prefix + "wkv", width, dims.hidden, 128));
+  DS_ASSIGN_OR_RETURN(c.wgate_, load_linear_layer(ckpt, prefix + "wgate", width, dims.hidden, 128));
+  DS_ASSIGN_OR_RETURN(c.ape_, load_f32_param(ckpt, prefix + "ape", Shape{dims.ratio, width}));
+  DS_ASSIGN_OR_RETURN(c.norm_, load_f32(ckpt, prefix + "norm.weight", Shape{dims.d_c}));
+  return c;
+}
+
+void v4_kv_store_sim(Isa isa, const V4Numerics& num, float* kv, int64_t n_rows, int64_t head_dim,
+                     int64_t rope_dim) {
+  if (!num.kv_fp8_sim || n_rows == 0) return;
+  quant_sim_rows(isa, kv, n_rows, head_dim - rope_dim, head_dim, v4_kv_fp8_spec());
+}
+
+void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+                        const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st,
+                        std::vector<float>& entries) const {
+  const int64_t width = st.width, d_c = dims_.d_c, ratio = dims_.ratio;
+  // a, z: [n, coff·d_c]
+  std::vector<float> a(static_cast<size_t>(n * width)), z(static_cast<size_t>(n * width));
+  linear(ctx, wkv_.w, x, n, dims_.hidden, a.data(), width);
+  linear(ctx, wgate_.w, x, n, dims_.hidden, z.data(), width);
+  const int64_t first_new = static_cast<int64_t>(entries.size()) / d_c;
+  std::vector<int32_t> entry_pos;
+  std::vector<float> pooled;  // [n_new, d_c] before the norm
+  const int64_t n_terms = st.rows();
+  std::vector<float> tkv(static_cast<size_t>(n_terms)), tsc(static_cast<size_t>(n_terms));
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t phase = pos[t] % ratio;
+    const int64_t row = (st.overlap ? ratio : 0) + phase;
+    for (int64_t c = 0; c < width; ++c) {
+      st.kv[row * width + c] = a[t * width + c];
+      st.score[row * width + c] = z[t * width + c] + ape_[phase * width + c];
+    }
+    if (phase != ratio - 1) continue;
+    for (int64_t c = 0; c < d_c; ++c) {
+      // Terms: overlap = previous group's channel c, then this group's channel d_c + c.
+      for (int64_t r = 0; r < n_terms; ++r) {
+        const int64_t ch = st.overlap && r >= ratio ? d_c + c : c;
+        tkv[r] = st.kv[r * width + ch];
+        tsc[r] = st.score[r * width + ch];
+      }
+      float mx = -std::numeric_limits<float>::infinity();
+      for (int64_t r = 0; r < n_terms; ++r) mx = std::max(mx, tsc[r]);
+      float sum = 0;
+      for (int64_t r = 0; r < n_terms; ++r) sum += (tsc[r] = std::exp(tsc[r] - mx));
+      float acc = 0;
+      for (int64_t r = 0; r < n_terms; ++r) acc += tsc[r] / sum * tkv[r];
+      pooled.push_back(acc);
+    }
+    entry_pos.push_back(static_cast<int32_t>(pos[t] + 1 - ratio));
+    const int64_t cur = st.overlap ? ratio : 0;
+    if (st.overlap) {
+      std::copy(st.kv.begin() + ratio * width, st.kv.end(), st.kv.begin());
+      std::copy(st.score.begin() + ratio * width, st.score.end(), st.score.begin());
+    }
+    std::fill(st.kv.begin() + cur * width, st.kv.end(), 0.0f);
+    std::fill(st.score.begin() + cur * width, st.score.end(), -std::numeric_limits<float>::infinity());
+  }
+  const int64_t n_new = static_cast<int64_t>(entry_pos.size());
+  if (n_new == 0) return;
+  entries.resize(static_cast<size_t>((first_new + n_new) * d_c));
+  float* out = entries.data() + first_new * d_c;  // out: [n_new, d_c]
+  rmsnorm(ctx.isa, pooled.data(), n_new, d_c, d_c, norm_.data(), dims_.eps, out, d_c);
+  num.round_inplace(out, n_new * d_c);
+  rope_interleaved(ctx.isa, out, n_new, d_c, 1, d_c, d_c - dims_.rope_dim, entry_pos.data(), inv_freq);
+  if (dims_.index_keys) {
+    hadamard_rows(ctx.isa, out, n_new, d_c, d_c, hadamard_default_scale(d_c));
+    quant_sim_rows(ctx.isa, out, n_new, d_c, d_c, v4_indexer_fp4_spec());
+  } else {
+    v4_kv_store_sim(ctx.isa, num, out, n_new, d_c, dims_.rope_dim);
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,54 @@
+// The V4 KV compressor (model-spec §4.4): every `ratio` tokens become one compressed entry, a
+// per-channel softmax-gated pooling of W_kv·x̂ under scores W_gate·x̂ + ape, then RMSNorm_c, RoPE
+// at the group's first position and the storage simulation (FP8 KV, or Hadamard + FP4 for the
+// indexer's keys). CSA (ratio 4) overlaps: an entry pools the previous group's first-half
+// channels and its own group's second half under one softmax.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/forward_context.h"
+#include "model/linear.h"
+#include "model/v4_kv_state.h"
+#include "model/v4_numerics.h"
+#include "weights/checkpoint.h"
+
+namespace ds {
+
+struct V4CompressorDims {
+  int32_t ratio = 0;
+  bool overlap = false;
+  int64_t d_c = 0;  // entry width (head_dim, or index_head_dim for the indexer)
+  int64_t rope_dim = 0;
+  int64_t hidden = 0;
+  float eps = 0;
+  bool index_keys = false;  // Hadamard + FP4 instead of the FP8 KV simulation
+};
+
+class V4Compressor {
+ public:
+  // `<prefix>{wkv,wgate}.weight` [coff·d_c, hidden], `ape` [ratio, coff·d_c] F32, `norm.weight` [d_c].
+  static Result<V4Compressor> load(const Checkpoint& ckpt, const std::string& prefix,
+                                   const V4CompressorDims& dims);
+
+  // Feeds x [n, hidden] (the attention's normed input) at positions pos[0..n) into `st` and
+  // appends the entries their groups complete ([d_c] each) to `entries`.
+  void feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n, const int32_t* pos,
+            const std::vector<float>& inv_freq, V4CompressorState& st, std::vector<float>& entries) const;
+
+  const V4CompressorDims& dims() const { return dims_; }
+
+ private:
+  V4CompressorDims dims_;
+  Linear wkv_, wgate_;
+  std::vector<float> ape_, norm_;
+};
+
+// FP8 simulation of a main KV row's non-RoPE channels [0, head_dim - rope_dim) (64-blocks).
+void v4_kv_store_sim(Isa isa, const V4Numerics& num, float* kv, int64_t n_rows, int64_t head_dim,
+                     int64_t rope_dim);
+
+}  // namespace ds

@@ -1,0 +1,74 @@
+// Per-sequence state of the DeepSeek-V4 forward (model-spec §4.11), kept unpaged in a pool of
+// slots the model owns (SequenceState::state_slot names one): per layer the sliding-window ring,
+// the compressors' partial groups, the compressed entries and the indexer keys; for the MTP
+// layer the same; plus the main model's final stream states the MTP layer has not consumed yet.
+//
+// Compressed entries and indexer keys grow with the sequence (one entry per `ratio` tokens): they
+// are paged (V4EntryPages), in the sequence's KV blocks: a block of block_size tokens holds
+// block_size / ratio entries of each compressed layer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "model/kv_cache.h"
+
+namespace ds {
+
+// The unfinished group(s) of one compressor ([rows, coff·d_c], rows = 2·ratio with overlap). With
+// overlap rows [0, ratio) are the previous complete group and rows [ratio, 2·ratio) the current
+// one; scores start at -inf so a missing previous group drops out of the softmax.
+struct V4CompressorState {
+  int32_t ratio = 0;
+  bool overlap = false;
+  int64_t width = 0;         // coff · d_c
+  std::vector<float> kv;     // [rows, width]
+  std::vector<float> score;  // [rows, width]
+
+  void reset(int32_t ratio_tokens, int64_t width_channels, bool with_overlap);
+  int64_t rows() const { return overlap ? 2 * int64_t{ratio} : ratio; }
+};
+
+struct V4LayerState {
+  int32_t window = 0;
+  int64_t head_dim = 0;
+  std::vector<float> ring_kv;     // [window, head_dim]: slot p mod window holds position p's KV
+  std::vector<int64_t> ring_pos;  // [window], -1 = empty
+  V4CompressorState comp;         // main compressor (ratio > 0)
+  int64_t n_entries = 0;          // compressed entries written to the pages (entry j pools j·ratio ..)
+  V4CompressorState idx_comp;     // indexer compressor (CSA only)
+  int64_t n_idx_keys = 0;         // indexer keys written to the pages
+
+  void reset(int32_t window_tokens, int64_t head_dim_channels, int32_t ratio, bool csa, int64_t index_dim);
+};
+
+// One compressed kind of one layer in the paged storage: entry j of a sequence (positions
+// j·ratio .. j·ratio + ratio - 1) is row j mod (bs / ratio) of block block_table[j·ratio / bs].
+struct V4EntryPages {
+  LatentLayerView view;  // [n_blocks, block_size / ratio, row_dim]
+  int32_t ratio = 0;
+  const int32_t* block_table = nullptr;  // validated to cover the entries touched
+
+  bool empty() const { return view.blocks == nullptr; }
+  // out: [n, row_dim] = entries [0, n)
+  void gather(int64_t n, float* out) const;
+  // entries [first, first + n) = src [n, row_dim]
+  void write(int64_t first, int64_t n, const float* src) const;
+};
+
+struct V4LayerPages {
+  V4EntryPages comp;  // main compressed KV (ratio > 0)
+  V4EntryPages idx;   // indexer keys (CSA)
+};
+
+struct V4SequenceSlot {
+  int64_t n_tokens = 0;      // main-model positions this slot's state has consumed
+  int64_t n_mtp_tokens = 0;  // MTP positions consumed
+  std::vector<V4LayerState> layers;
+  std::vector<V4LayerState> mtp_layers;
+  // Final stream states [hc, hidden] of positions [n_mtp_tokens, n_tokens): the MTP input.
+  std::vector<float> pending_streams;
+  bool in_use = false;
+};
+
+}  // namespace ds

@@ -1,0 +1,127 @@
+#include "model/v4_mhc.h"
+
+#include <cmath>
+
+namespace ds {
+
+namespace {
+
+float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+
+// mixes [n_out] = (fn · v) · rho, rho = 1 / sqrt(mean(v²) + eps), v = the streams flattened.
+void mix(const MhcDims& d, const std::vector<float>& fn, int64_t n_out, const float* v, float* mixes) {
+  const int64_t n = d.hc * d.hidden;
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(v[i]) * v[i];
+  const float rho = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + d.norm_eps));
+  for (int64_t o = 0; o < n_out; ++o) {
+    const float* w = fn.data() + o * n;
+    float acc = 0;
+    for (int64_t i = 0; i < n; ++i) acc += w[i] * v[i];
+    mixes[o] = acc * rho;
+  }
+}
+
+}  // namespace
+
+MhcDims mhc_dims(const ModelConfig& c) {
+  return MhcDims{c.hc_mult, c.hidden_size, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps),
+                 static_cast<float>(c.rms_norm_eps)};
+}
+
+Result<MhcMixer> MhcMixer::load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims) {
+  MhcMixer m;
+  m.dims_ = dims;
+  const int64_t n_mix = (2 + dims.hc) * dims.hc;
+  DS_ASSIGN_OR_RETURN(m.fn_, load_f32_param(ckpt, prefix + "_fn", Shape{n_mix, dims.hc * dims.hidden}));
+  DS_ASSIGN_OR_RETURN(m.base_, load_f32_param(ckpt, prefix + "_base", Shape{n_mix}));
+  DS_ASSIGN_OR_RETURN(m.scale_, load_f32_param(ckpt, prefix + "_scale", Shape{3}));
+  return m;
+}
+
+void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, float* post, float* comb) const {
+  const int64_t hc = dims_.hc;
+  const float eps = dims_.eps;
+  std::vector<float> mixes(static_cast<size_t>((2 + hc) * hc));
+  mix(dims_, fn_, (2 + hc) * hc, streams, mixes.data());
+  std::vector<float> pre(static_cast<size_t>(hc));
+  for (int64_t k = 0; k < hc; ++k) {
+    pre[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + eps;
+    post[k] = 2.0f * sigmoid(mixes[hc + k] * scale_[1] + base_[hc + k]);
+  }
+  // comb: softmax over each row (output streams j of input i), + eps, then alternate column and
+  // row normalisation (Sinkhorn), iters - 1 more rounds after the first column pass.
+  for (int64_t i = 0; i < hc; ++i) {
+    float* r = comb + i * hc;
+    float mx = -INFINITY;
+    for (int64_t j = 0; j < hc; ++j) {
+      r[j] = mixes[2 * hc + i * hc + j] * scale_[2] + base_[2 * hc + i * hc + j];
+      mx = std::max(mx, r[j]);
+    }
+    float s = 0;
+    for (int64_t j = 0; j < hc; ++j) s += (r[j] = std::exp(r[j] - mx));
+    for (int64_t j = 0; j < hc; ++j) r[j] = r[j] / s + eps;
+  }
+  auto col_norm = [&] {
+    for (int64_t j = 0; j < hc; ++j) {
+      float s = 0;
+      for (int64_t i = 0; i < hc; ++i) s += comb[i * hc + j];
+      for (int64_t i = 0; i < hc; ++i) comb[i * hc + j] /= s + eps;
+    }
+  };
+  auto row_norm = [&] {
+    for (int64_t i = 0; i < hc; ++i) {
+      float s = 0;
+      for (int64_t j = 0; j < hc; ++j) s += comb[i * hc + j];
+      for (int64_t j = 0; j < hc; ++j) comb[i * hc + j] /= s + eps;
+    }
+  };
+  col_norm();
+  for (int it = 1; it < dims_.sinkhorn_iters; ++it) {
+    row_norm();
+    col_norm();
+  }
+  for (int64_t c = 0; c < dims_.hidden; ++c) {
+    float acc = 0;
+    for (int64_t k = 0; k < hc; ++k) acc += pre[k] * streams[k * dims_.hidden + c];
+    x[c] = num.round(acc);
+  }
+}
+
+void MhcMixer::post(const V4Numerics& num, const float* f, const float* post, const float* comb,
+                    float* streams) const {
+  const int64_t hc = dims_.hc, d = dims_.hidden;
+  std::vector<float> out(static_cast<size_t>(hc * d));
+  for (int64_t j = 0; j < hc; ++j) {
+    for (int64_t c = 0; c < d; ++c) {
+      float acc = 0;
+      for (int64_t i = 0; i < hc; ++i) acc += comb[i * hc + j] * streams[i * d + c];
+      out[j * d + c] = num.round(post[j] * f[c] + acc);
+    }
+  }
+  std::copy(out.begin(), out.end(), streams);
+}
+
+Result<MhcHead> MhcHead::load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims) {
+  MhcHead h;
+  h.dims_ = dims;
+  DS_ASSIGN_OR_RETURN(h.fn_,
+                      load_f32_param(ckpt, prefix + "hc_head_fn", Shape{dims.hc, dims.hc * dims.hidden}));
+  DS_ASSIGN_OR_RETURN(h.base_, load_f32_param(ckpt, prefix + "hc_head_base", Shape{dims.hc}));
+  DS_ASSIGN_OR_RETURN(h.scale_, load_f32_param(ckpt, prefix + "hc_head_scale", Shape{1}));
+  return h;
+}
+
+void MhcHead::collapse(const V4Numerics& num, const float* streams, float* out) const {
+  const int64_t hc = dims_.hc;
+  std::vector<float> mixes(static_cast<size_t>(hc));
+  mix(dims_, fn_, hc, streams, mixes.data());
+  for (int64_t k = 0; k < hc; ++k) mixes[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + dims_.eps;
+  for (int64_t c = 0; c < dims_.hidden; ++c) {
+    float acc = 0;
+    for (int64_t k = 0; k < hc; ++k) acc += mixes[k] * streams[k * dims_.hidden + c];
+    out[c] = num.round(acc);
+  }
+}
+
+}  // namespace ds

@@ -1,0 +1,57 @@
+// Manifold-constrained hyper-connections (mHC, model-spec §4.2, §4.9): the residual is hc_mult
+// streams [hc, hidden]; a sublayer reads their weighted collapse and writes back
+// X'_j = post_j·f + Σ_i comb[i][j]·X_i with comb Sinkhorn-normalised. The hyper-head (§4.9)
+// collapses the final streams for the norm and the head.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/v4_numerics.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+struct MhcDims {
+  int64_t hc = 0;      // streams
+  int64_t hidden = 0;  // per stream
+  int sinkhorn_iters = 0;
+  float eps = 0;       // hc_eps
+  float norm_eps = 0;  // rms_norm_eps (the rho normaliser)
+};
+
+// One sublayer's `<prefix>_fn` [(2+hc)·hc, hc·hidden], `_base` [(2+hc)·hc], `_scale` [3], F32.
+class MhcMixer {
+ public:
+  static Result<MhcMixer> load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims);
+
+  // streams: [hc, hidden] of one token -> x [hidden] (the collapse, rounded), post [hc], comb
+  // [hc, hc] (comb[i·hc + j]: input stream i to output stream j).
+  void pre(const V4Numerics& num, const float* streams, float* x, float* post, float* comb) const;
+  // streams [hc, hidden] in place: X'_j = round(post_j·f + Σ_i comb[i][j]·X_i).
+  void post(const V4Numerics& num, const float* f, const float* post, const float* comb,
+            float* streams) const;
+
+ private:
+  MhcDims dims_;
+  std::vector<float> fn_, base_, scale_;
+};
+
+// The hyper-head `<prefix>hc_head_{fn,base,scale}` ([hc, hc·hidden], [hc], [1]).
+class MhcHead {
+ public:
+  static Result<MhcHead> load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims);
+  // streams: [hc, hidden] -> out [hidden] (rounded).
+  void collapse(const V4Numerics& num, const float* streams, float* out) const;
+
+ private:
+  MhcDims dims_;
+  std::vector<float> fn_, base_, scale_;
+};
+
+MhcDims mhc_dims(const ModelConfig& c);
+
+}  // namespace ds

@@ -1,0 +1,51 @@
+#include "model/v4_mtp.h"
+
+#include "kernels/norm.h"
+
+namespace ds {
+
+Result<V4Mtp> V4Mtp::load(const Checkpoint& ckpt, const ModelConfig& c, int k) {
+  V4Mtp m;
+  m.dims_ = mhc_dims(c);
+  m.eps_ = static_cast<float>(c.rms_norm_eps);
+  const std::string p = "mtp." + std::to_string(k) + ".";
+  const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
+  const int64_t d = c.hidden_size;
+  DS_ASSIGN_OR_RETURN(m.e_proj_, load_linear_layer(ckpt, p + "e_proj", d, d, block));
+  DS_ASSIGN_OR_RETURN(m.h_proj_, load_linear_layer(ckpt, p + "h_proj", d, d, block));
+  DS_ASSIGN_OR_RETURN(m.enorm_, load_f32(ckpt, p + "enorm.weight", Shape{d}));
+  DS_ASSIGN_OR_RETURN(m.hnorm_, load_f32(ckpt, p + "hnorm.weight", Shape{d}));
+  DS_ASSIGN_OR_RETURN(m.norm_, load_f32(ckpt, p + "norm.weight", Shape{d}));
+  DS_ASSIGN_OR_RETURN(m.block_, V4Block::load(ckpt, p, c, c.num_hidden_layers + k, /*hash_layer=*/false));
+  DS_ASSIGN_OR_RETURN(m.head_, MhcHead::load(ckpt, p, m.dims_));
+  return m;
+}
+
+void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embedding& embed,
+                    const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
+                    V4LayerState& st, const V4LayerPages& pages, float* h_out) const {
+  const int64_t hc = dims_.hc, d = dims_.hidden;
+  // e: [n, d] enorm(embedding); hx: [n·hc, d] hnorm per stream; h0: [n, hc, d]
+  std::vector<float> e(static_cast<size_t>(n * d)), en(e.size()), ep(e.size());
+  embed.lookup(next_tokens, n, e.data(), d);
+  rmsnorm(ctx.isa, e.data(), n, d, d, enorm_.data(), eps_, en.data(), d);
+  num.round_inplace(en.data(), n * d);
+  std::vector<float> hx(static_cast<size_t>(n * hc * d)), h0(hx.size());
+  rmsnorm(ctx.isa, main_streams, n * hc, d, d, hnorm_.data(), eps_, hx.data(), d);
+  num.round_inplace(hx.data(), n * hc * d);
+  linear(ctx, e_proj_.w, en.data(), n, d, ep.data(), d);
+  linear(ctx, h_proj_.w, hx.data(), n * hc, d, h0.data(), d);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t k = 0; k < hc; ++k)
+      for (int64_t c = 0; c < d; ++c) {
+        float& v = h0[(t * hc + k) * d + c];
+        v = num.round(ep[t * d + c] + v);
+      }
+  block_.forward(ctx, num, h0.data(), n, pos, next_tokens, st, pages);
+  std::vector<float> col(static_cast<size_t>(n * d));
+  for (int64_t t = 0; t < n; ++t) head_.collapse(num, h0.data() + t * hc * d, col.data() + t * d);
+  rmsnorm(ctx.isa, col.data(), n, d, d, norm_.data(), eps_, h_out, d);
+  num.round_inplace(h_out, n * d);
+}
+
+}  // namespace ds

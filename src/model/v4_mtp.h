@@ -1,0 +1,41 @@
+// The V4 MTP layer (model-spec §4.10): H0_k = e_proj·enorm(embed(next token)) + h_proj·hnorm(X_k)
+// per main final stream k, one V4 block with its own window ring, then the hyper-head and norm;
+// the caller applies the shared head.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/embedding.h"
+#include "model/forward_context.h"
+#include "model/linear.h"
+#include "model/v4_block.h"
+#include "model/v4_mhc.h"
+#include "weights/checkpoint.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+class V4Mtp {
+ public:
+  // `mtp.<k>.*`; compress_ratios[num_hidden_layers + k] gives its attention kind.
+  static Result<V4Mtp> load(const Checkpoint& ckpt, const ModelConfig& c, int k);
+
+  // main_streams: [n, hc, hidden] main final streams at positions pos[0..n); next_tokens [n];
+  // h_out: [n, hidden] normed rows for the head.
+  void forward(const ForwardContext& ctx, const V4Numerics& num, const Embedding& embed,
+               const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
+               V4LayerState& st, const V4LayerPages& pages, float* h_out) const;
+
+ private:
+  MhcDims dims_;
+  float eps_ = 0;
+  Linear e_proj_, h_proj_;
+  std::vector<float> enorm_, hnorm_, norm_;
+  V4Block block_;
+  MhcHead head_;
+};
+
+}  // namespace ds
