@@ -1,0 +1,105 @@
+#include "recipe/response_completions.h"
+
+namespace ds::recipe {
+
+OutputParserOptions completions_parser_options(const CompletionRequest& request) {
+  OutputParserOptions options;
+  options.start = OutputStart::content;
+  options.drop_leading_newlines = false;
+  options.parse_tool_calls = false;
+  options.json_object = false;
+  options.stop_sequences = request.sampling.stop;
+  return options;
+}
+
+const char* completions_finish_reason_name(OutputFinishReason reason) {
+  switch (reason) {
+    case OutputFinishReason::length:
+      return "length";
+    case OutputFinishReason::content_filter:
+      return "content_filter";
+    default:
+      return "stop";
+  }
+}
+
+Json completions_logprobs_json(const std::vector<TokenLogprobInfo>& tokens, int64_t text_offset_start) {
+  Json j = Json::object();
+  Json texts = Json::array(), lps = Json::array(), tops = Json::array(), offsets = Json::array();
+  int64_t offset = text_offset_start;
+  for (const TokenLogprobInfo& t : tokens) {
+    texts.push_back(lossy_utf8(t.bytes));
+    lps.push_back(t.logprob);
+    Json top = Json::object();
+    for (const TopLogprob& alt : t.top) top[lossy_utf8(alt.bytes)] = alt.logprob;
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(t.bytes.size());
+  }
+  j["tokens"] = std::move(texts);
+  j["token_logprobs"] = std::move(lps);
+  j["top_logprobs"] = std::move(tops);
+  j["text_offset"] = std::move(offsets);
+  return j;
+}
+
+Json CompletionsStream::chunk(const std::string& text) {
+  Json choice = Json::object();
+  choice["text"] = text;
+  choice["index"] = 0;
+  if (options_.logprobs && !pending_logprobs_.empty()) {
+    choice["logprobs"] = completions_logprobs_json(pending_logprobs_, text_offset_);
+    for (const TokenLogprobInfo& t : pending_logprobs_) text_offset_ += static_cast<int64_t>(t.bytes.size());
+    pending_logprobs_.clear();
+  } else {
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = nullptr;
+  Json j = Json::object();
+  j["id"] = meta_.id;
+  j["object"] = "text_completion";
+  j["created"] = meta_.created_unix_s;
+  j["model"] = meta_.model;
+  j["system_fingerprint"] = system_fingerprint_json(meta_);
+  j["choices"] = Json::array({std::move(choice)});
+  if (options_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+std::vector<std::string> CompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
+                                                      const std::vector<TokenLogprobInfo>& logprobs) {
+  if (options_.logprobs) pending_logprobs_.insert(pending_logprobs_.end(), logprobs.begin(), logprobs.end());
+  std::vector<std::string> events;
+  for (const OutputDelta& d : deltas)
+    if (d.kind == OutputDeltaKind::content) events.push_back(sse_data(chunk(d.text)));
+  return events;
+}
+
+std::vector<std::string> CompletionsStream::finish(OutputFinishReason reason, const ResponseUsage& usage) {
+  Json last = chunk("");
+  last["choices"][0]["finish_reason"] = completions_finish_reason_name(reason);
+  last["usage"] = openai_usage_json(usage);
+  return {sse_data(last), "data: [DONE]\n\n"};
+}
+
+Json completion_body(const ResponseMeta& meta, const CompletionsResponseOptions& options,
+                     const std::string& text, OutputFinishReason reason, const ResponseUsage& usage,
+                     const std::vector<TokenLogprobInfo>& logprobs) {
+  Json choice = Json::object();
+  choice["text"] = text;
+  choice["index"] = 0;
+  choice["logprobs"] =
+      options.logprobs ? completions_logprobs_json(logprobs, options.text_offset_start) : Json(nullptr);
+  choice["finish_reason"] = completions_finish_reason_name(reason);
+  Json j = Json::object();
+  j["id"] = meta.id;
+  j["object"] = "text_completion";
+  j["created"] = meta.created_unix_s;
+  j["model"] = meta.model;
+  j["system_fingerprint"] = system_fingerprint_json(meta);
+  j["choices"] = Json::array({std::move(choice)});
+  j["usage"] = openai_usage_json(usage);
+  return j;
+}
+
+}  // namespace ds::recipe

@@ -1,0 +1,148 @@
+#include "recipe/response_openai_chat.h"
+
+#include <fmt/format.h>
+
+namespace ds::recipe {
+
+const char* chat_finish_reason_name(OutputFinishReason reason) {
+  switch (reason) {
+    case OutputFinishReason::stop:
+    case OutputFinishReason::stop_sequence:
+      return "stop";
+    case OutputFinishReason::length:
+      return "length";
+    case OutputFinishReason::tool_calls:
+      return "tool_calls";
+    case OutputFinishReason::content_filter:
+      return "content_filter";
+    case OutputFinishReason::end_of_stream:
+      return "insufficient_system_resource";
+  }
+  return "stop";
+}
+
+std::string chat_tool_call_id(const ResponseMeta& meta, int32_t index) {
+  return fmt::format("call_{}_{}", meta.id, index);
+}
+
+Json ChatCompletionsStream::chunk(Json delta) {
+  Json choice = Json::object();
+  choice["index"] = 0;
+  choice["delta"] = std::move(delta);
+  if (options_.logprobs && !pending_logprobs_.empty()) {
+    choice["logprobs"] = Json{{"content", openai_logprobs_content(pending_logprobs_)}};
+    pending_logprobs_.clear();
+  } else {
+    choice["logprobs"] = nullptr;
+  }
+  choice["finish_reason"] = nullptr;
+  Json j = Json::object();
+  j["id"] = meta_.id;
+  j["object"] = "chat.completion.chunk";
+  j["created"] = meta_.created_unix_s;
+  j["model"] = meta_.model;
+  j["system_fingerprint"] = system_fingerprint_json(meta_);
+  j["choices"] = Json::array({std::move(choice)});
+  if (options_.include_usage) j["usage"] = nullptr;
+  return j;
+}
+
+std::vector<std::string> ChatCompletionsStream::begin() {
+  Json delta = Json::object();
+  delta["role"] = "assistant";
+  if (options_.thinking) {
+    delta["content"] = nullptr;
+    delta["reasoning_content"] = "";
+  } else {
+    delta["content"] = "";
+  }
+  return {sse_data(chunk(std::move(delta)))};
+}
+
+std::vector<std::string> ChatCompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
+                                                          const std::vector<TokenLogprobInfo>& logprobs) {
+  if (options_.logprobs) pending_logprobs_.insert(pending_logprobs_.end(), logprobs.begin(), logprobs.end());
+  std::vector<std::string> events;
+  for (size_t i = 0; i < deltas.size(); ++i) {
+    const OutputDelta& d = deltas[i];
+    Json delta = Json::object();
+    switch (d.kind) {
+      case OutputDeltaKind::reasoning:
+        delta["content"] = nullptr;
+        delta["reasoning_content"] = d.text;
+        break;
+      case OutputDeltaKind::content:
+        delta["content"] = d.text;
+        if (options_.thinking) delta["reasoning_content"] = nullptr;
+        break;
+      case OutputDeltaKind::tool_call_start: {
+        // The start carries the arguments already known in this step.
+        std::string arguments;
+        while (i + 1 < deltas.size() && deltas[i + 1].kind == OutputDeltaKind::tool_call_arguments &&
+               deltas[i + 1].tool_index == d.tool_index) {
+          arguments += deltas[++i].text;
+        }
+        Json call = Json::object();
+        call["index"] = d.tool_index;
+        call["id"] = chat_tool_call_id(meta_, d.tool_index);
+        call["type"] = "function";
+        call["function"] = Json{{"name", d.text}, {"arguments", arguments}};
+        delta["tool_calls"] = Json::array({std::move(call)});
+        break;
+      }
+      case OutputDeltaKind::tool_call_arguments: {
+        Json call = Json::object();
+        call["index"] = d.tool_index;
+        call["function"] = Json{{"arguments", d.text}};
+        delta["tool_calls"] = Json::array({std::move(call)});
+        break;
+      }
+    }
+    events.push_back(sse_data(chunk(std::move(delta))));
+  }
+  return events;
+}
+
+std::vector<std::string> ChatCompletionsStream::finish(OutputFinishReason reason,
+                                                       const ResponseUsage& usage) {
+  Json last = chunk(Json{{"content", ""}});
+  last["choices"][0]["finish_reason"] = chat_finish_reason_name(reason);
+  last["usage"] = openai_usage_json(usage);
+  return {sse_data(last), "data: [DONE]\n\n"};
+}
+
+Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& options,
+                          const CollectedOutput& output, OutputFinishReason reason,
+                          const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs) {
+  Json message = Json::object();
+  message["role"] = "assistant";
+  message["content"] = output.content;
+  if (options.thinking) message["reasoning_content"] = output.reasoning;
+  if (!output.tool_calls.empty()) {
+    Json calls = Json::array();
+    for (size_t i = 0; i < output.tool_calls.size(); ++i) {
+      const CollectedToolCall& c = output.tool_calls[i];
+      calls.push_back(Json{{"id", chat_tool_call_id(meta, static_cast<int32_t>(i))},
+                           {"type", "function"},
+                           {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}});
+    }
+    message["tool_calls"] = std::move(calls);
+  }
+  Json choice = Json::object();
+  choice["index"] = 0;
+  choice["message"] = std::move(message);
+  choice["logprobs"] =
+      options.logprobs ? Json{{"content", openai_logprobs_content(logprobs)}} : Json(nullptr);
+  choice["finish_reason"] = chat_finish_reason_name(reason);
+  Json j = Json::object();
+  j["id"] = meta.id;
+  j["object"] = "chat.completion";
+  j["created"] = meta.created_unix_s;
+  j["model"] = meta.model;
+  j["system_fingerprint"] = system_fingerprint_json(meta);
+  j["choices"] = Json::array({std::move(choice)});
+  j["usage"] = openai_usage_json(usage);
+  return j;
+}
+
+}  // namespace ds::recipe
