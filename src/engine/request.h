@@ -9,7 +9,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "sampling/sampler.h"
+#include "sampling/logprobs.h"  // TokenLogprob {token_id, logprob}
+#include "sampling/sampling_params.h"
 
 namespace ds {
 
@@ -17,9 +18,9 @@ using RequestId = uint64_t;
 using SteadyTime = std::chrono::steady_clock::time_point;
 
 struct StopConditions {
-  int32_t max_tokens = 256;                // generated tokens, >= 1
-  std::vector<int32_t> stop_token_ids;     // besides the model's EOS (unless ignore_eos)
-  std::vector<std::string> stop_strings;   // matched on detokenized text; excluded from the output
+  int32_t max_tokens = 256;               // generated tokens, >= 1
+  std::vector<int32_t> stop_token_ids;    // besides the model's EOS (unless ignore_eos)
+  std::vector<std::string> stop_strings;  // matched on detokenized text; excluded from the output
   bool ignore_eos = false;
 };
 
@@ -35,23 +36,19 @@ struct Request {
 };
 
 enum class FinishReason : uint8_t {
-  none,            // not finished
-  stop,            // EOS, a stop token id or a stop string
-  length,          // max_tokens reached (or the model's max sequence length)
-  cancelled,       // cancel() or the client went away
-  deadline,        // the deadline passed (queued or running)
-  error,           // see TokenEvent::error
+  none,       // not finished
+  stop,       // EOS, a stop token id or a stop string
+  length,     // max_tokens reached (or the model's max sequence length)
+  cancelled,  // cancel() or the client went away
+  deadline,   // the deadline passed (queued or running)
+  error,      // see TokenEvent::error
 };
 const char* finish_reason_name(FinishReason reason);
 
-struct TokenLogprob {
-  int32_t token = 0;
-  float logprob = 0.0f;
-};
-
 struct TokenUsage {
   int64_t prompt_tokens = 0;
-  int64_t cached_prompt_tokens = 0;  // prompt tokens served from the prefix cache (DeepSeek: prompt_cache_hit_tokens)
+  // Prompt tokens served from the prefix cache (DeepSeek: prompt_cache_hit_tokens).
+  int64_t cached_prompt_tokens = 0;
   int64_t completion_tokens = 0;
 };
 
@@ -65,8 +62,8 @@ struct TokenEvent {
   std::vector<std::vector<TokenLogprob>> top_logprobs;
   bool finished = false;
   FinishReason finish_reason = FinishReason::none;
-  Status error;        // set when finish_reason == error (or an admission refusal)
-  TokenUsage usage;    // filled on the final event
+  Status error;      // set when finish_reason is error or deadline (engine_deadline_exceeded)
+  TokenUsage usage;  // filled on the final event
   // Timing for metrics (steady clock): when the request was queued, first scheduled, first token out.
   SteadyTime queued_at{};
   SteadyTime first_scheduled_at{};

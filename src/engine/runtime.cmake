@@ -1,1 +1,26 @@
 # Engine runtime sources (ds_engine) and tests.
+add_library(ds_engine
+  request.cpp
+  request_output.cpp
+  request_stream.cpp
+  step_batch.cpp
+  step_executor.cpp
+  sequence_slots.cpp
+  engine.cpp
+)
+target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache)
+ds_set_warnings(ds_engine)
+
+# Test double for the engine's tests and benchmarks (no tensors).
+add_library(ds_engine_testing testing/fake_model_runner.cpp)
+target_link_libraries(ds_engine_testing PUBLIC ds_model)
+ds_set_warnings(ds_engine_testing)
+
+ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp LIBS ds_engine)
+ds_add_test(engine_test SOURCES engine_test.cpp LIBS ds_engine ds_engine_testing)
+# Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.
+ds_add_test(engine_invariance_test SOURCES engine_invariance_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+if(TARGET engine_invariance_test)
+  target_compile_definitions(engine_invariance_test PRIVATE
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
+endif()

@@ -1,0 +1,488 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <chrono>
+#include <string>
+#include <utility>
+
+#include "base/clock.h"
+
+namespace ds {
+
+namespace {
+
+Status bad_request(const std::string& message) { return Status(ErrorCode::engine_bad_request, message); }
+
+// Sleep while only waiting-but-unschedulable work exists (no free blocks): deadlines still expire.
+constexpr auto kBlockedPoll = std::chrono::milliseconds(1);
+
+}  // namespace
+
+Engine::ActiveRequest::ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok,
+                                     std::span<const int32_t> eos)
+    : request(std::move(req)), sink(std::move(s)), output(id, request, tok, eos) {}
+
+Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, ModelRunner& model,
+                                               const Tokenizer* tokenizer) {
+  const KvCacheLayout layout = model.kv_cache_layout();
+  const int32_t bs = config.block_size_tokens;
+  if (bs <= 0 || layout.block_size_multiple <= 0 || bs % layout.block_size_multiple != 0) {
+    return Status(ErrorCode::invalid_argument, "block_size_tokens " + std::to_string(bs) +
+                                                   " must be a positive multiple of " +
+                                                   std::to_string(layout.block_size_multiple));
+  }
+  const SchedulerConfig& sc = config.scheduler;
+  if (sc.max_step_tokens < 1 || sc.max_running < 1 || sc.max_waiting < 1) {
+    return Status(ErrorCode::invalid_argument, "max_step_tokens, max_running and max_waiting must be >= 1");
+  }
+  int64_t n_blocks = config.n_kv_blocks;
+  if (n_blocks == 0) {
+    const int64_t block_bytes = layout.bytes_per_token * bs;
+    if (block_bytes <= 0)
+      return Status(ErrorCode::invalid_argument, "the model reports no KV bytes per token");
+    n_blocks = std::min<int64_t>(config.kv_cache_bytes / block_bytes, INT32_MAX);
+  }
+  if (n_blocks < 1) {
+    return Status(ErrorCode::invalid_argument, "the KV cache holds no block: kv_cache_bytes " +
+                                                   std::to_string(config.kv_cache_bytes) +
+                                                   " < one block of " + std::to_string(bs) + " tokens");
+  }
+  // Models with unpaged per-sequence state (V4's window rings and compressor groups) get one state
+  // slot per running sequence (+1 spare). Their state cannot be rebuilt from shared blocks yet (SWA
+  // bounded replay in the model is future work), so prefix caching is off for them.
+  EngineConfig engine_config = config;
+  KvCacheConfig kv_config{bs, static_cast<int32_t>(n_blocks)};
+  if (layout.bytes_per_sequence > 0) {
+    kv_config.n_sequence_slots = sc.max_running + 1;
+    engine_config.enable_prefix_caching = false;
+  }
+  DS_TRY(model.init_kv_cache(kv_config));
+  return std::unique_ptr<Engine>(new Engine(engine_config, model, tokenizer, kv_config));
+}
+
+Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* tokenizer,
+               const KvCacheConfig& kv_config)
+    : config_(config),
+      model_(model),
+      tokenizer_(tokenizer),
+      kv_config_(kv_config),
+      kv_(KvCacheManagerConfig{.block_size_tokens = kv_config.block_size_tokens,
+                               .n_blocks = kv_config.n_blocks,
+                               .process_seed = config.prefix_hash_seed,
+                               .enable_prefix_caching = config.enable_prefix_caching,
+                               .compression_ratios = {}}),
+      scheduler_(
+          [&] {
+            // The longest sequence: the configured limit, else the model's, never more than the cache.
+            SchedulerConfig sc = config.scheduler;
+            if (sc.max_seq_len <= 0) sc.max_seq_len = model.config().max_position_embeddings;
+            if (sc.max_seq_len <= 0) sc.max_seq_len = 4096;
+            sc.max_seq_len = std::min<int64_t>(
+                sc.max_seq_len, static_cast<int64_t>(kv_config.n_blocks) * kv_config.block_size_tokens);
+            config_.scheduler = sc;
+            return sc;
+          }(),
+          kv_) {
+  if (kv_config.n_sequence_slots > 0) state_slots_.emplace(kv_config.n_sequence_slots);
+  const ModelConfig& mc = model.config();
+  if (mc.eos_token_id >= 0) eos_ids_.push_back(mc.eos_token_id);
+  if (tokenizer != nullptr && tokenizer->eos_id() >= 0) eos_ids_.push_back(tokenizer->eos_id());
+  eos_ids_.insert(eos_ids_.end(), config.extra_eos_token_ids.begin(), config.extra_eos_token_ids.end());
+  std::sort(eos_ids_.begin(), eos_ids_.end());
+  eos_ids_.erase(std::unique(eos_ids_.begin(), eos_ids_.end()), eos_ids_.end());
+  // The checkpoint's rows past the tokenizer's last id are padding without text: never sampled.
+  sample_vocab_ = static_cast<size_t>(mc.vocab_size);
+  if (tokenizer != nullptr)
+    sample_vocab_ = std::min(sample_vocab_, static_cast<size_t>(tokenizer->vocab_size()));
+  local_stats_.kv_blocks_total = kv_config.n_blocks;
+  local_stats_.kv_blocks_free = kv_config.n_blocks;
+  stats_ = local_stats_;
+  if (config_.async_scheduling) executor_ = std::make_unique<StepExecutor>();
+  thread_ = std::thread([this] { loop(); });
+}
+
+Engine::~Engine() { shutdown(); }
+
+void Engine::shutdown() {
+  std::lock_guard<std::mutex> guard(shutdown_mu_);
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    stop_requested_ = true;
+  }
+  inbox_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  executor_.reset();
+}
+
+Status Engine::validate(const Request& r) const {
+  if (r.prompt_tokens.empty()) return bad_request("prompt_tokens is empty");
+  const int32_t vocab = model_.config().vocab_size;
+  for (size_t i = 0; i < r.prompt_tokens.size(); ++i) {
+    const int32_t t = r.prompt_tokens[i];
+    if (t < 0 || t >= vocab) {
+      return bad_request("prompt_tokens[" + std::to_string(i) + "] = " + std::to_string(t) +
+                         " is outside [0, " + std::to_string(vocab) + ")");
+    }
+  }
+  if (Status st = r.sampling.validate(sample_vocab_); !st.ok()) return bad_request(st.message());
+  if (r.stop.max_tokens < 1)
+    return bad_request("max_tokens must be >= 1, got " + std::to_string(r.stop.max_tokens));
+  const int64_t total = static_cast<int64_t>(r.prompt_tokens.size()) + r.stop.max_tokens;
+  if (total > config_.scheduler.max_seq_len) {
+    return bad_request("prompt (" + std::to_string(r.prompt_tokens.size()) + " tokens) + max_tokens (" +
+                       std::to_string(r.stop.max_tokens) + ") exceeds the maximum sequence length " +
+                       std::to_string(config_.scheduler.max_seq_len));
+  }
+  if (Status st = RequestOutput::validate_stop_strings(r.stop); !st.ok()) return bad_request(st.message());
+  if (!r.stop.stop_strings.empty() && (tokenizer_ == nullptr || !r.detokenize)) {
+    return bad_request("stop strings need detokenized output (a tokenizer and detokenize = true)");
+  }
+  return ok_status();
+}
+
+Result<RequestId> Engine::submit(Request request, EventSink sink) {
+  DS_TRY(validate(request));
+  RequestId id = 0;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    if (stop_requested_) return Status(ErrorCode::engine_shutting_down, "the engine is shutting down");
+    const int64_t queued = static_cast<int64_t>(inbox_.size()) + n_scheduler_waiting_;
+    if (queued >= config_.scheduler.max_waiting) {
+      return Status(ErrorCode::engine_overloaded, std::to_string(queued) +
+                                                      " requests are waiting (max_waiting " +
+                                                      std::to_string(config_.scheduler.max_waiting) + ")");
+    }
+    id = next_id_.fetch_add(1);
+    inbox_.push_back(Submission{id, std::move(request), std::move(sink), std::chrono::steady_clock::now()});
+  }
+  inbox_cv_.notify_all();
+  return id;
+}
+
+void Engine::cancel(RequestId id) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    cancels_.push_back(id);
+  }
+  inbox_cv_.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  return stats_;
+}
+
+bool Engine::take_inbox(bool idle) {
+  std::vector<Submission> submissions;
+  std::vector<RequestId> cancels;
+  {
+    std::unique_lock<std::mutex> lock(inbox_mu_);
+    const auto has_input = [this] { return stop_requested_ || !inbox_.empty() || !cancels_.empty(); };
+    if (idle && !has_input()) {
+      const bool blocked = scheduler_.n_waiting() > 0 || scheduler_.n_running() > 0 || !unadmitted_.empty();
+      if (blocked) {
+        inbox_cv_.wait_for(lock, kBlockedPoll, has_input);
+      } else {
+        inbox_cv_.wait(lock, has_input);
+      }
+      last_done_ns_ = 0;  // the model was idle for lack of work, not for scheduling overhead
+    }
+    if (stop_requested_) return false;
+    submissions.swap(inbox_);
+    cancels.swap(cancels_);
+    // They leave the inbox for the scheduler's queue: keep submit()'s count right until the next
+    // publish_stats().
+    n_scheduler_waiting_ += static_cast<int32_t>(submissions.size());
+  }
+  retry_unadmitted();
+  for (Submission& s : submissions) admit(std::move(s));
+  for (RequestId id : cancels) apply_cancel(id);
+  return true;
+}
+
+void Engine::admit(Submission&& s) {
+  auto record =
+      std::make_unique<ActiveRequest>(s.id, std::move(s.request), std::move(s.sink), tokenizer_, eos_ids_);
+  ActiveRequest& r = *record;
+  r.output.queued_at = s.queued_at;
+  if (r.request.sampling.has_penalties()) r.penalties.add_prompt_tokens(r.request.prompt_tokens);
+  active_.emplace(s.id, std::move(record));
+  try_add_to_scheduler(s.id, r);
+}
+
+void Engine::try_add_to_scheduler(RequestId id, ActiveRequest& r) {
+  SeqSpec spec;
+  spec.prompt_tokens = r.request.prompt_tokens;
+  spec.max_tokens = r.request.stop.max_tokens;
+  spec.priority = r.request.priority;
+  spec.deadline = r.request.deadline;
+  spec.cache_salt = r.request.cache_salt;
+  spec.tenant = r.request.tenant;
+  const Status st = scheduler_.add(id, std::move(spec));
+  if (st.ok()) {
+    r.in_scheduler = true;
+  } else if (st.code() == ErrorCode::engine_overloaded) {
+    // submit() accepted it against a count that preempted sequences can push over the queue's
+    // bound: an accepted request is never refused later, it waits here for room instead.
+    unadmitted_.push_back(id);
+  } else {
+    r.output.finish(FinishReason::error, st);
+    touched_.push_back(id);
+  }
+}
+
+void Engine::retry_unadmitted() {
+  std::vector<RequestId> pending;
+  pending.swap(unadmitted_);
+  const SteadyTime now = std::chrono::steady_clock::now();
+  for (RequestId id : pending) {
+    auto it = active_.find(id);
+    if (it == active_.end() || it->second->output.finished()) continue;  // cancelled meanwhile
+    ActiveRequest& r = *it->second;
+    if (r.request.deadline && *r.request.deadline <= now) {
+      r.output.finish(FinishReason::deadline,
+                      Status(ErrorCode::engine_deadline_exceeded, "the request's deadline passed"));
+      touched_.push_back(id);
+      continue;
+    }
+    try_add_to_scheduler(id, r);
+  }
+}
+
+void Engine::apply_cancel(RequestId id) {
+  auto it = active_.find(id);
+  if (it == active_.end() || it->second->output.finished()) return;
+  it->second->output.finish(FinishReason::cancelled);
+  touched_.push_back(id);
+}
+
+Status Engine::plan_step(StepBatch& batch) {
+  StepPlan plan = scheduler_.schedule(std::chrono::steady_clock::now());
+  for (SeqId seq : plan.expired) {
+    auto it = active_.find(seq);
+    if (it == active_.end()) continue;
+    it->second->in_scheduler = false;  // the scheduler already removed it
+    it->second->output.finish(FinishReason::deadline,
+                              Status(ErrorCode::engine_deadline_exceeded, "the request's deadline passed"));
+    touched_.push_back(seq);
+  }
+  local_stats_.n_preemptions += static_cast<int64_t>(plan.preempted.size());
+  const SteadyTime now = std::chrono::steady_clock::now();
+  for (const ScheduledChunk& c : plan.chunks) {
+    auto it = active_.find(c.seq_id);
+    if (it == active_.end()) continue;
+    RequestOutput& out = it->second->output;
+    if (out.first_scheduled_at == SteadyTime{}) {
+      out.first_scheduled_at = now;
+      out.usage.cached_prompt_tokens = scheduler_.cached_prompt_tokens(c.seq_id);
+    }
+  }
+  DS_TRY(batch.build(std::move(plan), scheduler_));
+  if (!state_slots_) return ok_status();
+  state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
+  return batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); });
+}
+
+Status Engine::launch(StepBatch& batch) {
+  DS_TRY(batch.prepare_launch(scheduler_, [this](SeqId seq) {
+    auto it = active_.find(seq);
+    return it == active_.end() || it->second->output.finished();
+  }));
+  if (batch.empty()) {
+    scheduler_.on_step_done(batch.plan(), {});  // every row was dropped: the step ends here
+    return ok_status();
+  }
+  batch.sample_jobs.clear();
+  const std::vector<ScheduledChunk>& chunks = batch.plan().chunks;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    ActiveRequest& r = *active_.at(chunks[i].seq_id);
+    r.in_flight = true;
+    if (chunks[i].samples) {
+      batch.sample_jobs.push_back(StepBatch::SampleJob{i, &r.request.sampling, &r.penalties,
+                                                       static_cast<uint64_t>(r.output.n_generated())});
+    }
+  }
+  batch.launch_ns = now_ns();
+  if (last_done_ns_ != 0) {
+    local_stats_.step_gap_ns_total += batch.launch_ns - last_done_ns_;
+    ++local_stats_.n_step_gaps;
+  }
+  ++local_stats_.n_steps;
+  if (executor_) {
+    // Sampling runs on the executor too: the engine thread plans the next step meanwhile.
+    executor_->launch([this, &batch] { return batch.run(model_, sampler_, sample_vocab_); });
+    return ok_status();
+  }
+  const Status step_status = batch.run(model_, sampler_, sample_vocab_);
+  return complete_forward(batch, step_status, now_ns());
+}
+
+Status Engine::wait_and_complete(StepBatch& batch) {
+  const Status forward_status = executor_->wait();
+  return complete_forward(batch, forward_status, executor_->last_done_ns());
+}
+
+Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, int64_t done_ns) {
+  local_stats_.forward_ns_total += done_ns - batch.launch_ns;
+  last_done_ns_ = done_ns;
+  const StepPlan& plan = batch.plan();
+  for (const ScheduledChunk& c : plan.chunks) active_.at(c.seq_id)->in_flight = false;
+  sampled_.assign(plan.chunks.size(), 0);
+  if (!forward_status.ok()) {
+    // The model refused the step (a bug in the engine's inputs, or the model's): the requests in it
+    // end with the error; the others carry on. The scheduler still sees the step end.
+    scheduler_.on_step_done(plan, sampled_);
+    for (const ScheduledChunk& c : plan.chunks) {
+      active_.at(c.seq_id)->output.finish(FinishReason::error, forward_status);
+      touched_.push_back(c.seq_id);
+    }
+    return ok_status();
+  }
+  for (const StepBatch::SampleJob& job : batch.sample_jobs)
+    sampled_[job.chunk_idx] = batch.samples[job.chunk_idx].token_id;
+  scheduler_.on_step_done(plan, sampled_);
+  const SteadyTime now = std::chrono::steady_clock::now();
+  for (const StepBatch::SampleJob& job : batch.sample_jobs) {
+    const SeqId seq = plan.chunks[job.chunk_idx].seq_id;
+    ActiveRequest& r = *active_.at(seq);
+    if (r.output.finished()) continue;  // cancelled or stopped while in flight: its token is discarded
+    if (r.output.first_token_at == SteadyTime{}) r.output.first_token_at = now;
+    const SampleResult& sample = batch.samples[job.chunk_idx];
+    if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
+    r.output.add_token(sample);
+    ++local_stats_.generation_tokens_total;
+    touched_.push_back(seq);
+  }
+  return ok_status();
+}
+
+void Engine::emit_events() {
+  for (RequestId id : touched_) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    ActiveRequest& r = *it->second;
+    std::optional<TokenEvent> event = r.output.take_event();
+    if (event) r.sink(std::move(*event));
+    if (r.output.finished()) finishing_.push_back(id);
+  }
+  touched_.clear();
+}
+
+void Engine::release_finished() {
+  size_t keep = 0;
+  for (RequestId id : finishing_) {
+    auto it = active_.find(id);
+    if (it == active_.end()) continue;
+    ActiveRequest& r = *it->second;
+    if (r.in_flight) {
+      finishing_[keep++] = id;  // its blocks are being written: release after the step
+      continue;
+    }
+    if (r.in_scheduler) {
+      scheduler_.finish(id);
+      r.in_scheduler = false;
+    }
+    if (!r.output.final_event_sent()) {
+      finishing_[keep++] = id;
+      continue;
+    }
+    local_stats_.prompt_tokens_total += r.output.usage.prompt_tokens;
+    ++local_stats_.requests_finished;
+    active_.erase(it);
+  }
+  finishing_.resize(keep);
+  // Duplicates (a request touched twice) would otherwise accumulate.
+  std::sort(finishing_.begin(), finishing_.end());
+  finishing_.erase(std::unique(finishing_.begin(), finishing_.end()), finishing_.end());
+}
+
+void Engine::fail_all(const Status& error) {
+  for (auto& [id, r] : active_) {
+    if (!r->output.finished()) r->output.finish(FinishReason::error, error);
+    touched_.push_back(id);
+  }
+  emit_events();
+  release_finished();
+}
+
+void Engine::publish_stats() {
+  const KvCacheStats kv = kv_.stats();
+  local_stats_.n_running = scheduler_.n_running();
+  local_stats_.n_waiting = scheduler_.n_waiting() + static_cast<int32_t>(unadmitted_.size());
+  local_stats_.kv_blocks_total = kv.n_blocks_total;
+  local_stats_.kv_blocks_free = kv.n_blocks_free;
+  local_stats_.kv_usage =
+      kv.n_blocks_total > 0 ? 1.0 - static_cast<double>(kv.n_blocks_free) / kv.n_blocks_total : 0.0;
+  local_stats_.prefix_queries_tokens = kv.prefix_queries_tokens;
+  local_stats_.prefix_hit_tokens = kv.prefix_hit_tokens;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    n_scheduler_waiting_ = local_stats_.n_waiting;
+    local_stats_.n_waiting += static_cast<int32_t>(inbox_.size());
+  }
+  std::lock_guard<std::mutex> lock(stats_mu_);
+  stats_ = local_stats_;
+}
+
+void Engine::loop() {
+  StepBatch batches[2];
+  int next_idx = 0;
+  StepBatch* in_flight = nullptr;
+  bool stalled = false;  // the last iteration neither planned nor completed a step
+  while (true) {
+    const bool idle =
+        in_flight == nullptr && touched_.empty() && finishing_.empty() &&
+        ((scheduler_.n_waiting() == 0 && scheduler_.n_running() == 0 && unadmitted_.empty()) || stalled);
+    if (!take_inbox(idle)) break;
+    StepBatch& next = batches[next_idx];
+    Status st = plan_step(next);
+    const bool completed = in_flight != nullptr;
+    if (st.ok() && in_flight != nullptr) {
+      st = wait_and_complete(*in_flight);
+      in_flight = nullptr;
+    }
+    // Sequences finished by the step just completed (or cancelled) leave before the next launch,
+    // so their rows are dropped and their blocks are free for the step after.
+    release_finished();
+    stalled = next.empty() && !completed;
+    if (st.ok()) {
+      st = launch(next);
+      if (st.ok() && executor_ && !next.empty()) {
+        in_flight = &next;
+        next_idx ^= 1;
+      }
+    }
+    emit_events();  // overlaps the forward just launched
+    release_finished();
+    if (st.ok() && config_.check_integrity) st = scheduler_.check_integrity();
+    if (!st.ok()) {
+      // An engine bug: nothing can be trusted, every request ends with the error.
+      if (in_flight != nullptr) {
+        (void)wait_and_complete(*in_flight);
+        in_flight = nullptr;
+      }
+      fail_all(st);
+    }
+    publish_stats();
+  }
+  if (in_flight != nullptr) (void)wait_and_complete(*in_flight);
+  fail_all(Status(ErrorCode::engine_shutting_down, "the engine shut down before the request finished"));
+  std::vector<Submission> unadmitted;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    unadmitted.swap(inbox_);
+  }
+  for (Submission& s : unadmitted) {
+    TokenEvent event;
+    event.request_id = s.id;
+    event.finished = true;
+    event.finish_reason = FinishReason::error;
+    event.error = Status(ErrorCode::engine_shutting_down, "the engine shut down before the request started");
+    event.usage.prompt_tokens = static_cast<int64_t>(s.request.prompt_tokens.size());
+    event.queued_at = s.queued_at;
+    s.sink(std::move(event));
+  }
+  publish_stats();
+}
+
+}  // namespace ds

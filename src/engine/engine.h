@@ -1,0 +1,152 @@
+// Engine: continuous batching over one ModelRunner. Callers submit requests from any thread and get
+// their tokens back as events; one engine thread runs the step loop (scheduling, sampling, stop
+// conditions, events) and a StepExecutor thread runs the forward passes.
+//
+// Step loop with async scheduling (EngineConfig::async_scheduling, on by default): while step N's
+// forward runs, the engine thread plans step N+1 (admission, block tables, token copies) and emits
+// step N-1's events (detokenization, stop strings). When N finishes it samples N's rows, fills the
+// decode tokens of N+1 that were pending on those samples, drops the rows of sequences that N
+// finished, and launches N+1 at once. With it off, every phase runs in turn (the baseline the
+// benchmark compares against).
+//
+// Determinism: a request's draw at output position p is keyed by (seed, p), and the model's rows
+// do not depend on their neighbours or the chunking, so the same request gives the same tokens
+// whatever else runs and however its prompt was split (tests: engine_invariance_test).
+//
+// Thread safety: submit(), cancel(), stats() and shutdown() may be called from any thread. Event
+// sinks run on the engine thread.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/engine_config.h"
+#include "engine/request.h"
+#include "engine/request_output.h"
+#include "engine/request_stream.h"
+#include "engine/scheduler.h"
+#include "engine/sequence_slots.h"
+#include "engine/step_batch.h"
+#include "engine/step_executor.h"
+#include "kvcache/kv_cache_manager.h"
+#include "model/model_runner.h"
+#include "sampling/sampler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ds {
+
+class Engine {
+ public:
+  // Sizes and initialises the model's KV cache, then starts the threads. invalid_argument for a
+  // config the model cannot run (block size, no room for one block, ...). `tokenizer` may be null
+  // (then requests must not detokenize or use stop strings); it and `model` must outlive the engine.
+  static Result<std::unique_ptr<Engine>> create(const EngineConfig& config, ModelRunner& model,
+                                                const Tokenizer* tokenizer);
+  ~Engine();  // shutdown()
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Queues a request; its events go to `sink` (on the engine thread). Errors, with nothing queued:
+  // engine_bad_request (user: empty prompt, token id out of range, bad sampling params, too long
+  // for max_seq_len, stop strings without a tokenizer), engine_overloaded (retryable: the waiting
+  // queue is full), engine_shutting_down.
+  Result<RequestId> submit(Request request, EventSink sink);
+
+  // Ends a request: its final event (finish_reason cancelled) follows shortly and its KV blocks are
+  // freed in the next step. Unknown or finished ids are ignored.
+  void cancel(RequestId id);
+
+  EngineStats stats() const;
+  const EngineConfig& config() const { return config_; }
+  const KvCacheConfig& kv_cache_config() const { return kv_config_; }
+  // Stops taking work, ends every open request (error engine_shutting_down) and joins the threads.
+  // Idempotent.
+  void shutdown();
+
+ private:
+  struct Submission {
+    RequestId id;
+    Request request;
+    EventSink sink;
+    SteadyTime queued_at;
+  };
+  struct ActiveRequest {
+    Request request;
+    EventSink sink;
+    RequestOutput output;
+    PenaltyState penalties;
+    bool in_scheduler = false;  // Scheduler::finish still owed
+    bool in_flight = false;     // a row in the step being computed
+    ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
+  };
+
+  Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* tokenizer,
+         const KvCacheConfig& kv_config);
+  Status validate(const Request& request) const;
+
+  // Engine thread.
+  void loop();
+  // Moves the inbox into the engine; blocks when idle. false once shutdown was requested.
+  bool take_inbox(bool idle);
+  void admit(Submission&& s);
+  void try_add_to_scheduler(RequestId id, ActiveRequest& r);
+  void retry_unadmitted();
+  void apply_cancel(RequestId id);
+  Status plan_step(StepBatch& batch);
+  // Starts the forward (async) or runs it and completes the step (sync).
+  Status launch(StepBatch& batch);
+  Status wait_and_complete(StepBatch& batch);
+  // Reports the step's samples to the scheduler and applies the cheap stop checks (add_token).
+  Status complete_forward(StepBatch& batch, const Status& forward_status, int64_t done_ns);
+  void emit_events();
+  void release_finished();
+  void fail_all(const Status& error);
+  void publish_stats();
+
+  EngineConfig config_;
+  ModelRunner& model_;
+  const Tokenizer* tokenizer_;
+  KvCacheConfig kv_config_;
+  std::vector<int32_t> eos_ids_;
+  size_t sample_vocab_ = 0;  // logits columns that can be sampled (model vocab ∩ tokenizer vocab)
+
+  // Engine thread only.
+  KvCacheManager kv_;
+  Scheduler scheduler_;
+  Sampler sampler_;  // used by the thread running the step (the executor under async scheduling)
+  std::optional<SequenceSlots> state_slots_;  // models with per-sequence state (V4) only
+  std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
+  std::vector<RequestId> unadmitted_;  // accepted, waiting for room in the scheduler's queue
+  std::vector<RequestId> touched_;     // requests with something to report this iteration
+  std::vector<RequestId> finishing_;   // finished: scheduler release and removal pending
+  std::vector<int32_t> sampled_;       // [n_chunks] of the step being completed
+  int64_t last_done_ns_ = 0;           // when the previous forward finished (0: none pending a gap)
+  EngineStats local_stats_;
+
+  // Inbox, guarded by inbox_mu_.
+  mutable std::mutex inbox_mu_;
+  std::condition_variable inbox_cv_;
+  std::vector<Submission> inbox_;
+  std::vector<RequestId> cancels_;
+  bool stop_requested_ = false;
+  int32_t n_scheduler_waiting_ = 0;  // last value published by the engine thread
+
+  std::atomic<RequestId> next_id_{1};
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;  // guarded by stats_mu_
+
+  std::mutex shutdown_mu_;
+  // Last: started after everything above is ready; joined by shutdown().
+  std::unique_ptr<StepExecutor> executor_;
+  std::thread thread_;
+};
+
+}  // namespace ds

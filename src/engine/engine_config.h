@@ -1,0 +1,49 @@
+// EngineConfig: how an Engine sizes its KV cache and runs its step loop; EngineStats: the snapshot
+// the metrics endpoint and benchmarks read.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/scheduler.h"
+
+namespace ds {
+
+struct EngineConfig {
+  // max_seq_len 0 = the model's max_position_embeddings (capped by the KV cache's capacity).
+  SchedulerConfig scheduler{
+      .max_step_tokens = 2048, .max_running = 64, .max_waiting = 1024, .max_seq_len = 0};
+  int32_t block_size_tokens = 64;  // must be a multiple of the model's KvCacheLayout::block_size_multiple
+  int32_t n_kv_blocks = 0;         // 0: as many as kv_cache_bytes holds
+  int64_t kv_cache_bytes = int64_t{1} << 30;
+  bool enable_prefix_caching = true;
+  uint64_t prefix_hash_seed = 0;  // per process; callers pick a random one (tests fix it)
+  // Plan step N+1 and emit step N-1's events while step N's forward runs (deepinfer-features §7).
+  bool async_scheduling = true;
+  // Scheduler::check_integrity() after every step; a violation ends every request with `internal`.
+  bool check_integrity = false;
+  std::vector<int32_t> extra_eos_token_ids;  // besides config.json's and the tokenizer's EOS
+};
+
+struct EngineStats {
+  int32_t n_running = 0;
+  int32_t n_waiting = 0;  // queued in the scheduler or not yet picked up from the inbox
+  int32_t kv_blocks_total = 0;
+  int32_t kv_blocks_free = 0;
+  double kv_usage = 0.0;  // 1 - free / total
+  int64_t prefix_queries_tokens = 0;
+  int64_t prefix_hit_tokens = 0;
+  int64_t prompt_tokens_total = 0;      // of finished requests
+  int64_t generation_tokens_total = 0;  // sampled tokens (stop tokens included)
+  int64_t requests_finished = 0;
+  int64_t n_steps = 0;
+  int64_t n_preemptions = 0;
+  // Per-step scheduling overhead: engine-thread time between one forward finishing and the next
+  // one starting, summed over back-to-back steps (the model sits idle meanwhile), and the forward
+  // time itself.
+  int64_t step_gap_ns_total = 0;
+  int64_t n_step_gaps = 0;
+  int64_t forward_ns_total = 0;
+};
+
+}  // namespace ds

@@ -1,0 +1,71 @@
+// StepBatch: the model inputs of one engine step, built from the scheduler's StepPlan. Two of them
+// alternate under async scheduling: one is in flight on the executor while the engine thread
+// builds the other, so nothing here is shared with the step being computed (block tables and
+// tokens are copied; the scheduler's storage may change meanwhile).
+//
+// A decode chunk planned before the previous step's sample is known has a pending last token;
+// prepare_launch() fills it from the scheduler once on_step_done() has recorded it, and drops the
+// rows of sequences that finished meanwhile.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "base/status.h"
+#include "engine/scheduler.h"
+#include "model/model_runner.h"
+#include "sampling/sampler.h"
+
+namespace ds {
+
+class StepBatch {
+ public:
+  // Copies the plan's chunks: block tables and every token known now. Reuses capacity.
+  // internal when a chunk needs more than one token the scheduler does not know yet (a bug).
+  Status build(StepPlan plan, const Scheduler& scheduler);
+
+  // Drops the chunks whose sequence `is_dropped` says finished, fills pending tokens from the
+  // scheduler and makes the ForwardRequests. internal when a pending token is still unknown.
+  Status prepare_launch(const Scheduler& scheduler, const std::function<bool(SeqId)>& is_dropped);
+
+  bool empty() const { return plan_.chunks.empty(); }
+  const StepPlan& plan() const { return plan_; }
+  std::span<const ForwardRequest> requests() const { return requests_; }
+  int64_t n_tokens() const { return static_cast<int64_t>(tokens_.size()); }
+  LogitsOutput& output() { return out_; }
+  const LogitsOutput& output() const { return out_; }
+  // The logits row chunk i samples from (its last token's), after the forward.
+  const float* sample_row(size_t chunk_idx) const;
+
+  // What the step samples, fixed at launch so that sampling can run on the executor right after
+  // the forward: one job per sampling chunk. The pointers name engine request records, which stay
+  // alive and unchanged while the step is in flight.
+  struct SampleJob {
+    size_t chunk_idx = 0;
+    const SamplingParams* params = nullptr;
+    const PenaltyState* penalties = nullptr;
+    uint64_t position = 0;  // the output token's index in its request (the RNG counter)
+  };
+  std::vector<SampleJob> sample_jobs;
+  std::vector<SampleResult> samples;  // [n_chunks], filled for the chunks of sample_jobs
+
+  // forward() then every sample job; the samples draw only from the first sample_vocab columns.
+  Status run(ModelRunner& model, Sampler& sampler, size_t sample_vocab);
+
+  int64_t launch_ns = 0;  // when the forward started (engine bookkeeping)
+
+  // Models with per-sequence state (V4): names each chunk's state slot (after build()).
+  Status assign_state_slots(const std::function<Result<int32_t>(SeqId)>& slot_for);
+
+ private:
+  StepPlan plan_;
+  std::vector<SequenceState> seqs_;   // [n_chunks]
+  std::vector<int32_t> tokens_;       // chunk tokens, concatenated
+  std::vector<int64_t> token_begin_;  // [n_chunks + 1] offsets into tokens_
+  std::vector<uint8_t> pending_;      // [n_chunks] 1 when the chunk's last token is pending
+  std::vector<ForwardRequest> requests_;
+  LogitsOutput out_;
+};
+
+}  // namespace ds
