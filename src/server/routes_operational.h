@@ -1,0 +1,38 @@
+// The routes that do not generate: health, readiness, metrics, the model list, tokenize and detokenize.
+// The generation routes (chat, completions, responses, messages) live in their own routes_* files.
+//
+//   GET  /health      200 {"status":"ok"} while the process serves (liveness; 503 once stopping)
+//   GET  /ready       200 when `ready()` says so, else 503 + Retry-After (model loading, shutting down)
+//   GET  /metrics     Prometheus text from the registry
+//   GET  /v1/models   {"object":"list","data":[{"id","object":"model","created","owned_by","max_model_len"}]}
+//   POST /tokenize    {"prompt": str, "add_special_tokens": bool = true} ->
+//   {"tokens","count","max_model_len"} POST /detokenize  {"tokens": [int]} -> {"prompt": str}
+// (vLLM's shapes, so its clients and benchmark tools work unchanged.)
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "base/status.h"
+#include "server/metrics_registry.h"
+#include "server/router.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ds::server {
+
+struct OperationalRoutesConfig {
+  std::string model_id;                  // the id /v1/models lists (the served model name)
+  int64_t max_model_len = 0;             // context length reported by /v1/models and /tokenize
+  int64_t created_unix_s = 0;            // "created" of the model entry (server start time)
+  const Tokenizer* tokenizer = nullptr;  // required for /tokenize and /detokenize; must outlive the server
+  const MetricsRegistry* metrics = nullptr;  // null: no /metrics route; must outlive the server
+  std::function<bool()> healthy;             // null: always healthy
+  std::function<bool()> ready;               // null: always ready
+  int retry_after_s = 1;
+};
+
+// Registers the routes; invalid_argument if one is already registered.
+Status add_operational_routes(Router& router, const OperationalRoutesConfig& config);
+
+}  // namespace ds::server
