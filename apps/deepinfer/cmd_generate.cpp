@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -10,8 +11,12 @@
 #include "command_support.h"
 #include "commands.h"
 #include "model/deepseek_v4.h"
+#include "offline_batch.h"
+#include "recipe/encoding.h"
+#include "recipe/prompt.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
+#include "weights/model_config.h"
 
 namespace ds::cli {
 
@@ -21,23 +26,51 @@ struct GenerateOptions {
   std::string model_dir;
   std::string prompt;
   bool chat = false;
+  bool thinking = false;
   int max_tokens = 64;
   float temperature = 0.0f;
   uint64_t seed = 0;
   std::string isa = "auto";
   int threads = 0;
+  std::string input;   // offline batch: JSONL prompts
+  std::string output;  // offline batch: JSONL results
 };
 
+// 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
+// the V4 bench preset have ratio 128 layers; the block must hold whole groups).
+int32_t kv_block_size(const ModelConfig& cfg) { return std::lcm(64, cfg.kv_block_size_multiple()); }
+
 // Without --chat: BOS (when the tokenizer adds it by default) + the text with special tokens
-// parsed. With --chat, DeepSeek-V3's format as ids: BOS, <｜User｜>, the text as plain BPE,
-// <｜Assistant｜> (template markers are special ids; user text never is).
-Result<std::vector<int32_t>> encode_prompt(const Tokenizer& tok, const GenerateOptions& o) {
+// parsed. With --chat on a V3 checkpoint, DeepSeek-V3's format as ids: BOS, <｜User｜>, the text
+// as plain BPE, <｜Assistant｜> (template markers are special ids; user text never is). V4 and
+// later render one user message with the recipe's encoding for their model_type.
+Result<std::vector<int32_t>> encode_prompt(const Tokenizer& tok, const GenerateOptions& o,
+                                           const std::string& model_type) {
   std::vector<int32_t> ids;
   if (!o.chat) {
     if (tok.add_bos_by_default() && tok.bos_id() >= 0) ids.push_back(tok.bos_id());
     DS_ASSIGN_OR_RETURN(std::vector<int32_t> text, tok.encode(o.prompt, /*parse_special=*/true));
     ids.insert(ids.end(), text.begin(), text.end());
     return ids;
+  }
+  const Result<recipe::PromptEncodingKind> kind = recipe::prompt_encoding_for_model_type(model_type);
+  if (kind.ok() && *kind != recipe::PromptEncodingKind::deepseek_v3) {
+    recipe::ChatRequest request;
+    recipe::Message user;
+    user.role = recipe::Role::user;
+    user.content = o.prompt;
+    request.messages.push_back(std::move(user));
+    request.thinking = o.thinking;
+    recipe::EncodingOptions encoding;
+    encoding.kind = *kind;
+    DS_ASSIGN_OR_RETURN(recipe::RenderedPrompt rendered, recipe::render_prompt(request, encoding));
+    return recipe::tokenize_prompt(rendered, tok);
+  }
+  // V3 (and V2-style checkpoints, which the recipe has no encoding for) keep this path; the
+  // recipe's V3 encoding renders the same BOS, <｜User｜>, text, <｜Assistant｜> for one message.
+  if (o.thinking) {
+    return Status(ErrorCode::model_unsupported, o.model_dir + "/config.json: --thinking: model_type " +
+                                                    model_type + " has no thinking mode");
   }
   const std::optional<int32_t> user = tok.token_to_id("<｜User｜>");
   const std::optional<int32_t> assistant = tok.token_to_id("<｜Assistant｜>");
@@ -55,6 +88,14 @@ Result<std::vector<int32_t>> encode_prompt(const Tokenizer& tok, const GenerateO
 
 int run_generate(const GenerateOptions& o) {
   const std::string cmd = "generate";
+  if (!o.input.empty())
+    return run_offline_batch({.model_dir = o.model_dir,
+                              .input_path = o.input,
+                              .output_path = o.output,
+                              .defaults = {o.max_tokens, o.temperature, o.seed},
+                              .isa = o.isa,
+                              .threads = o.threads});
+  if (o.prompt.empty()) return report_usage_error(cmd, "--prompt or --input is required");
   if (o.max_tokens < 0) return report_usage_error(cmd, "--max-tokens must be >= 0");
   const SamplingParams params{o.temperature, o.seed};
   if (Status st = params.validate(); !st.ok())
@@ -62,9 +103,13 @@ int run_generate(const GenerateOptions& o) {
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
 
+  if (o.thinking && !o.chat) return report_usage_error(cmd, "--thinking needs --chat");
+
   Result<Tokenizer> tok = Tokenizer::load(o.model_dir);
   if (!tok.ok()) return report_error(cmd, tok.status());
-  Result<std::vector<int32_t>> prompt = encode_prompt(*tok, o);
+  Result<ModelConfig> config = load_model_config(o.model_dir);
+  if (!config.ok()) return report_error(cmd, config.status());
+  Result<std::vector<int32_t>> prompt = encode_prompt(*tok, o, config->model_type);
   if (!prompt.ok()) return report_error(cmd, prompt.status());
   if (prompt->empty()) return report_usage_error(cmd, "the prompt encodes to no tokens");
 
@@ -78,7 +123,8 @@ int run_generate(const GenerateOptions& o) {
   const int32_t eos_model = m.config().eos_token_id;
   const int32_t eos_tok = tok->eos_id();
 
-  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len)); !st.ok())
+  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len, kv_block_size(m.config())));
+      !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
   LogitsOutput out;
@@ -133,8 +179,14 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt (greedy or sampled)");
   sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")
       ->required();
-  sub->add_option("--prompt", o->prompt, "Prompt text")->required();
-  sub->add_flag("--chat", o->chat, "Wrap the prompt in DeepSeek-V3's chat format");
+  sub->add_option("--prompt", o->prompt, "Prompt text");
+  sub->add_option("--input", o->input, "JSONL prompts: offline batch inference, one request per line");
+  sub->add_option("--output", o->output, "JSONL results, one line per input line, in input order");
+  sub->add_flag(
+      "--chat", o->chat,
+      "Render the prompt as one user message in the model's chat format (V3, or the recipe's V4/V4.1 "
+      "encoding; thinking off)");
+  sub->add_flag("--thinking", o->thinking, "With --chat on V4/V4.1: start the reply inside <think>");
   sub->add_option("--max-tokens", o->max_tokens, "Maximum tokens to generate")->capture_default_str();
   sub->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <numeric>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,12 @@ struct LogitsOptions {
   std::string isa = "auto";
   int threads = 0;
   std::string mla = "absorbed";
+  std::string numerics = "production";
 };
+
+// 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
+// the V4 bench preset have ratio 128 layers; the block must hold whole groups).
+int32_t kv_block_size(const ModelConfig& cfg) { return std::lcm(64, cfg.kv_block_size_multiple()); }
 
 // "0,17,42" -> ids; false on anything else (empty items, signs, non-digits, overflow).
 bool parse_ids(const std::string& text, std::vector<int32_t>& ids) {
@@ -90,6 +96,8 @@ int run_logits(const LogitsOptions& o) {
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
   if (o.mla != "absorbed" && o.mla != "plain")
     return report_usage_error(cmd, "--mla must be absorbed or plain");
+  if (o.numerics != "production" && o.numerics != "no-bf16")
+    return report_usage_error(cmd, "--numerics must be production or no-bf16");
   const size_t n_prefill = o.prefill == 0 ? ids.size() : static_cast<size_t>(o.prefill);
 
   ModelOptions mo;
@@ -97,7 +105,11 @@ int run_logits(const LogitsOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.mla_mode = o.mla == "plain" ? MlaMode::plain : MlaMode::absorbed;
   mo.max_seq_len = static_cast<int64_t>(ids.size());
-  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
+  // no-bf16 drops V4's bf16 rounding points (the reference's --no-bf16) so the engine can be
+  // compared with it at an f32-noise bound; V3 has no such points and ignores the switch.
+  V4Numerics v4_num;
+  v4_num.bf16_rounding = o.numerics != "no-bf16";
+  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo, v4_num);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
   if (!o.mtp_out_path.empty() && !m.has_mtp()) {
@@ -106,7 +118,8 @@ int run_logits(const LogitsOptions& o) {
                                                                 "(num_nextn_predict_layers is 0)"));
   }
 
-  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len)); !st.ok())
+  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len, kv_block_size(m.config())));
+      !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
   std::vector<float> logits, hidden;
@@ -145,6 +158,10 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   sub->add_option("--mla", o->mla, "absorbed | plain attention form")->capture_default_str();
+  sub->add_option(
+         "--numerics", o->numerics,
+         "production | no-bf16 (V4: without the bf16 rounding points, for the tight reference check)")
+      ->capture_default_str();
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_logits(*o);

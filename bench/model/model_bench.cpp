@@ -1,6 +1,7 @@
-// model_bench: decode tok/s at batch 1 and prefill tok/s of a DeepSeek-V3-family checkpoint,
-// each against its roofline from machine peaks measured in the same run:
-//   decode roofline  = read bandwidth / bytes of active weights per token (stored precision)
+// model_bench: decode tok/s at batch 1 and prefill tok/s of a DeepSeek-V3-family or V4
+// checkpoint, each against its roofline from machine peaks measured in the same run:
+//   decode roofline  = read bandwidth / bytes of active weights per token (stored precision; V4's
+//                      FP4 experts at 4.25 bits) + the cache rows one step reads
 //   prefill roofline = fp32 FMA peak / FLOPs per prompt token
 //   model_bench --model DIR [--threads N] [--isa avx512] [--prompt 512] [--decode-steps 32] [--quick]
 #include <fmt/format.h>
@@ -8,16 +9,19 @@
 
 #include <algorithm>
 #include <map>
+#include <numeric>
 #include <thread>
 #include <vector>
 
 #include "active_weights.h"
+#include "active_weights_v4.h"
 #include "base/clock.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
 #include "machine/host_load.h"
 #include "machine/peaks.h"
-#include "model/deepseek_v3.h"
+#include "model/deepseek_v4.h"
+#include "weights/checkpoint.h"
 
 namespace {
 
@@ -107,28 +111,36 @@ int run(const BenchArgs& args) {
   mopt.max_seq_len =
       std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
   const double t_load = ds::now_seconds();
-  auto loaded = ds::DeepSeekV3::load(args.model_dir, mopt);
+  auto loaded = ds::load_model_runner(args.model_dir, mopt);
   check(loaded.status(), "loading the model");
-  std::unique_ptr<ds::DeepSeekV3> model = std::move(loaded).value();
+  std::unique_ptr<ds::ModelRunner> model = std::move(loaded).value();
+  // A second mapping of the same files, for the tensor census only (no pages are read).
+  auto ckpt = ds::Checkpoint::open(args.model_dir);
+  check(ckpt.status(), "opening the checkpoint");
   const ds::ModelConfig& cfg = model->config();
   fmt::print(
       "model: {} ({}, {} layers, hidden {}, {} routed experts top-{}, {} shared, vocab {}), loaded in {:.1f} "
       "s\n",
       args.model_dir, cfg.model_type, cfg.num_hidden_layers, cfg.hidden_size, cfg.n_routed_experts,
       cfg.num_experts_per_tok, cfg.n_shared_experts, cfg.vocab_size, ds::now_seconds() - t_load);
-  fmt::print("tensors: {}\n", dtype_census(model->checkpoint()));
+  fmt::print("tensors: {}\n", dtype_census(*ckpt));
   fmt::print("run: isa {}, {} threads, seed {}\n\n", ds::isa_name(mopt.isa), args.n_threads, args.seed);
 
-  const ActiveWeights aw = ds::bench::count_active_weights(tensor_infos(model->checkpoint()), cfg);
+  const bool v4 = cfg.is_v4();
+  const ActiveWeights aw = v4 ? ds::bench::count_active_weights_v4(tensor_infos(*ckpt), cfg)
+                              : ds::bench::count_active_weights(tensor_infos(*ckpt), cfg);
 
   // One sequence at a time: the paged cache holds one max_seq_len sequence in 64-token blocks,
   // and each fresh sequence takes all of it.
-  check(model->init_kv_cache(ds::standalone_kv_cache_config(mopt.max_seq_len)), "allocating the KV cache");
+  check(model->init_kv_cache(ds::standalone_kv_cache_config(
+            mopt.max_seq_len, std::lcm(64, model->config().kv_block_size_multiple()))),
+        "allocating the KV cache");
 
   // 3. Warm-up prefill: faults the memory-mapped weights in (nearly every expert gets routed to).
   ds::LogitsOutput out;
   {
-    const auto warm = random_tokens(args.quick ? 64 : args.prompt_len, cfg.vocab_size, args.seed + 7);
+    const auto warm = random_tokens(args.quick ? std::min<int64_t>(64, args.prompt_len) : args.prompt_len,
+                                    cfg.vocab_size, args.seed + 7);
     auto seq = ds::make_standalone_sequence(model->kv_cache_config());
     const ds::ForwardRequest req{&seq, warm, false};
     check(model->forward({&req, 1}, out), "warm-up prefill");
@@ -175,10 +187,12 @@ int run(const BenchArgs& args) {
 
   // 6. Rooflines.
   const int64_t mid_ctx = args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps / 2;
-  const double kv_bytes = ds::bench::latent_cache_bytes(cfg, mid_ctx);
+  const double kv_bytes =
+      v4 ? ds::bench::v4_cache_bytes(cfg, mid_ctx) : ds::bench::latent_cache_bytes(cfg, mid_ctx);
   const double decode_bytes = aw.total_bytes() + kv_bytes;
   const double decode_roofline = read_gbps * 1e9 / decode_bytes;
-  const double attn_flops = ds::bench::mla_attention_flops_per_token(cfg, args.prompt_len);
+  const double attn_flops = v4 ? ds::bench::v4_attention_flops_per_token(cfg, args.prompt_len)
+                               : ds::bench::mla_attention_flops_per_token(cfg, args.prompt_len);
   const double prefill_flops =
       2.0 * aw.body_params + 2.0 * aw.head_params / static_cast<double>(args.prompt_len) + attn_flops;
   const double prefill_roofline = fma_gflops * 1e9 / prefill_flops;
@@ -186,14 +200,16 @@ int run(const BenchArgs& args) {
   fmt::print("decode bytes per token (stored precision incl. scales; MTP layer excluded, {} tensors):\n",
              aw.n_mtp_tensors_excluded);
   fmt::print(
-      "  attention {:.1f} MB | dense MLP + shared experts + gates {:.1f} MB | routed experts (top-{} of {}) "
+      "  attention {:.1f} MB | dense MLP + shared experts + gates {:.1f} MB | routed experts (top-{} of "
+      "{}{}) "
       "{:.1f} MB\n",
       aw.attention_bytes / kMB, aw.dense_bytes / kMB, cfg.num_experts_per_tok, cfg.n_routed_experts,
-      aw.routed_bytes / kMB);
+      v4 && cfg.expert_dtype == "fp4" ? ", FP4 at 4.25 bits" : "", aw.routed_bytes / kMB);
   fmt::print(
-      "  head {:.1f} MB | norms + embedding row {:.2f} MB | latent cache at ctx {} {:.2f} MB | total {:.1f} "
+      "  head {:.1f} MB | norms + {}embedding row {:.2f} MB | {} at ctx {} {:.2f} MB | total {:.1f} "
       "MB\n",
-      aw.head_bytes / kMB, aw.other_bytes / kMB, mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
+      aw.head_bytes / kMB, v4 ? "mHC + " : "", aw.other_bytes / kMB,
+      v4 ? "window + compressed cache" : "latent cache", mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
   if (aw.n_unclassified > 0)
     fmt::print("  note: {} tensors matched no rule (counted in full)\n", aw.n_unclassified);
   fmt::print(

@@ -121,10 +121,11 @@ def inspect():
 def usage_errors():
     out = os.path.join(WORK, f"{TEST}.npy")
     for args in (("--ids", "1,x"), ("--ids", ""), ("--ids", "1,2", "--prefill", "3"), ("--ids", "1", "--isa", "sse9"),
-                 ("--ids", "1", "--mla", "weird")):
+                 ("--ids", "1", "--mla", "weird"), ("--ids", "1", "--numerics", "fp64")):
         p = run("logits", "--model", BF16, "--out", out, *args, expect_rc=2)
         check(len(p.stderr.strip().splitlines()) == 1, f"{args}: stderr is not one line: {p.stderr!r}")
     p = run("generate", "--model", BF16, "--prompt", "x", "--temperature", "-1", expect_rc=2)
+    p = run("generate", "--model", BF16, "--prompt", "x", "--thinking", expect_rc=2)
 
 
 def copy_model(name, src=BF16):
@@ -211,6 +212,47 @@ def corrupt():
     expect_error(os.path.join(WORK, "no_such_model"), "no_such_model")
 
 
-TESTS = {f.__name__: f for f in (make_models, generate, logits_chunking, logits_isa, inspect, usage_errors, corrupt)}
+def prompt_tokens(p):
+    for part in p.stderr.split(","):
+        if part.strip().startswith("prompt tokens:"):
+            return int(part.split(":")[1])
+    sys.exit(f"FAIL: no prompt token count in {p.stderr!r}")
+
+
+def chat_v4():
+    # make-model copies the V3 tokenizer, which lacks V4's </think> marker: --chat must fail with
+    # the recipe's error naming the marker and the encoding, before loading any weights.
+    v4 = os.path.join(WORK, "tiny_v4")
+    shutil.rmtree(v4, ignore_errors=True)
+    run("make-model", "--arch", "deepseek_v4", "--preset", "tiny", "--seed", "0", "--out", v4)
+    chat = ("generate", "--prompt", "Hi <｜User｜> there", "--chat", "--max-tokens", "3", "--threads", "2")
+    p = run(*chat, "--model", v4, expect_rc=1)
+    lines = p.stderr.strip().splitlines()
+    check(len(lines) == 1 and "</think>" in lines[0] and "deepseek_v4" in lines[0], f"error: {p.stderr!r}")
+    # With <think> / </think> added to the tokenizer (ids in the checkpoint's padding rows), the V4
+    # prompt is V3's plus one marker: BOS <｜User｜> text <｜Assistant｜> </think> (or <think>).
+    with_markers = copy_model("v4_markers", src=v4)
+    tok_path = os.path.join(with_markers, "tokenizer.json")
+    with open(tok_path, encoding="utf-8") as f:
+        tok = json.load(f)
+    next_id = max(t["id"] for t in tok["added_tokens"]) + 1
+    for i, content in enumerate(("<think>", "</think>")):
+        tok["added_tokens"].append({"id": next_id + i, "content": content, "single_word": False, "lstrip": False,
+                                    "rstrip": False, "normalized": False, "special": False})
+    with open(tok_path, "w", encoding="utf-8") as f:
+        json.dump(tok, f, ensure_ascii=False)
+    v3 = run(*chat, "--model", BF16)
+    off = run(*chat, "--model", with_markers)
+    on = run(*chat, "--model", with_markers, "--thinking")
+    check("generated tokens: " in off.stderr and "generated tokens: " in on.stderr, off.stderr + on.stderr)
+    check(prompt_tokens(off) == prompt_tokens(v3) + 1, f"V4 prompt {off.stderr!r} vs V3 {v3.stderr!r}")
+    check(prompt_tokens(on) == prompt_tokens(off), f"thinking {on.stderr!r} vs not {off.stderr!r}")
+    # V3 has no thinking mode: --thinking is refused rather than ignored.
+    p = run(*chat, "--model", BF16, "--thinking", expect_rc=1)
+    check("thinking" in p.stderr and "deepseek_v3" in p.stderr, p.stderr)
+
+
+TESTS = {f.__name__: f for f in (make_models, generate, logits_chunking, logits_isa, inspect, usage_errors, corrupt,
+                                 chat_v4)}
 TESTS[TEST]()
 print("PASS", TEST)
