@@ -232,7 +232,8 @@ TEST(TensorPlanV4, EveryPresetParsesAndItsLayerKindsDecideTheTensors) {
     const auto reparsed = parse_model_config(model_config_to_json(c), "preset");
     ASSERT_TRUE(reparsed.ok()) << reparsed.status().to_string();
     EXPECT_EQ(*reparsed, c);
-    const auto t = by_name(plan_deepseek_v4_tensors(c));
+    const auto plan = plan_deepseek_v4_tensors(c);  // by_name points into it: keep it alive
+    const auto t = by_name(plan);
     for (int layer = 0; layer < c.num_hidden_layers + c.num_draft_layers(); ++layer) {
       const std::string p = layer < c.num_hidden_layers
                                 ? "layers." + std::to_string(layer) + "."
