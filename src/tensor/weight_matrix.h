@@ -14,8 +14,8 @@ enum class WeightFormat : uint8_t {
   // V3's `weight_scale_inv` (F32) and V4's E8M0 `.scale` (converted to f32 at load) both land here.
   fp8_e4m3_block,
   // FP4 E2M1 (MXFP4-style routed experts of V4/V4.1), two per byte, element 2k in the LOW nibble of
-  // byte k of its row: W[r, c] = e2m1(nibble(r, c)) * 2^(scales_e8m0[r * scale_cols() + c / block_cols] - 127)
-  // with block_rows = 1, block_cols = 32. Scales stay E8M0 bytes (read straight from the mapped
+  // byte k of its row: W[r, c] = e2m1(nibble(r, c)) * 2^(scales_e8m0[r * scale_cols() + c / block_cols] -
+  // 127) with block_rows = 1, block_cols = 32. Scales stay E8M0 bytes (read straight from the mapped
   // checkpoint), so a pass streams 4.25 bits per weight. cols must be a multiple of block_cols.
   fp4_e2m1_block,
 };
@@ -25,8 +25,8 @@ struct WeightMatrix {
   const void* data = nullptr;
   int64_t rows = 0;
   int64_t cols = 0;
-  const float* scales = nullptr;           // fp8_e4m3_block only
-  const uint8_t* scales_e8m0 = nullptr;    // fp4_e2m1_block only: [rows, cols / block_cols]
+  const float* scales = nullptr;         // fp8_e4m3_block only
+  const uint8_t* scales_e8m0 = nullptr;  // fp4_e2m1_block only: [rows, cols / block_cols]
   int32_t block_rows = 128;
   int32_t block_cols = 128;
 
