@@ -1,5 +1,5 @@
 // deepinfer: one binary, many subcommands (generate, logits, inspect, tokenize, detokenize,
-// make-model; serve/bench/eval arrive with their issues).
+// make-model, serve; bench/eval arrive with their issues).
 #include <cstdio>
 #include <exception>
 
@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   ds::cli::add_inspect_command(app, ctx);
   ds::cli::add_tokenize_commands(app, ctx);
   ds::cli::add_make_model_command(app, ctx);
+  ds::cli::add_serve_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

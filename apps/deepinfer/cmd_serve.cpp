@@ -1,0 +1,218 @@
+// deepinfer serve: the OpenAI-compatible HTTP server over one engine. Loads the checkpoint and its
+// tokenizer, starts the engine and the HTTP server, prints the address it listens on, then waits
+// for SIGINT/SIGTERM and shuts down in order: the server first (in-flight responses drain, the
+// rest see on_close and cancel their engine requests), then the engine, then the model.
+#include <pthread.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "command_support.h"
+#include "commands.h"
+#include "engine/engine.h"
+#include "model/deepseek_v4.h"
+#include "recipe/encoding.h"
+#include "server/http_server.h"
+#include "server/metrics_registry.h"
+#include "server/routes_generate.h"
+#include "server/routes_operational.h"
+#include "server/serving_metrics.h"
+#include "tokenizer/tokenizer.h"
+#include "weights/model_config.h"
+
+namespace ds::cli {
+
+namespace {
+
+struct ServeOptions {
+  std::string model_dir;
+  std::string host = "127.0.0.1";
+  int port = 8000;
+  std::vector<std::string> api_keys;
+  std::string api_key_file;
+  std::string served_model_name;  // "" = the model directory's name
+  int64_t max_model_len = 4096;   // prompt + output tokens per request (capped by the checkpoint)
+  int64_t default_max_tokens = 4096;
+  int64_t kv_cache_mib = 1024;
+  int max_running = 64;
+  int max_step_tokens = 2048;
+  int io_threads = 1;
+  std::string isa = "auto";
+  int threads = 0;
+};
+
+// Blocks SIGINT/SIGTERM in this thread (and every thread it starts later), so sigwait() can take
+// them in order; no signal handler, no global flag.
+sigset_t block_stop_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+int run_serve(const ServeOptions& o) {
+  const std::string cmd = "serve";
+  if (o.port < 0 || o.port > 65535) return report_usage_error(cmd, "--port must be in [0, 65535]");
+  if (o.max_model_len < 2) return report_usage_error(cmd, "--max-model-len must be >= 2");
+  if (o.default_max_tokens < 1) return report_usage_error(cmd, "--default-max-tokens must be >= 1");
+  Result<Isa> isa = parse_isa_option(o.isa);
+  if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
+
+  server::ServerConfig server_config;
+  server_config.host = o.host;
+  server_config.port = static_cast<uint16_t>(o.port);
+  server_config.n_io_threads = o.io_threads;
+  if (!o.api_keys.empty()) {
+    Result<server::ApiKeySet> keys = server::ApiKeySet::from_keys(o.api_keys);
+    if (!keys.ok()) return report_usage_error(cmd, "--api-key: " + keys.status().message());
+    server_config.api_keys.merge(*keys);
+  }
+  if (!o.api_key_file.empty()) {
+    Result<server::ApiKeySet> keys = server::ApiKeySet::from_file(o.api_key_file);
+    if (!keys.ok()) return report_error(cmd, keys.status());
+    server_config.api_keys.merge(*keys);
+  }
+  if (Status st = server::validate_server_config(server_config); !st.ok())
+    return report_usage_error(cmd, st.message());
+
+  Result<Tokenizer> tok = Tokenizer::load(o.model_dir);
+  if (!tok.ok()) return report_error(cmd, tok.status());
+  Result<ModelConfig> model_config = load_model_config(o.model_dir);
+  if (!model_config.ok()) return report_error(cmd, model_config.status());
+  Result<recipe::PromptEncodingKind> encoding =
+      recipe::prompt_encoding_for_model_type(model_config->model_type);
+  if (!encoding.ok()) return report_error(cmd, encoding.status());
+
+  const int64_t max_model_len =
+      model_config->max_position_embeddings > 0
+          ? std::min<int64_t>(o.max_model_len, model_config->max_position_embeddings)
+          : o.max_model_len;
+  const sigset_t stop_signals = block_stop_signals();
+
+  ModelOptions mo;
+  mo.isa = *isa;
+  mo.n_threads = resolve_threads(o.threads);
+  mo.max_seq_len = max_model_len;
+  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
+  if (!model.ok()) return report_error(cmd, model.status());
+
+  EngineConfig engine_config;
+  engine_config.scheduler.max_running = o.max_running;
+  engine_config.scheduler.max_step_tokens = o.max_step_tokens;
+  engine_config.scheduler.max_seq_len = max_model_len;
+  engine_config.block_size_tokens = std::lcm(64, (*model)->config().kv_block_size_multiple());
+  engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
+  engine_config.prefix_hash_seed = std::random_device{}();
+  Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);
+  if (!engine.ok()) return report_error(cmd, engine.status());
+  Engine& eng = **engine;
+
+  const std::string model_id =
+      !o.served_model_name.empty()
+          ? o.served_model_name
+          : std::filesystem::path(o.model_dir).lexically_normal().filename().string();
+  server::MetricsRegistry registry;
+  server::ServingMetrics serving_metrics(registry);
+  registry.add_collector([&eng, &serving_metrics] {
+    const EngineStats s = eng.stats();
+    serving_metrics.set_engine_sample(
+        {.n_requests_running = static_cast<double>(s.n_running),
+         .n_requests_waiting = static_cast<double>(s.n_waiting),
+         .kv_cache_usage = s.kv_usage,
+         .prefix_cache_query_tokens = static_cast<double>(s.prefix_queries_tokens),
+         .prefix_cache_hit_tokens = static_cast<double>(s.prefix_hit_tokens),
+         .prompt_tokens = static_cast<double>(s.prompt_tokens_total),
+         .generation_tokens = static_cast<double>(s.generation_tokens_total)});
+  });
+  const Logger log(LogLevel::info);
+  const int64_t started_unix_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+
+  server::Router router;
+  if (Status st = server::add_operational_routes(router, {.model_id = model_id,
+                                                          .max_model_len = max_model_len,
+                                                          .created_unix_s = started_unix_s,
+                                                          .tokenizer = &*tok,
+                                                          .metrics = &registry,
+                                                          .healthy = nullptr,
+                                                          .ready = nullptr,
+                                                          .retry_after_s = server_config.retry_after_s});
+      !st.ok())
+    return report_error(cmd, st);
+  recipe::ConversionOptions conversion;
+  // V3 has no thinking mode: thinking is off unless a request asks (and V3 encoding refuses it).
+  conversion.default_thinking = *encoding != recipe::PromptEncodingKind::deepseek_v3;
+  if (Status st = server::add_generate_routes(router, {.engine = &eng,
+                                                       .tokenizer = &*tok,
+                                                       .encoding = *encoding,
+                                                       .conversion = conversion,
+                                                       .model_id = model_id,
+                                                       .default_max_tokens = o.default_max_tokens,
+                                                       .metrics = &serving_metrics,
+                                                       .log = &log});
+      !st.ok())
+    return report_error(cmd, st);
+
+  Result<std::unique_ptr<server::HttpServer>> http =
+      server::HttpServer::start(server_config, std::move(router), log, &serving_metrics);
+  if (!http.ok()) return report_error(cmd, http.status());
+  // Tests and scripts read this line for the port (--port 0 picks a free one).
+  std::printf("deepinfer serve: listening on http://%s:%u (model %s, %s encoding, max_model_len %lld)\n",
+              o.host.c_str(), static_cast<unsigned>((*http)->port()), model_id.c_str(),
+              recipe::prompt_encoding_name(*encoding), static_cast<long long>(max_model_len));
+  std::fflush(stdout);
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  std::fprintf(stderr, "deepinfer serve: signal %d, shutting down\n", signal_number);
+  (*http)->shutdown();
+  eng.shutdown();
+  return 0;
+}
+
+}  // namespace
+
+void add_serve_command(CLI::App& app, CommandContext& ctx) {
+  auto o = std::make_shared<ServeOptions>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI/Anthropic-compatible HTTP API");
+  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")
+      ->required();
+  sub->add_option("--host", o->host, "Address to bind")->capture_default_str();
+  sub->add_option("--port", o->port, "Port (0 = a free one, printed at start)")->capture_default_str();
+  sub->add_option("--api-key", o->api_keys, "API key clients must send (repeatable)");
+  sub->add_option("--api-key-file", o->api_key_file, "File of API keys, one per line (# comments)");
+  sub->add_option("--served-model-name", o->served_model_name,
+                  "Model id in responses (default: directory name)");
+  sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens per request")
+      ->capture_default_str();
+  sub->add_option("--default-max-tokens", o->default_max_tokens, "max_tokens when a request sets none")
+      ->capture_default_str();
+  sub->add_option("--kv-cache-mib", o->kv_cache_mib, "KV cache size")->capture_default_str();
+  sub->add_option("--max-running", o->max_running, "Requests decoded together")->capture_default_str();
+  sub->add_option("--max-step-tokens", o->max_step_tokens, "Tokens per engine step")->capture_default_str();
+  sub->add_option("--io-threads", o->io_threads, "HTTP io threads")->capture_default_str();
+  sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
+  sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
+      ->capture_default_str();
+  sub->callback([o, &ctx] {
+    try {
+      ctx.exit_code = run_serve(*o);
+    } catch (const std::exception& e) {
+      ctx.exit_code = report_error("serve", Status(ErrorCode::internal, e.what()));
+    }
+  });
+}
+
+}  // namespace ds::cli

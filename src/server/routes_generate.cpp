@@ -1,0 +1,340 @@
+#include "server/routes_generate.h"
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "recipe/anthropic_messages_request.h"
+#include "recipe/chat_completions_request.h"
+#include "recipe/completions_request.h"
+#include "recipe/output_parser.h"
+#include "recipe/response_common.h"
+#include "recipe/responses_request.h"
+#include "server/api_responders.h"
+#include "server/api_routes.h"
+
+namespace ds::server {
+
+namespace {
+
+// The builders return framed SSE text ("data: X\n\n" or "event: E\ndata: X\n\n"); the channel
+// frames itself, so split each frame back into its event name and data.
+void write_frames(ResponseChannel& out, const std::vector<std::string>& frames) {
+  for (std::string_view frame : frames) {
+    std::string_view event;
+    if (frame.starts_with("event: ")) {
+      const size_t eol = frame.find('\n');
+      event = frame.substr(7, eol - 7);
+      frame.remove_prefix(eol + 1);
+    }
+    if (frame.starts_with("data: ")) frame.remove_prefix(6);
+    while (frame.ends_with('\n')) frame.remove_suffix(1);
+    out.write_event(frame, event);
+  }
+}
+
+recipe::GenerationEnd generation_end(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::stop:
+      return recipe::GenerationEnd::stop;
+    case FinishReason::length:
+      return recipe::GenerationEnd::length;
+    default:
+      return recipe::GenerationEnd::end_of_stream;
+  }
+}
+
+double seconds_between(SteadyTime from, SteadyTime to) {
+  if (from == SteadyTime{} || to == SteadyTime{}) return -1.0;
+  return std::chrono::duration<double>(to - from).count();
+}
+
+// The engine Request: sampling from the API fields (DeepSeek defaults: temperature 1, top_p 1;
+// top_k is ignored, as DeepSeek does), max_tokens, and no engine stop strings (the parser matches
+// them, in content only).
+Request engine_request(const recipe::SamplingFields& s, const std::string& user,
+                       std::vector<int32_t> prompt_tokens, const GenerateRoutesConfig& config) {
+  Request r;
+  r.prompt_tokens = std::move(prompt_tokens);
+  r.sampling.temperature = static_cast<float>(s.temperature.value_or(1.0));
+  r.sampling.top_p = static_cast<float>(s.top_p.value_or(1.0));
+  r.sampling.presence_penalty = static_cast<float>(s.presence_penalty);
+  r.sampling.frequency_penalty = static_cast<float>(s.frequency_penalty);
+  r.sampling.logprobs = s.logprobs;
+  r.sampling.top_logprobs = s.top_logprobs.value_or(0);
+  // Without a seed each request draws its own (greedy requests do not use it).
+  r.sampling.seed = s.seed ? static_cast<uint64_t>(*s.seed) : std::random_device{}();
+  r.stop.max_tokens = static_cast<int32_t>(s.max_tokens.value_or(config.default_max_tokens));
+  r.tenant = user;
+  return r;
+}
+
+recipe::ResponseMeta response_meta(const GenerateRoutesConfig& config, const ResponseChannel& out,
+                                   const char* id_prefix) {
+  return recipe::ResponseMeta{
+      std::string(id_prefix) + out.request_id(), config.model_id,
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count(),
+      ""};
+}
+
+// One generation request in flight, whatever its API. Engine events arrive on the engine thread,
+// one at a time; events_mu_ serialises them with begin() on the io thread (the first event may
+// come before submit() returns), mu_ guards the engine-id handshake for cancelling.
+class GenerationCall {
+ public:
+  GenerationCall(std::shared_ptr<const GenerateRoutesConfig> config, std::shared_ptr<ResponseChannel> out,
+                 const recipe::OutputParserOptions& parser_options, std::unique_ptr<ApiResponder> responder,
+                 bool streaming, bool logprobs)
+      : config_ptr_(std::move(config)),
+        config_(*config_ptr_),
+        out_(std::move(out)),
+        parser_(parser_options),
+        responder_(std::move(responder)),
+        streaming_(streaming),
+        logprobs_wanted_(logprobs) {}
+
+  // Io thread, after a successful submit.
+  void set_engine_id(RequestId id) {
+    bool cancel_now = false;
+    {
+      std::lock_guard lock(mu_);
+      engine_id_ = id;
+      cancel_now = cancel_pending_;
+    }
+    if (cancel_now) config_.engine->cancel(id);
+  }
+
+  // Io thread, after a successful submit: starts the response (a stream's opening frames go out
+  // before any token), then handles the events that arrived meanwhile.
+  void begin(int64_t n_prompt_tokens) {
+    std::lock_guard lock(events_mu_);
+    if (streaming_) {
+      out_->start_stream();
+      recipe::ResponseUsage prompt_usage;
+      prompt_usage.prompt_tokens = n_prompt_tokens;
+      write_frames(*out_, responder_->begin(prompt_usage));
+    }
+    begun_ = true;
+    for (TokenEvent& ev : early_events_) handle(std::move(ev));
+    early_events_.clear();
+  }
+
+  // Engine thread.
+  void on_event(TokenEvent&& ev) {
+    std::lock_guard lock(events_mu_);
+    if (!begun_) {
+      early_events_.push_back(std::move(ev));
+      return;
+    }
+    handle(std::move(ev));
+  }
+
+ private:
+  void handle(TokenEvent&& ev) {
+    if (!stopped_) {
+      std::vector<recipe::OutputDelta> deltas = parser_.feed(ev.text, static_cast<int64_t>(ev.tokens.size()));
+      std::vector<recipe::TokenLogprobInfo> logprobs = logprob_infos(ev);
+      if (streaming_) {
+        write_frames(*out_, responder_->on_deltas(deltas, logprobs));
+      } else {
+        collected_.add(deltas);
+        logprobs_.insert(logprobs_.end(), logprobs.begin(), logprobs.end());
+      }
+      if (parser_.stop_sequence_matched()) {
+        stopped_ = true;
+        cancel_engine();
+      }
+    }
+    if (ev.finished) finish(ev);
+  }
+
+  std::vector<recipe::TokenLogprobInfo> logprob_infos(const TokenEvent& ev) const {
+    std::vector<recipe::TokenLogprobInfo> infos;
+    if (!logprobs_wanted_) return infos;
+    for (size_t i = 0; i < ev.chosen_logprobs.size(); ++i) {
+      std::vector<recipe::IdLogprob> top;
+      if (i < ev.top_logprobs.size()) {
+        for (const TokenLogprob& t : ev.top_logprobs[i]) top.push_back({t.token_id, t.logprob});
+      }
+      // Sampled ids are always the tokenizer's (the engine masks the padding rows), so this
+      // cannot fail short of a bug; such a token is left out rather than failing the response.
+      Result<recipe::TokenLogprobInfo> info = recipe::token_logprob_info(
+          *config_.tokenizer, {ev.chosen_logprobs[i].token_id, ev.chosen_logprobs[i].logprob}, top);
+      if (info.ok()) infos.push_back(std::move(info).value());
+    }
+    return infos;
+  }
+
+  void cancel_engine() {
+    RequestId id = 0;
+    {
+      std::lock_guard lock(mu_);
+      id = engine_id_;
+      if (id == 0) cancel_pending_ = true;
+    }
+    if (id != 0) config_.engine->cancel(id);
+  }
+
+  void finish(const TokenEvent& ev) {
+    record_metrics(ev);
+    const bool failed = ev.finish_reason == FinishReason::error || ev.finish_reason == FinishReason::deadline;
+    if (failed && !stopped_) {
+      if (streaming_) {
+        out_->stream_error(ev.error);
+      } else {
+        out_->send_error(ev.error);
+      }
+      return;
+    }
+    std::vector<recipe::OutputDelta> tail = parser_.finish();
+    const recipe::OutputFinishReason reason = parser_.finish_reason(generation_end(ev.finish_reason));
+    const recipe::ResponseUsage usage{ev.usage.prompt_tokens, ev.usage.cached_prompt_tokens,
+                                      parser_.completion_tokens(), parser_.reasoning_tokens()};
+    const std::string& stop_sequence = parser_.matched_stop_sequence();
+    if (streaming_) {
+      write_frames(*out_, responder_->on_deltas(tail, {}));
+      write_frames(*out_, responder_->finish(reason, stop_sequence, usage));
+      out_->end_stream();
+      return;
+    }
+    collected_.add(tail);
+    out_->send_json(200,
+                    recipe::dump_json(responder_->body(collected_, reason, stop_sequence, usage, logprobs_)));
+  }
+
+  void record_metrics(const TokenEvent& ev) {
+    if (config_.metrics == nullptr) return;
+    ServingMetrics& m = *config_.metrics;
+    m.record_request_finished(stopped_ ? "stop" : finish_reason_name(ev.finish_reason));
+    const SteadyTime now = std::chrono::steady_clock::now();
+    if (double s = seconds_between(ev.queued_at, ev.first_token_at); s >= 0)
+      m.time_to_first_token_seconds.observe(s);
+    if (double s = seconds_between(ev.queued_at, ev.first_scheduled_at); s >= 0) {
+      m.request_queue_time_seconds.observe(s);
+    }
+    if (double s = seconds_between(ev.queued_at, now); s >= 0) m.e2e_request_latency_seconds.observe(s);
+  }
+
+  std::shared_ptr<const GenerateRoutesConfig> config_ptr_;  // keeps config_ alive past the server
+  const GenerateRoutesConfig& config_;
+  std::shared_ptr<ResponseChannel> out_;
+  std::mutex events_mu_;  // guards everything below up to mu_
+  bool begun_ = false;
+  std::vector<TokenEvent> early_events_;  // arrived before begin()
+  recipe::OutputParser parser_;
+  std::unique_ptr<ApiResponder> responder_;
+  recipe::CollectedOutput collected_;               // non-stream only
+  std::vector<recipe::TokenLogprobInfo> logprobs_;  // non-stream only
+  const bool streaming_;
+  const bool logprobs_wanted_;
+  bool stopped_ = false;  // a stop sequence matched: the rest is dropped
+  std::mutex mu_;
+  RequestId engine_id_ = 0;      // guarded by mu_; 0 until submit() returned
+  bool cancel_pending_ = false;  // guarded by mu_: cancel as soon as the id is known
+};
+
+// Submits `request` and answers through `out`; errors before the first byte are plain errors.
+void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
+                    const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
+                    Request request) {
+  const auto n_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
+  Result<RequestId> id =
+      config->engine->submit(std::move(request), [call](TokenEvent&& ev) { call->on_event(std::move(ev)); });
+  if (!id.ok()) return out->send_error(id.status());
+  call->set_engine_id(*id);
+  call->begin(n_prompt_tokens);
+  Engine* engine = config->engine;
+  out->on_close([engine, engine_id = *id] { engine->cancel(engine_id); });
+}
+
+// Chat-shaped APIs (Chat Completions, Anthropic Messages, Responses): the ChatRequest is rendered
+// with the model's encoding.
+void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config, const ServerRequest& request,
+                      const std::shared_ptr<ResponseChannel>& out, ApiKind kind) {
+  Result<recipe::ChatRequest> chat =
+      kind == ApiKind::chat_completions
+          ? recipe::parse_chat_completions_request(request.body, config->conversion)
+      : kind == ApiKind::anthropic_messages
+          ? recipe::parse_anthropic_messages_request(request.body, config->conversion)
+          : recipe::parse_responses_request(request.body, config->conversion);
+  if (!chat.ok()) return out->send_error(chat.status());
+  recipe::EncodingOptions encoding;
+  encoding.kind = config->encoding;
+  Result<recipe::RenderedPrompt> prompt = recipe::render_prompt(*chat, encoding);
+  if (!prompt.ok()) return out->send_error(prompt.status());
+  Result<std::vector<int32_t>> ids = recipe::tokenize_prompt(*prompt, *config->tokenizer);
+  if (!ids.ok()) return out->send_error(ids.status());
+
+  std::unique_ptr<ApiResponder> responder;
+  if (kind == ApiKind::chat_completions) {
+    responder =
+        make_chat_responder(response_meta(*config, *out, "chatcmpl-"), {.thinking = chat->thinking,
+                                                                        .include_usage = chat->include_usage,
+                                                                        .logprobs = chat->sampling.logprobs});
+  } else if (kind == ApiKind::anthropic_messages) {
+    responder = make_anthropic_responder(response_meta(*config, *out, "msg_"));
+  } else {
+    responder = make_responses_responder(response_meta(*config, *out, "resp_"));
+  }
+  auto call = std::make_shared<GenerationCall>(config, out, recipe::output_parser_options(*chat, *prompt),
+                                               std::move(responder), chat->stream, chat->sampling.logprobs);
+  run_generation(config, out, std::move(call),
+                 engine_request(chat->sampling, chat->user, std::move(ids).value(), *config));
+}
+
+// Completions (legacy): the client's raw prompt, no template.
+void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& config,
+                        const ServerRequest& request, const std::shared_ptr<ResponseChannel>& out) {
+  Result<recipe::CompletionRequest> completion =
+      recipe::parse_completions_request(request.body, config->conversion);
+  if (!completion.ok()) return out->send_error(completion.status());
+  Result<std::vector<int32_t>> ids = recipe::encode_completion_prompt(*completion, *config->tokenizer);
+  if (!ids.ok()) return out->send_error(ids.status());
+  std::string echo;
+  if (completion->echo) {
+    if (completion->prompt_text) {
+      echo = *completion->prompt_text;
+    } else {
+      Result<std::string> text = config->tokenizer->decode(*ids, /*skip_special=*/false);
+      if (!text.ok()) return out->send_error(text.status());
+      echo = std::move(text).value();
+    }
+  }
+  auto responder = make_completions_responder(response_meta(*config, *out, "cmpl-"),
+                                              {.include_usage = completion->include_usage,
+                                               .logprobs = completion->sampling.logprobs,
+                                               .text_offset_start = 0},
+                                              std::move(echo));
+  auto call = std::make_shared<GenerationCall>(config, out, recipe::completions_parser_options(*completion),
+                                               std::move(responder), completion->stream,
+                                               completion->sampling.logprobs);
+  run_generation(config, out, std::move(call),
+                 engine_request(completion->sampling, completion->user, std::move(ids).value(), *config));
+}
+
+}  // namespace
+
+Status add_generate_routes(Router& router, const GenerateRoutesConfig& config) {
+  if (config.engine == nullptr || config.tokenizer == nullptr)
+    return Status(ErrorCode::invalid_argument, "generate routes need an engine and a tokenizer");
+  // Handlers and in-flight calls share one copy of the config (calls may outlive the router).
+  auto shared = std::make_shared<const GenerateRoutesConfig>(config);
+  for (const ApiRoute& route : kGenerationRoutes) {
+    const ApiKind kind = route.kind;
+    HandlerFn fn = [shared, kind](ServerRequest req, std::shared_ptr<ResponseChannel> out) {
+      if (kind == ApiKind::completions) return handle_completions(shared, req, out);
+      handle_chat_like(shared, req, out, kind);
+    };
+    DS_TRY(router.add(std::string(route.method), std::string(route.path),
+                      {route.error_style, RouteAccess::api_key}, std::move(fn)));
+  }
+  return ok_status();
+}
+
+}  // namespace ds::server

@@ -1,0 +1,42 @@
+// The generation routes (api_routes.h: /v1/chat/completions, /v1/completions, /v1/responses,
+// /v1/messages and its /anthropic aliases), stream and non-stream, wired to the engine and the
+// recipe. Per request: parse + validate (recipe, 400 with the field path), render the prompt with
+// the model's encoding (Completions: the raw prompt), tokenize, submit to the engine; the engine's
+// token events feed the recipe's OutputParser and the API's response builder (api_responders.h),
+// answered through the ResponseChannel.
+//
+// Chat stop strings go to the OutputParser (they apply to content only), not to the engine; when
+// the parser matches one, the engine request is cancelled. A client that goes away cancels the
+// engine request (ResponseChannel::on_close), so its KV blocks are freed in the next step.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "engine/engine.h"
+#include "recipe/conversion_options.h"
+#include "recipe/encoding.h"
+#include "server/router.h"
+#include "server/serving_metrics.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ds::server {
+
+struct GenerateRoutesConfig {
+  Engine* engine = nullptr;              // required; must outlive the server
+  const Tokenizer* tokenizer = nullptr;  // required; must outlive the server
+  recipe::PromptEncodingKind encoding = recipe::PromptEncodingKind::deepseek_v3;
+  recipe::ConversionOptions conversion;  // V3: default_thinking = false (no thinking mode)
+  std::string model_id;                  // "model" of every response
+  int64_t default_max_tokens = 4096;     // when the request sets none
+  ServingMetrics* metrics = nullptr;     // null: no per-request metrics; must outlive the server
+  const Logger* log = nullptr;           // null: no logging; must outlive the server
+};
+
+// Registers the generation routes the engine serves; invalid_argument for a missing engine or
+// tokenizer or a route already registered.
+Status add_generate_routes(Router& router, const GenerateRoutesConfig& config);
+
+}  // namespace ds::server
