@@ -22,11 +22,8 @@ Result<Json> parse_embedded_json(std::string_view text, const std::string& path)
   return parsed;
 }
 
-namespace {
-
-void append_python_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
+void append_json_escaped(std::string& out, std::string_view bytes) {
+  for (const char c : bytes) {
     switch (c) {
       case '"':
         out += "\\\"";
@@ -50,13 +47,20 @@ void append_python_string(std::string& out, const std::string& s) {
         out += "\\f";
         break;
       default:
-        if (c < 0x20) {
-          out += fmt::format("\\u{:04x}", c);
+        if (static_cast<uint8_t>(c) < 0x20) {
+          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<uint8_t>(c)));
         } else {
-          out += static_cast<char>(c);
+          out += c;
         }
     }
   }
+}
+
+namespace {
+
+void append_python_string(std::string& out, const std::string& s) {
+  out += '"';
+  append_json_escaped(out, s);
   out += '"';
 }
 

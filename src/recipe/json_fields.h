@@ -24,6 +24,9 @@ Result<Json> parse_embedded_json(std::string_view text, const std::string& path)
 // Serialization as Python's json.dumps(value, ensure_ascii=False) writes it: ", " and ": "
 // separators, non-ASCII kept raw. The DeepSeek encodings render schemas and arguments this way.
 std::string python_json_dumps(const Json& value);
+// Appends `bytes` as they appear inside a JSON string literal, without the quotes: ", \ and control
+// characters escaped, everything else (non-ASCII UTF-8 included) kept raw, as json.dumps(ensure_ascii=False).
+void append_json_escaped(std::string& out, std::string_view bytes);
 
 // Field readers. `obj` must be an object; `path` is the object's own path ("" for the body).
 const Json* find_field(const Json& obj, std::string_view key);  // nullptr when absent or null

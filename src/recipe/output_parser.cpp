@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include <fmt/format.h>
+#include "recipe/json_fields.h"
 
 namespace ds::recipe {
 
@@ -19,41 +19,6 @@ size_t incomplete_utf8_tail(std::string_view s) {
     return need > back ? back : 0;
   }
   return 0;
-}
-
-// Appends `bytes` as they appear inside a JSON string literal (non-ASCII kept raw).
-void append_json_escaped(std::string& out, std::string_view bytes) {
-  for (const char c : bytes) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (static_cast<uint8_t>(c) < 0x20) {
-          out += fmt::format("\\u{:04x}", static_cast<unsigned>(static_cast<uint8_t>(c)));
-        } else {
-          out += c;
-        }
-    }
-  }
 }
 
 // Appends text to the last delta when it is the same kind (and the same call), else a new delta.
