@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Independent float64 numpy reference of the DeepSeek-V4-Flash forward pass (main model and MTP).
 
-Written from the model spec (/work/shared/specs/model-spec.md §2.1, §3, §4, §6.1, §6.3, §9), not from
+Written from the model spec (../shared/specs/model-spec.md beside the repo, §2.1, §3, §4, §6.1, §6.3, §9), not from
 the engine. Everything is float64 except the rounding and storage-simulation steps the spec lists:
 RMSNorm outputs, mHC collapse/expand and the attention probabilities rounded once to bf16; the FP8
 simulation of the non-RoPE KV channels (64-element blocks, power-of-two scales); Hadamard + FP4 for
