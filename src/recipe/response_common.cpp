@@ -24,6 +24,18 @@ Json system_fingerprint_json(const ResponseMeta& meta) {
   return meta.system_fingerprint.empty() ? Json(nullptr) : Json(meta.system_fingerprint);
 }
 
+Json openai_envelope(const ResponseMeta& meta, const char* object, Json choice, Json usage) {
+  Json j = Json::object();
+  j["id"] = meta.id;
+  j["object"] = object;
+  j["created"] = meta.created_unix_s;
+  j["model"] = meta.model;
+  j["system_fingerprint"] = system_fingerprint_json(meta);
+  j["choices"] = Json::array({std::move(choice)});
+  if (!usage.is_discarded()) j["usage"] = std::move(usage);
+  return j;
+}
+
 namespace {
 
 Json byte_values(const std::string& bytes) {

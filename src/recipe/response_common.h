@@ -77,6 +77,10 @@ Json openai_logprobs_content(const std::vector<TokenLogprobInfo>& tokens);
 std::string lossy_utf8(const std::string& bytes);
 // The meta's system_fingerprint, null when empty.
 Json system_fingerprint_json(const ResponseMeta& meta);
+// The envelope every OpenAI chat/completions body and chunk shares: {id, object, created, model,
+// system_fingerprint, choices: [choice], usage}. `usage` is left out when it is a discarded value
+// (Json(Json::value_t::discarded)); pass null for "usage": null.
+Json openai_envelope(const ResponseMeta& meta, const char* object, Json choice, Json usage);
 
 // "data: <json>\n\n" and "event: <name>\ndata: <json>\n\n". JSON is written compactly; invalid
 // UTF-8 (a model can emit it) is replaced, never thrown.

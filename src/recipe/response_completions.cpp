@@ -55,15 +55,8 @@ Json CompletionsStream::chunk(const std::string& text) {
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = nullptr;
-  Json j = Json::object();
-  j["id"] = meta_.id;
-  j["object"] = "text_completion";
-  j["created"] = meta_.created_unix_s;
-  j["model"] = meta_.model;
-  j["system_fingerprint"] = system_fingerprint_json(meta_);
-  j["choices"] = Json::array({std::move(choice)});
-  if (options_.include_usage) j["usage"] = nullptr;
-  return j;
+  return openai_envelope(meta_, "text_completion", std::move(choice),
+                         options_.include_usage ? Json(nullptr) : Json(Json::value_t::discarded));
 }
 
 std::vector<std::string> CompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
@@ -91,15 +84,7 @@ Json completion_body(const ResponseMeta& meta, const CompletionsResponseOptions&
   choice["logprobs"] =
       options.logprobs ? completions_logprobs_json(logprobs, options.text_offset_start) : Json(nullptr);
   choice["finish_reason"] = completions_finish_reason_name(reason);
-  Json j = Json::object();
-  j["id"] = meta.id;
-  j["object"] = "text_completion";
-  j["created"] = meta.created_unix_s;
-  j["model"] = meta.model;
-  j["system_fingerprint"] = system_fingerprint_json(meta);
-  j["choices"] = Json::array({std::move(choice)});
-  j["usage"] = openai_usage_json(usage);
-  return j;
+  return openai_envelope(meta, "text_completion", std::move(choice), openai_usage_json(usage));
 }
 
 }  // namespace ds::recipe

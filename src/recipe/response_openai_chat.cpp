@@ -36,15 +36,8 @@ Json ChatCompletionsStream::chunk(Json delta) {
     choice["logprobs"] = nullptr;
   }
   choice["finish_reason"] = nullptr;
-  Json j = Json::object();
-  j["id"] = meta_.id;
-  j["object"] = "chat.completion.chunk";
-  j["created"] = meta_.created_unix_s;
-  j["model"] = meta_.model;
-  j["system_fingerprint"] = system_fingerprint_json(meta_);
-  j["choices"] = Json::array({std::move(choice)});
-  if (options_.include_usage) j["usage"] = nullptr;
-  return j;
+  return openai_envelope(meta_, "chat.completion.chunk", std::move(choice),
+                         options_.include_usage ? Json(nullptr) : Json(Json::value_t::discarded));
 }
 
 std::vector<std::string> ChatCompletionsStream::begin() {
@@ -134,15 +127,7 @@ Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& o
   choice["logprobs"] =
       options.logprobs ? Json{{"content", openai_logprobs_content(logprobs)}} : Json(nullptr);
   choice["finish_reason"] = chat_finish_reason_name(reason);
-  Json j = Json::object();
-  j["id"] = meta.id;
-  j["object"] = "chat.completion";
-  j["created"] = meta.created_unix_s;
-  j["model"] = meta.model;
-  j["system_fingerprint"] = system_fingerprint_json(meta);
-  j["choices"] = Json::array({std::move(choice)});
-  j["usage"] = openai_usage_json(usage);
-  return j;
+  return openai_envelope(meta, "chat.completion", std::move(choice), openai_usage_json(usage));
 }
 
 }  // namespace ds::recipe
