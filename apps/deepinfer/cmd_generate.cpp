@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <exception>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -38,7 +37,6 @@ struct GenerateOptions {
 
 // 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
 // the V4 bench preset have ratio 128 layers; the block must hold whole groups).
-int32_t kv_block_size(const ModelConfig& cfg) { return std::lcm(64, cfg.kv_block_size_multiple()); }
 
 // Without --chat: BOS (when the tokenizer adds it by default) + the text with special tokens
 // parsed. With --chat on a V3 checkpoint, DeepSeek-V3's format as ids: BOS, <｜User｜>, the text
@@ -123,7 +121,8 @@ int run_generate(const GenerateOptions& o) {
   const int32_t eos_model = m.config().eos_token_id;
   const int32_t eos_tok = tok->eos_id();
 
-  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len, kv_block_size(m.config())));
+  if (Status st = m.init_kv_cache(
+          standalone_kv_cache_config(mo.max_seq_len, default_block_size_tokens(m.kv_cache_layout())));
       !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());

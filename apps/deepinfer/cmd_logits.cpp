@@ -4,7 +4,6 @@
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <numeric>
 #include <string>
 #include <vector>
 
@@ -31,7 +30,6 @@ struct LogitsOptions {
 
 // 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
 // the V4 bench preset have ratio 128 layers; the block must hold whole groups).
-int32_t kv_block_size(const ModelConfig& cfg) { return std::lcm(64, cfg.kv_block_size_multiple()); }
 
 // "0,17,42" -> ids; false on anything else (empty items, signs, non-digits, overflow).
 bool parse_ids(const std::string& text, std::vector<int32_t>& ids) {
@@ -118,7 +116,8 @@ int run_logits(const LogitsOptions& o) {
                                                                 "(num_nextn_predict_layers is 0)"));
   }
 
-  if (Status st = m.init_kv_cache(standalone_kv_cache_config(mo.max_seq_len, kv_block_size(m.config())));
+  if (Status st = m.init_kv_cache(
+          standalone_kv_cache_config(mo.max_seq_len, default_block_size_tokens(m.kv_cache_layout())));
       !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());

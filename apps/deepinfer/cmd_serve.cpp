@@ -11,7 +11,6 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
-#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -111,7 +110,6 @@ int run_serve(const ServeOptions& o) {
   engine_config.scheduler.max_running = o.max_running;
   engine_config.scheduler.max_step_tokens = o.max_step_tokens;
   engine_config.scheduler.max_seq_len = max_model_len;
-  engine_config.block_size_tokens = std::lcm(64, (*model)->config().kv_block_size_multiple());
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
   engine_config.prefix_hash_seed = std::random_device{}();
   Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <map>
-#include <numeric>
 #include <thread>
 #include <vector>
 
@@ -133,7 +132,7 @@ int run(const BenchArgs& args) {
   // One sequence at a time: the paged cache holds one max_seq_len sequence in 64-token blocks,
   // and each fresh sequence takes all of it.
   check(model->init_kv_cache(ds::standalone_kv_cache_config(
-            mopt.max_seq_len, std::lcm(64, model->config().kv_block_size_multiple()))),
+            mopt.max_seq_len, ds::default_block_size_tokens(model->kv_cache_layout()))),
         "allocating the KV cache");
 
   // 3. Warm-up prefill: faults the memory-mapped weights in (nearly every expert gets routed to).

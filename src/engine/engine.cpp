@@ -25,7 +25,8 @@ Engine::ActiveRequest::ActiveRequest(RequestId id, Request req, EventSink s, con
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, ModelRunner& model,
                                                const Tokenizer* tokenizer) {
   const KvCacheLayout layout = model.kv_cache_layout();
-  const int32_t bs = config.block_size_tokens;
+  const int32_t bs =
+      config.block_size_tokens == 0 ? default_block_size_tokens(layout) : config.block_size_tokens;
   if (bs <= 0 || layout.block_size_multiple <= 0 || bs % layout.block_size_multiple != 0) {
     return Status(ErrorCode::invalid_argument, "block_size_tokens " + std::to_string(bs) +
                                                    " must be a positive multiple of " +

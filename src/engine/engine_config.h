@@ -13,8 +13,9 @@ struct EngineConfig {
   // max_seq_len 0 = the model's max_position_embeddings (capped by the KV cache's capacity).
   SchedulerConfig scheduler{
       .max_step_tokens = 2048, .max_running = 64, .max_waiting = 1024, .max_seq_len = 0};
-  int32_t block_size_tokens = 64;  // must be a multiple of the model's KvCacheLayout::block_size_multiple
-  int32_t n_kv_blocks = 0;         // 0: as many as kv_cache_bytes holds
+  // Must be a multiple of the model's KvCacheLayout::block_size_multiple; 0 = default_block_size_tokens().
+  int32_t block_size_tokens = 0;
+  int32_t n_kv_blocks = 0;  // 0: as many as kv_cache_bytes holds
   int64_t kv_cache_bytes = int64_t{1} << 30;
   bool enable_prefix_caching = true;
   uint64_t prefix_hash_seed = 0;  // per process; callers pick a random one (tests fix it)

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <numeric>
 #include <string>
 
 #include "base/assert.h"
@@ -21,6 +22,10 @@ Status bad_config(const std::string& what) {
 int64_t blocks_for_tokens(int64_t n_tokens, int32_t block_size_tokens) {
   DS_ASSERT(block_size_tokens > 0, "block size must be positive");
   return (n_tokens + block_size_tokens - 1) / block_size_tokens;
+}
+
+int32_t default_block_size_tokens(const KvCacheLayout& layout) {
+  return std::lcm(int32_t{64}, std::max<int32_t>(1, layout.block_size_multiple));
 }
 
 KvCacheConfig standalone_kv_cache_config(int64_t max_tokens, int32_t block_size_tokens) {

@@ -62,6 +62,10 @@ struct SequenceState {
 // Blocks that hold positions [0, n_tokens): ceil(n_tokens / block_size_tokens).
 int64_t blocks_for_tokens(int64_t n_tokens, int32_t block_size_tokens);
 
+// The block size to use when the caller has no preference: 64 tokens, raised to the smallest
+// multiple of the model's block_size_multiple (V4: lcm of its compress ratios, 128 for V4-Flash).
+int32_t default_block_size_tokens(const KvCacheLayout& layout);
+
 // For standalone users (CLI, tests, benchmarks) that run sequences of up to max_tokens one at a
 // time: blocks of block_size_tokens, just enough of them for one such sequence.
 KvCacheConfig standalone_kv_cache_config(int64_t max_tokens, int32_t block_size_tokens = 64);

@@ -41,6 +41,18 @@ TEST(KvCacheSizing, StandaloneSequenceOwnsEveryBlockInOrder) {
   EXPECT_EQ(standalone_kv_cache_config(64, 64).n_blocks, 1);
 }
 
+TEST(KvCacheSizing, DefaultBlockSizeIsAMultipleOfTheModelsRequirement) {
+  KvCacheLayout layout;
+  layout.block_size_multiple = 1;  // V3
+  EXPECT_EQ(default_block_size_tokens(layout), 64);
+  layout.block_size_multiple = 16;  // tiny V4: ratios 4 and 16
+  EXPECT_EQ(default_block_size_tokens(layout), 64);
+  layout.block_size_multiple = 128;  // V4-Flash: ratios 4 and 128
+  EXPECT_EQ(default_block_size_tokens(layout), 128);
+  layout.block_size_multiple = 48;
+  EXPECT_EQ(default_block_size_tokens(layout), 192);
+}
+
 TEST(KvCacheSizing, TruncateLowersBothCounts) {
   SequenceState s{{0, 1}, 10, 9};
   truncate_sequence(s, 9);
