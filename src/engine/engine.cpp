@@ -49,13 +49,16 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
                                                    " < one block of " + std::to_string(bs) + " tokens");
   }
   // Models with unpaged per-sequence state (V4's window rings and compressor groups) get one state
-  // slot per running sequence (+1 spare). Their state cannot be rebuilt from shared blocks yet (SWA
-  // bounded replay in the model is future work), so prefix caching is off for them.
+  // slot per running sequence (+1 spare) and resume a prefix hit by SWA bounded replay of the
+  // model's replay length (scheduler.h); a model with such state but no replay gets no prefix
+  // caching. The engine does not run the MTP layer, so the model keeps no state for it.
   EngineConfig engine_config = config;
   KvCacheConfig kv_config{bs, static_cast<int32_t>(n_blocks)};
+  kv_config.mtp_layer = false;
   if (layout.bytes_per_sequence > 0) {
     kv_config.n_sequence_slots = sc.max_running + 1;
-    engine_config.enable_prefix_caching = false;
+    engine_config.scheduler.swa_replay_tokens = layout.swa_replay_tokens;
+    if (layout.swa_replay_tokens == 0) engine_config.enable_prefix_caching = false;
   }
   DS_TRY(model.init_kv_cache(kv_config));
   return std::unique_ptr<Engine>(new Engine(engine_config, model, tokenizer, kv_config));

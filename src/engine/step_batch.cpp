@@ -85,7 +85,8 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
   for (size_t i = 0; i < kept; ++i) {
     const size_t b = static_cast<size_t>(token_begin_[i]);
     const size_t n = static_cast<size_t>(token_begin_[i + 1]) - b;
-    requests_[i] = ForwardRequest{&seqs_[i], std::span<const int32_t>(tokens_.data() + b, n), false};
+    requests_[i] = ForwardRequest{&seqs_[i], std::span<const int32_t>(tokens_.data() + b, n), false,
+                                  plan_.chunks[i].replay_end};
   }
   return ok_status();
 }

@@ -92,7 +92,22 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
   }
   l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
   l.bytes_per_sequence = per_seq;
+  l.swa_replay_tokens = swa_replay_tokens();
   return l;
+}
+
+int32_t DeepSeekV4::swa_replay_tokens() const {
+  // The window, and at least one group of every overlapping (CSA) compressor: at a block-aligned
+  // hit H its state is the raw group [H - ratio, H), which the replay must have seen.
+  int32_t w = cfg_.sliding_window;
+  for (int layer = 0; layer < cfg_.num_hidden_layers; ++layer) {
+    if (cfg_.attention_kind(layer) == AttentionKind::csa) w = std::max(w, cfg_.compress_ratio(layer));
+  }
+  return w;
+}
+
+bool DeepSeekV4::starts_replay(const SequenceState& seq, int64_t replay_end) const {
+  return replay_end > 0 && seq.n_tokens == replay_end - swa_replay_tokens();
 }
 
 Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
@@ -112,7 +127,7 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   std::vector<PagedLatentCache> comp(static_cast<size_t>(n_layer_slots())), idx(comp.size());
   for (int layer = 0; layer < n_layer_slots(); ++layer) {
     const int ratio = cfg_.compress_ratio(layer);
-    if (ratio == 0) continue;
+    if (ratio == 0 || (layer >= cfg_.num_hidden_layers && !cfg.mtp_layer)) continue;
     const KvCacheConfig entry_cfg{cfg.block_size_tokens / ratio, cfg.n_blocks, 0};
     DS_ASSIGN_OR_RETURN(comp[layer], PagedLatentCache::allocate(1, cfg_.head_dim, entry_cfg, 1, limit));
     if (cfg_.attention_kind(layer) == AttentionKind::csa) {
@@ -136,7 +151,8 @@ V4LayerPages DeepSeekV4::pages_for(int layer, const int32_t* block_table) const 
 }
 
 Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
-                               std::span<const std::span<const int32_t>> tokens, bool mtp) {
+                               std::span<const std::span<const int32_t>> tokens,
+                               std::span<const int64_t> replay_ends, bool mtp) {
   block_check_.clear();
   for (size_t r = 0; r < seqs.size(); ++r) {
     SequenceState* seq = seqs[r];
@@ -164,11 +180,13 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
     if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
       return bad_input(which() + "inconsistent sequence");
     }
-    if (seq->n_tokens > 0 &&
+    const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
+    if (replay_end != 0) DS_TRY(check_replay(*seq, replay_end, which()));
+    if (seq->n_tokens > 0 && !starts_replay(*seq, replay_end) &&
         (!slot.in_use || slot.n_tokens != seq->n_tokens || slot.n_mtp_tokens != seq->n_mtp_tokens)) {
       return bad_input(which() + "state slot " + std::to_string(seq->state_slot) +
                        " does not hold this sequence at " + std::to_string(seq->n_tokens) +
-                       " tokens (V4 state cannot be rolled back or shared)");
+                       " tokens (V4 state cannot be rolled back; a shared prefix needs replay_end)");
     }
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
     if (mtp && base + n > seq->n_tokens) {
@@ -179,17 +197,41 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
       return bad_input(which() + "sequence length " + std::to_string(base + n) + " exceeds max_seq_len " +
                        std::to_string(opts_.max_seq_len));
     }
-    DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, base, base + n, kv_config_));
+    // Replayed rows write nothing below replay_end: those blocks belong to the shared prefix.
+    const int64_t first_written = std::min(std::max(base, replay_end), base + n);
+    DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, first_written, base + n, kv_config_));
   }
   return block_check_.check_conflicts();
 }
 
-V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq) {
+Status DeepSeekV4::check_replay(const SequenceState& seq, int64_t replay_end,
+                                const std::string& which) const {
+  const int64_t w = swa_replay_tokens();
+  const int32_t multiple = cfg_.kv_block_size_multiple();
+  if (has_mtp() && kv_config_.mtp_layer) {
+    return bad_input(which +
+                     "SWA bounded replay needs the KV cache without the MTP layer (mtp_layer false): "
+                     "the MTP state is not replayed");
+  }
+  if (replay_end < w || replay_end % multiple != 0) {
+    return bad_input(which + "replay_end " + std::to_string(replay_end) + " must be a multiple of " +
+                     std::to_string(multiple) + " of at least the replay length " + std::to_string(w));
+  }
+  if (seq.n_tokens < replay_end - w || seq.n_tokens >= replay_end) {
+    return bad_input(which + "a chunk at position " + std::to_string(seq.n_tokens) + " with replay_end " +
+                     std::to_string(replay_end) + " is outside the replay [" +
+                     std::to_string(replay_end - w) + ", " + std::to_string(replay_end) + ")");
+  }
+  return ok_status();
+}
+
+V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq, int64_t replay_end) {
   V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
-  if (seq.n_tokens == 0) {  // a new sequence takes the slot over
+  const bool replay = starts_replay(seq, replay_end);
+  if (seq.n_tokens == 0 || replay) {  // a new sequence (or a replay) takes the slot over
     slot.in_use = true;
-    slot.n_tokens = 0;
-    slot.n_mtp_tokens = 0;
+    slot.n_tokens = seq.n_tokens;
+    slot.n_mtp_tokens = seq.n_mtp_tokens;
     slot.pending_streams.clear();
     auto make = [&](int layer) {
       V4LayerState st;
@@ -199,15 +241,23 @@ V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq) {
       return st;
     };
     slot.layers.clear();
-    for (int l = 0; l < cfg_.num_hidden_layers; ++l) slot.layers.push_back(make(l));
+    for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
+      slot.layers.push_back(make(l));
+      const int ratio = cfg_.compress_ratio(l);
+      if (replay && ratio > 0) {  // the prefix's entries are in the shared blocks already
+        slot.layers.back().n_entries = replay_end / ratio;
+        if (cfg_.attention_kind(l) == AttentionKind::csa) slot.layers.back().n_idx_keys = replay_end / ratio;
+      }
+    }
     slot.mtp_layers.clear();
-    if (has_mtp()) slot.mtp_layers.push_back(make(cfg_.num_hidden_layers));
+    if (keeps_mtp_state()) slot.mtp_layers.push_back(make(cfg_.num_hidden_layers));
   }
   return slot;
 }
 
-void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, std::vector<float>& h_rows) {
-  V4SequenceSlot& slot = slot_for(seq);
+void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, int64_t replay_end,
+                           std::vector<float>& h_rows) {
+  V4SequenceSlot& slot = slot_for(seq, replay_end);
   const int64_t n = static_cast<int64_t>(tokens.size()), d = cfg_.hidden_size, hc = cfg_.hc_mult;
   std::vector<int32_t> pos(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_tokens + t);
@@ -226,7 +276,8 @@ void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, 
   rmsnorm(ctx_.isa, col.data(), n, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
           h_rows.data() + at, d);
   num_.round_inplace(h_rows.data() + at, n * d);
-  if (has_mtp()) slot.pending_streams.insert(slot.pending_streams.end(), streams.begin(), streams.end());
+  if (keeps_mtp_state())
+    slot.pending_streams.insert(slot.pending_streams.end(), streams.begin(), streams.end());
   slot.n_tokens += n;
   seq.n_tokens += n;
 }
@@ -234,18 +285,20 @@ void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, 
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
   std::vector<SequenceState*> seqs;
   std::vector<std::span<const int32_t>> tokens;
+  std::vector<int64_t> replay_ends;
   for (const auto& r : requests) {
     seqs.push_back(r.seq);
     tokens.push_back(r.tokens);
+    replay_ends.push_back(r.replay_end);
   }
-  DS_TRY(check_batch(seqs, tokens, /*mtp=*/false));
+  DS_TRY(check_batch(seqs, tokens, replay_ends, /*mtp=*/false));
   const int64_t d = cfg_.hidden_size;
   // Each sequence runs alone (per-row arithmetic only), so its rows never depend on the batch.
-  std::vector<float> h_all, sel;
+  std::vector<float> sel;
   out.row_begin.assign(1, 0);
   for (size_t r = 0; r < requests.size(); ++r) {
     std::vector<float> h;
-    run_chunk(*seqs[r], tokens[r], h);
+    run_chunk(*seqs[r], tokens[r], requests[r].replay_end, h);
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t n_out = requests[r].all_logits ? n : 1;
     sel.insert(sel.end(), h.end() - n_out * d, h.end());
@@ -261,13 +314,16 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
 
 Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
   if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer");
+  if (!kv_config_.mtp_layer) {
+    return Status(ErrorCode::model_unsupported, "the KV cache was initialised without the MTP layer");
+  }
   std::vector<SequenceState*> seqs;
   std::vector<std::span<const int32_t>> tokens;
   for (const auto& r : requests) {
     seqs.push_back(r.seq);
     tokens.push_back(r.next_tokens);
   }
-  DS_TRY(check_batch(seqs, tokens, /*mtp=*/true));
+  DS_TRY(check_batch(seqs, tokens, {}, /*mtp=*/true));
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   std::vector<float> h_all;
   out.row_begin.assign(1, 0);

@@ -7,9 +7,11 @@
 // of block_size tokens holds block_size / ratio entries per compressed layer; block_size must be a
 // multiple of every ratio). The rest (window rings, compressor partial groups, MTP ring,
 // unconsumed final streams) lives in a slot the model owns (SequenceState::state_slot,
-// KvCacheConfig::n_sequence_slots). Because the rings and partial groups are not rebuilt from
-// blocks, prefix sharing and rollback (truncate_sequence) are unsupported for V4: a forward at a
-// position the slot has not reached (or has passed) is model_bad_input.
+// KvCacheConfig::n_sequence_slots). The rings and partial groups are not in the blocks, so a
+// sequence that starts on a shared cached prefix of H tokens rebuilds them by SWA bounded replay
+// (ForwardRequest::replay_end = H, from H - swa_replay_tokens on a fresh slot; replayed rows read the
+// cached entries and write only entries >= H / ratio). Rollback (truncate_sequence) is unsupported:
+// any other forward at a position the slot has not reached (or has passed) is model_bad_input.
 //
 // MTP: forward_mtp reads the main final streams [hc, hidden] the slot kept for positions
 // [n_mtp_tokens, n_tokens); MtpRequest::hidden may be null and is not read (V4's MTP needs all hc
@@ -59,14 +61,26 @@ class DeepSeekV4 final : public ModelRunner {
   DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts, const V4Numerics& num);
   Status build();
   // Validates one batch (ids, lengths, duplicates, block tables, state slots) before any change.
+  // replay_ends: ForwardRequest::replay_end per request (empty for MTP batches).
   Status check_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
-                     bool mtp);
-  V4SequenceSlot& slot_for(SequenceState& seq);
+                     std::span<const int64_t> replay_ends, bool mtp);
+  // SWA bounded replay length W (kv_cache_layout().swa_replay_tokens).
+  int32_t swa_replay_tokens() const;
+  // Whether a chunk at seq.n_tokens with this replay_end is the first one of a replay.
+  bool starts_replay(const SequenceState& seq, int64_t replay_end) const;
+  // model_bad_input (prefixed by `which`) unless a chunk at seq.n_tokens may carry replay_end.
+  Status check_replay(const SequenceState& seq, int64_t replay_end, const std::string& which) const;
+  // Whether slots keep the MTP layer's state and the final streams it will read.
+  bool keeps_mtp_state() const { return has_mtp() && kv_config_.mtp_layer; }
+  // The sequence's slot; a new sequence (n_tokens 0) or a replay start takes it over fresh, with
+  // the cached compressed entries below replay_end counted as present.
+  V4SequenceSlot& slot_for(SequenceState& seq, int64_t replay_end);
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
   V4LayerPages pages_for(int layer, const int32_t* block_table) const;
   int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
   // One sequence's main chunk: final normed rows h [n, hidden] (all rows) appended to `h_rows`.
-  void run_chunk(SequenceState& seq, std::span<const int32_t> tokens, std::vector<float>& h_rows);
+  void run_chunk(SequenceState& seq, std::span<const int32_t> tokens, int64_t replay_end,
+                 std::vector<float>& h_rows);
 
   Checkpoint ckpt_;
   ModelConfig cfg_;

@@ -24,6 +24,10 @@ struct KvCacheConfig {
   // entries) the model keeps; a sequence names one in SequenceState::state_slot. 0 = one per
   // block (no more sequences can be live than blocks). V3 ignores it.
   int32_t n_sequence_slots = 0;
+  // false: the caller never runs forward_mtp, so the model keeps no state for it (V4: no MTP
+  // window ring and no unconsumed final streams, which would otherwise grow by hc·hidden floats per
+  // token). The engine runs without MTP; the CLI and tests that compare MTP logits keep it.
+  bool mtp_layer = true;
 };
 
 // What the model needs the engine to know, from ModelRunner::kv_cache_layout().
@@ -34,6 +38,10 @@ struct KvCacheLayout {
   int64_t bytes_per_token = 0;
   // Unpaged per-sequence state (V4 window rings + compressor state; V3: 0).
   int64_t bytes_per_sequence = 0;
+  // SWA bounded replay length W (V4: the sliding window, at least every overlapping compressor's
+  // ratio; V3: 0 = the state is all paged, prefix hits need no replay). A prefix hit of H > W
+  // tokens is resumed by replaying [H - W, H) with ForwardRequest::replay_end = H.
+  int32_t swa_replay_tokens = 0;
 };
 
 // Plain data, owned by the caller (engine / CLI); the model never allocates blocks. A forward

@@ -19,6 +19,13 @@ struct ForwardRequest {
   SequenceState* seq = nullptr;
   std::span<const int32_t> tokens;
   bool all_logits = false;  // logits for every token of the chunk, else only for the last
+  // SWA bounded replay (models whose KvCacheLayout::swa_replay_tokens W > 0; deepinfer-features.md
+  // §6.1): positions below replay_end belong to a cached prefix of replay_end tokens whose blocks
+  // are shared. The first replay chunk starts at replay_end - W on a fresh state slot; replayed rows
+  // rebuild the window ring and compressor groups (window attention cut at the replay start) and
+  // read the cached compressed entries, which are never recomputed into the pages or rewritten.
+  // 0 = no replay (every row is new).
+  int64_t replay_end = 0;
 };
 
 // One sequence's MTP chunk: row i pairs the main model's hidden state at position

@@ -49,7 +49,10 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
       st.score[row * width + c] = z[t * width + c] + ape_[phase * width + c];
     }
     if (phase != ratio - 1) continue;
-    for (int64_t c = 0; c < d_c; ++c) {
+    // SWA bounded replay: a group completing below the cached prefix's end is already an entry in
+    // the shared blocks; it only has to leave the state as the full run left it.
+    const bool cached = (pos[t] + 1) / ratio - 1 < first_new;
+    for (int64_t c = 0; c < d_c && !cached; ++c) {
       // Terms: overlap = previous group's channel c, then this group's channel d_c + c.
       for (int64_t r = 0; r < n_terms; ++r) {
         const int64_t ch = st.overlap && r >= ratio ? d_c + c : c;
@@ -64,7 +67,7 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
       for (int64_t r = 0; r < n_terms; ++r) acc += tsc[r] / sum * tkv[r];
       pooled.push_back(acc);
     }
-    entry_pos.push_back(static_cast<int32_t>(pos[t] + 1 - ratio));
+    if (!cached) entry_pos.push_back(static_cast<int32_t>(pos[t] + 1 - ratio));
     const int64_t cur = st.overlap ? ratio : 0;
     if (st.overlap) {
       std::copy(st.kv.begin() + ratio * width, st.kv.end(), st.kv.begin());

@@ -35,7 +35,9 @@ class V4Compressor {
                                    const V4CompressorDims& dims);
 
   // Feeds x [n, hidden] (the attention's normed input) at positions pos[0..n) into `st` and
-  // appends the entries their groups complete ([d_c] each) to `entries`.
+  // appends the entries their groups complete ([d_c] each) to `entries`, which holds entries
+  // [0, size / d_c) already: a group whose entry is among those (a replay of a cached prefix)
+  // updates the state but appends nothing.
   void feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n, const int32_t* pos,
             const std::vector<float>& inv_freq, V4CompressorState& st, std::vector<float>& entries) const;
 

@@ -417,6 +417,7 @@ class SequenceState:
         self.layers = [LayerState(cfg, cfg.compress_ratios[i]) for i in range(cfg.n_layers)]
         self.mtp_layers = [LayerState(cfg, cfg.compress_ratios[cfg.n_layers + k]) for k in range(cfg.n_mtp)]
         self.last_streams = None  # main final stream state of the newest token, [hc, d], for MTP
+        self.with_mtp = True  # False: no MTP rows (a replayed sequence; the MTP state is not replayed)
         self.dump = None  # name -> list of per-chunk stream states [T, hc, d], when requested
 
 
@@ -572,12 +573,18 @@ class DeepseekV4Reference:
         kv[:, -rd:] = rope(kv[:, -rd:], positions, freqs)
         kv = self.kv_store_sim(kv)
 
+        def append_new(entries, new):
+            # Groups completing below the entries already held (a replay of a cached prefix) keep the
+            # cached entry: the first group this chunk completes is entry positions[0] // ratio.
+            skip = min(len(new), max(0, len(entries) - int(positions[0]) // st.ratio))
+            return np.concatenate([entries, new[skip:]])
+
         if st.ratio:
             new = self.compress(p + "compressor.", x, positions, st.comp, cfg.head_dim, freqs, False)
-            st.comp_kv = np.concatenate([st.comp_kv, new])
+            st.comp_kv = append_new(st.comp_kv, new)
         if st.csa:
             new = self.compress(p + "indexer.compressor.", x, positions, st.idx_comp, cfg.index_dim, freqs, True)
-            st.idx_keys = np.concatenate([st.idx_keys, new])
+            st.idx_keys = append_new(st.idx_keys, new)
             iq, iw = self.index_queries(p + "indexer.", x, qr, positions, freqs)
 
         # Window keys: the ring (positions before this call) followed by this call's tokens.
@@ -670,7 +677,7 @@ class DeepseekV4Reference:
         h = self.norm(self.hc_head(streams, ""), "norm.weight")
 
         h_mtp = np.zeros((0, cfg.dim))
-        if cfg.n_mtp:
+        if cfg.n_mtp and state.with_mtp:
             if state.n_tokens:  # the previous chunk's last row gets its next token now
                 mtp_streams, mtp_tokens = np.concatenate([state.last_streams[None], streams[:-1]]), tokens
             else:
@@ -724,6 +731,35 @@ class DeepseekV4Reference:
         return self.head(np.concatenate(hs)), self.head(np.concatenate(hms)), state
 
 
+    def run_replay(self, tokens, hit, replay_tokens, chunks):
+        """SWA bounded replay (deepinfer-features.md §6.1, on a prefix-cache hit): a cold run of tokens[:hit]
+        leaves its compressed entries and indexer keys cached; a new sequence starts at s = hit - replay_tokens
+        with empty window rings and compressor groups (window attention cut at s) and the cached entries below
+        hit // ratio, which its replayed rows read but never recompute. Returns the logits of rows [s, n) run
+        as `chunks` (sizes summing to n - s)."""
+        start = hit - replay_tokens
+        if not (0 <= start < hit <= len(tokens)) or sum(chunks) != len(tokens) - start:
+            raise ValueError(f"replay of hit {hit} by {replay_tokens} tokens does not fit {len(tokens)} tokens")
+        cold = SequenceState(self.cfg)
+        cold.with_mtp = False
+        self.forward_chunk(cold, tokens[:hit])
+        state = SequenceState(self.cfg)
+        state.with_mtp = False
+        state.n_tokens = start
+        for st, cached in zip(state.layers, cold.layers):
+            if st.ratio:
+                st.comp_kv = cached.comp_kv[:hit // st.ratio].copy()
+            if st.csa:
+                st.idx_keys = cached.idx_keys[:hit // st.ratio].copy()
+        hs = []
+        at = start
+        for size in chunks:
+            h, _ = self.forward_chunk(state, tokens[at:at + size])
+            hs.append(h)
+            at += size
+        return self.head(np.concatenate(hs))
+
+
 def chunk_sizes(n_tokens, prefill=None, chunks=None):
     """--prefill N: N tokens then one per step; --chunks a,b,..: those sizes, the rest as one last chunk."""
     if prefill and chunks:
@@ -754,6 +790,9 @@ def main(argv):
     ap.add_argument("--index-score", choices=["f64", "bf16"], default="f64")
     ap.add_argument("--f32-noise", action="store_true", help="round linear outputs to f32 (tolerance sizing)")
     ap.add_argument("--dump-layers", help=".npz of the stream state after every block (layerN, mtp0): [n, hc, d]")
+    ap.add_argument("--replay-hit", type=int, help="SWA bounded replay of a cached prefix of this many tokens: "
+                    "--out holds rows [hit - replay_tokens, n), --prefill/--chunks split those rows, no MTP rows")
+    ap.add_argument("--replay-tokens", type=int, help="replay length (the engine's swa_replay_tokens)")
     args = ap.parse_args(argv)
     tokens = [int(t) for t in args.tokens.split(",")]
     numerics = V4Numerics(kv_sim=args.kv_sim, shared_expert_clamp=args.shared_expert_clamp == "on",
@@ -761,6 +800,16 @@ def main(argv):
                           f32_noise=args.f32_noise)
     ref = DeepseekV4Reference(args.model, numerics)
     chunks = [int(c) for c in args.chunks.split(",")] if args.chunks else None
+    if args.replay_hit:
+        if not args.replay_tokens:
+            raise ValueError("--replay-hit needs --replay-tokens")
+        start = args.replay_hit - args.replay_tokens
+        logits = ref.run_replay(tokens, args.replay_hit, args.replay_tokens,
+                                chunk_sizes(len(tokens) - start, args.prefill, chunks))
+        np.save(args.out, logits)
+        if args.mtp_out:
+            np.save(args.mtp_out, np.zeros((0, logits.shape[1])))
+        return 0
     sizes = chunk_sizes(len(tokens), args.prefill, chunks)
     t0 = time.perf_counter()
     logits, mtp_logits, state = ref.run(tokens, sizes, dump=bool(args.dump_layers))
