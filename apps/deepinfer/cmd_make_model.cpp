@@ -1,5 +1,5 @@
 // `deepinfer make-model`: generate a random-weight checkpoint in the real DeepSeek-V3 (HF) or
-// DeepSeek-V4 format.
+// DeepSeek-V4 format, with a tokenizer the model's prompt encoding works with (docs/models.md).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -64,7 +64,8 @@ void add_make_model_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   cmd->add_option("--out", args->options.out_dir, "Output directory")->required();
   cmd->add_option("--tokenizer", args->options.tokenizer_dir,
-                  "Directory with tokenizer.json and tokenizer_config.json to copy")
+                  "Directory with tokenizer.json and tokenizer_config.json to copy (deepseek_v4: V4's "
+                  "template markers <think>, </think>, ｜DSML｜, <｜latest_reminder｜> are added)")
       ->capture_default_str();
   cmd->add_option("--threads", args->n_threads, "Worker threads (0 = all cores; output is the same)")
       ->capture_default_str();

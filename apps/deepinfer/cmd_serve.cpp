@@ -18,7 +18,9 @@
 #include "command_support.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "engine/testing/scripted_output_runner.h"
 #include "model/deepseek_v4.h"
+#include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
 #include "server/http_server.h"
 #include "server/metrics_registry.h"
@@ -43,10 +45,17 @@ struct ServeOptions {
   int64_t default_max_tokens = 4096;
   int64_t kv_cache_mib = 1024;
   int max_running = 64;
+  int max_waiting = 1024;  // bounded admission queue: 429 + Retry-After beyond it
   int max_step_tokens = 2048;
+  int retry_after_s = 1;
+  // Request limits (serving-anchors §5): each violation is a 400 naming the field (413 for the body).
+  size_t max_body_bytes = 32u << 20;
+  size_t max_connections = 10000;
+  recipe::RequestLimits limits;
   int io_threads = 1;
   std::string isa = "auto";
   int threads = 0;
+  std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
 };
 
 // Blocks SIGINT/SIGTERM in this thread (and every thread it starts later), so sigwait() can take
@@ -65,6 +74,9 @@ int run_serve(const ServeOptions& o) {
   if (o.port < 0 || o.port > 65535) return report_usage_error(cmd, "--port must be in [0, 65535]");
   if (o.max_model_len < 2) return report_usage_error(cmd, "--max-model-len must be >= 2");
   if (o.default_max_tokens < 1) return report_usage_error(cmd, "--default-max-tokens must be >= 1");
+  if (o.max_waiting < 1) return report_usage_error(cmd, "--max-waiting must be >= 1");
+  if (o.limits.max_messages < 1 || o.limits.max_stop_bytes < 1 || o.limits.max_tokens_cap < 1)
+    return report_usage_error(cmd, "--max-messages, --max-stop-bytes and --max-tokens-cap must be >= 1");
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
 
@@ -72,6 +84,9 @@ int run_serve(const ServeOptions& o) {
   server_config.host = o.host;
   server_config.port = static_cast<uint16_t>(o.port);
   server_config.n_io_threads = o.io_threads;
+  server_config.max_body_bytes = o.max_body_bytes;
+  server_config.max_connections = o.max_connections;
+  server_config.retry_after_s = o.retry_after_s;
   if (!o.api_keys.empty()) {
     Result<server::ApiKeySet> keys = server::ApiKeySet::from_keys(o.api_keys);
     if (!keys.ok()) return report_usage_error(cmd, "--api-key: " + keys.status().message());
@@ -105,9 +120,18 @@ int run_serve(const ServeOptions& o) {
   mo.max_seq_len = max_model_len;
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
+  if (!o.testing_scripted_output.empty()) {
+    Result<std::vector<testing::OutputScript>> scripts =
+        testing::load_output_scripts(o.testing_scripted_output, *tok);
+    if (!scripts.ok()) return report_error(cmd, scripts.status());
+    std::fprintf(stderr, "deepinfer serve: TESTING: outputs forced by %zu script(s) from %s\n",
+                 scripts->size(), o.testing_scripted_output.c_str());
+    *model = std::make_unique<testing::ScriptedOutputRunner>(std::move(*model), std::move(scripts).value());
+  }
 
   EngineConfig engine_config;
   engine_config.scheduler.max_running = o.max_running;
+  engine_config.scheduler.max_waiting = o.max_waiting;
   engine_config.scheduler.max_step_tokens = o.max_step_tokens;
   engine_config.scheduler.max_seq_len = max_model_len;
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
@@ -138,6 +162,13 @@ int run_serve(const ServeOptions& o) {
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
           .count();
 
+  recipe::ConversionOptions conversion;
+  // V3 has no thinking mode: thinking is off unless a request asks (and V3 encoding refuses it).
+  conversion.default_thinking = *encoding != recipe::PromptEncodingKind::deepseek_v3;
+  conversion.limits = o.limits;
+  // A max_tokens that cannot fit the context is refused by the recipe with the field named.
+  conversion.limits.max_tokens_cap = std::min(o.limits.max_tokens_cap, max_model_len);
+
   server::Router router;
   if (Status st = server::add_operational_routes(router, {.model_id = model_id,
                                                           .max_model_len = max_model_len,
@@ -146,12 +177,11 @@ int run_serve(const ServeOptions& o) {
                                                           .metrics = &registry,
                                                           .healthy = nullptr,
                                                           .ready = nullptr,
-                                                          .retry_after_s = server_config.retry_after_s});
+                                                          .retry_after_s = server_config.retry_after_s,
+                                                          .chat_encoding = *encoding,
+                                                          .conversion = conversion});
       !st.ok())
     return report_error(cmd, st);
-  recipe::ConversionOptions conversion;
-  // V3 has no thinking mode: thinking is off unless a request asks (and V3 encoding refuses it).
-  conversion.default_thinking = *encoding != recipe::PromptEncodingKind::deepseek_v3;
   if (Status st = server::add_generate_routes(router, {.engine = &eng,
                                                        .tokenizer = &*tok,
                                                        .encoding = *encoding,
@@ -199,11 +229,39 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--kv-cache-mib", o->kv_cache_mib, "KV cache size")->capture_default_str();
   sub->add_option("--max-running", o->max_running, "Requests decoded together")->capture_default_str();
+  sub->add_option("--max-waiting", o->max_waiting,
+                  "Requests queued for admission; beyond it: 429 + Retry-After")
+      ->capture_default_str();
   sub->add_option("--max-step-tokens", o->max_step_tokens, "Tokens per engine step")->capture_default_str();
+  sub->add_option("--retry-after-s", o->retry_after_s, "Retry-After seconds on 429/503")
+      ->capture_default_str();
+  auto* limits = sub->add_option_group("Limits", "Per-request limits; a violation is a 400 naming the field");
+  limits->add_option("--max-body-bytes", o->max_body_bytes, "Request body size (413 beyond)")
+      ->capture_default_str();
+  limits->add_option("--max-connections", o->max_connections, "Open connections (503 beyond)")
+      ->capture_default_str();
+  limits->add_option("--max-messages", o->limits.max_messages, "Messages per request")->capture_default_str();
+  limits->add_option("--max-tools", o->limits.max_tools, "Tools per request")->capture_default_str();
+  limits
+      ->add_option("--max-tool-schema-bytes", o->limits.max_tool_schema_bytes,
+                   "One tool's parameter schema, as compact JSON")
+      ->capture_default_str();
+  limits->add_option("--max-stop-sequences", o->limits.max_stop_sequences, "Stop strings per request")
+      ->capture_default_str();
+  limits->add_option("--max-stop-bytes", o->limits.max_stop_bytes, "Bytes per stop string")
+      ->capture_default_str();
+  limits
+      ->add_option("--max-tokens-cap", o->limits.max_tokens_cap,
+                   "Largest max_tokens a request may ask for (also capped by --max-model-len)")
+      ->capture_default_str();
   sub->add_option("--io-threads", o->io_threads, "HTTP io threads")->capture_default_str();
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
+  sub->add_option("--testing-scripted-output", o->testing_scripted_output,
+                  "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
+                  "tokens (docs/server.md, scripted output); never use in production")
+      ->group("Testing");
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_serve(*o);

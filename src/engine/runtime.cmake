@@ -12,12 +12,13 @@ target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling 
 ds_set_warnings(ds_engine)
 
 # Test double for the engine's tests and benchmarks (no tensors).
-add_library(ds_engine_testing testing/fake_model_runner.cpp)
-target_link_libraries(ds_engine_testing PUBLIC ds_model)
+add_library(ds_engine_testing testing/fake_model_runner.cpp testing/scripted_output_runner.cpp)
+target_link_libraries(ds_engine_testing PUBLIC ds_model ds_tokenizer PRIVATE nlohmann_json::nlohmann_json)
 ds_set_warnings(ds_engine_testing)
 
 ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp LIBS ds_engine)
 ds_add_test(engine_test SOURCES engine_test.cpp LIBS ds_engine ds_engine_testing)
+ds_add_test(scripted_output_runner_test SOURCES testing/scripted_output_runner_test.cpp LIBS ds_engine ds_engine_testing)
 # Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.
 ds_add_test(engine_invariance_test SOURCES engine_invariance_test.cpp LIBS ds_engine ds_modelgen LABELS model)
 if(TARGET engine_invariance_test)

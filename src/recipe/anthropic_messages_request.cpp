@@ -115,7 +115,7 @@ Status convert_message(const Json& raw, const std::string& path, std::vector<Mes
   return ok_status();
 }
 
-Result<Tool> convert_tool(const Json& raw, const std::string& path) {
+Result<Tool> convert_tool(const Json& raw, const std::string& path, const RequestLimits& limits) {
   DS_TRY(expect_object(raw, path));
   DS_ASSIGN_OR_RETURN(std::optional<std::string> type, read_string(raw, "type", path));
   if (type.has_value() && *type != "custom")
@@ -128,6 +128,7 @@ Result<Tool> convert_tool(const Json& raw, const std::string& path) {
   DS_ASSIGN_OR_RETURN(tool.description, read_string(raw, "description", path));
   DS_ASSIGN_OR_RETURN(const Json* schema, read_object(raw, "input_schema", path));
   tool.parameters_json = schema->dump();
+  DS_TRY(check_tool_schema_size(tool.parameters_json, join_path(path, "input_schema"), limits));
   return tool;
 }
 
@@ -181,7 +182,7 @@ Result<ChatRequest> convert_anthropic_messages_request(const Json& body, const C
     if (!tools->is_array())
       return field_error("tools", fmt::format("expected array, got {}", json_type_name(*tools)));
     for (size_t i = 0; i < tools->size(); ++i) {
-      DS_ASSIGN_OR_RETURN(Tool tool, convert_tool((*tools)[i], index_path("tools", i)));
+      DS_ASSIGN_OR_RETURN(Tool tool, convert_tool((*tools)[i], index_path("tools", i), options.limits));
       req.tools.push_back(std::move(tool));
     }
   }

@@ -12,6 +12,9 @@ namespace ds::recipe {
 struct RequestLimits {
   size_t max_messages = 2048;
   size_t max_tools = 128;
+  // One tool's parameter schema as compact JSON. It is rendered into every prompt, so it bounds
+  // prompt size; real agent schemas (MCP servers) stay well under it.
+  size_t max_tool_schema_bytes = 128u << 10;
   size_t max_stop_sequences = 16;  // DeepSeek's limit
   size_t max_stop_bytes = 256;     // per stop sequence
   size_t max_tool_calls_per_message = 128;

@@ -114,6 +114,14 @@ Status check_tool_name(std::string_view name, std::string_view path) {
   return ok_status();
 }
 
+Status check_tool_schema_size(std::string_view schema_json, std::string_view path,
+                              const RequestLimits& limits) {
+  if (schema_json.size() > limits.max_tool_schema_bytes)
+    return field_error(path, fmt::format("schema is {} bytes as compact JSON, at most {} are allowed",
+                                         schema_json.size(), limits.max_tool_schema_bytes));
+  return ok_status();
+}
+
 Status finalize_tools(ChatRequest& request, std::string_view tool_choice_path, const RequestLimits& limits) {
   if (request.tools.size() > limits.max_tools)
     return field_error(

@@ -41,6 +41,11 @@ Status check_max_tokens(int64_t max_tokens, std::string_view path, const Request
 // Function names go inside name="..." attributes of the prompt: ^[A-Za-z0-9_.:-]{1,64}$.
 Status check_tool_name(std::string_view name, std::string_view path);
 
+// A tool's parameter schema (compact JSON text) within RequestLimits::max_tool_schema_bytes;
+// `path` names the schema field of this API.
+Status check_tool_schema_size(std::string_view schema_json, std::string_view path,
+                              const RequestLimits& limits);
+
 // Tools and tool_choice together: count limit, unique names, a named choice must exist (then only
 // that tool is kept and the call becomes required), and a forced call cannot be combined with
 // thinking (DeepSeek answers 400). `tool_choice_path` names the choice field of this API.

@@ -113,7 +113,7 @@ Status convert_item(const Json& item, const std::string& path, std::vector<Messa
                            fmt::format("input item type '{}' is not supported", type));
 }
 
-Status convert_tools(const Json& body, ChatRequest& req) {
+Status convert_tools(const Json& body, ChatRequest& req, const RequestLimits& limits) {
   const Json* tools = find_field(body, "tools");
   if (tools == nullptr) return ok_status();
   if (!tools->is_array())
@@ -134,6 +134,7 @@ Status convert_tools(const Json& body, ChatRequest& req) {
     if (const Json* params = find_field(raw, "parameters"); params != nullptr) {
       if (!params->is_object()) return field_error(join_path(path, "parameters"), "expected object");
       tool.parameters_json = params->dump();
+      DS_TRY(check_tool_schema_size(tool.parameters_json, join_path(path, "parameters"), limits));
     }
     req.tools.push_back(std::move(tool));
   }
@@ -223,7 +224,7 @@ Result<ChatRequest> convert_responses_request(const Json& body, const Conversion
     return field_error("input", fmt::format("expected string or array, got {}", json_type_name(*input)));
   }
 
-  DS_TRY(convert_tools(body, req));
+  DS_TRY(convert_tools(body, req, options.limits));
   DS_ASSIGN_OR_RETURN(req.tool_choice, convert_tool_choice(body));
   DS_ASSIGN_OR_RETURN(std::optional<bool> parallel, read_bool(body, "parallel_tool_calls", ""));
   req.parallel_tool_calls = parallel.value_or(true);

@@ -4,6 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
+#include "base/target_clones.h"
 #include "sampling/sampling_rule.h"
 
 namespace ds {
@@ -13,8 +14,7 @@ namespace {
 float finite_or_max(float l) { return l == INFINITY ? FLT_MAX : l; }
 
 // terms[i] = exp(l[i] - max), 0 for NaN and -inf; cloned per ISA like the sampler's weight loop.
-__attribute__((target_clones("avx512f", "avx2", "default"))) void exp_terms(const float* logits, float* terms,
-                                                                            size_t n, float max_logit) {
+DS_TARGET_CLONES void exp_terms(const float* logits, float* terms, size_t n, float max_logit) {
   for (size_t i = 0; i < n; ++i) {
     const float l = logits[i];
     const float e = sampling_rule::exp_approx(finite_or_max(l) - max_logit);

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "base/assert.h"
+#include "base/target_clones.h"
 #include "sampling/logits_processors.h"
 #include "sampling/philox.h"
 
@@ -19,10 +20,8 @@ namespace {
 // machines run it 8 / 16 wide; ds_sampling is built with -ffp-contract=off and the loop has only
 // elementwise IEEE operations, so every clone computes the same floats (reference_sampler_test
 // compares this path with the reference's scalar inline code bit for bit).
-__attribute__((target_clones("avx512f", "avx2", "default"))) void weights_of_row(const float* logits,
-                                                                                 float* weights, size_t vocab,
-                                                                                 float temperature,
-                                                                                 float z_max) {
+DS_TARGET_CLONES void weights_of_row(const float* logits, float* weights, size_t vocab, float temperature,
+                                     float z_max) {
   for (size_t i = 0; i < vocab; ++i)
     weights[i] = rule::weight(rule::scaled_logit(logits[i], temperature), z_max);
 }

@@ -85,6 +85,10 @@ HttpError http_error_from_status(const Status& status, ErrorStyle style, int ret
       return make(413, style, status.message(), "payload_too_large");
     case ErrorCode::engine_overloaded:
       e = make(429, style, status.message(), error_code_name(code));
+      // A full admission queue is the server's load, not the client's rate: Anthropic calls that
+      // overloaded_error (its rate_limit_error is per account). 429 either way, so clients that
+      // back off on 429 (both SDKs do, honouring Retry-After) behave the same on both APIs.
+      if (style == ErrorStyle::anthropic) e.type = "overloaded_error";
       e.retry_after_s = retry_after_s;
       return e;
     case ErrorCode::engine_shutting_down:

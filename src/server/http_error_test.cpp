@@ -78,7 +78,7 @@ TEST(HttpError, AnthropicShape) {
       http_error_from_status(Status(ErrorCode::engine_overloaded, "queue full"), ErrorStyle::anthropic, 2);
   const json body = json::parse(error_body(e, ErrorStyle::anthropic));
   EXPECT_EQ(body["type"], "error");
-  EXPECT_EQ(body["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(body["error"]["type"], "overloaded_error");
   EXPECT_EQ(body["error"]["message"], "queue full");
   EXPECT_EQ(body.size(), 2u);
   EXPECT_EQ(body["error"].size(), 2u);

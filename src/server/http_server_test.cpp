@@ -261,6 +261,12 @@ TEST_F(HttpServerTest, BodyOverTheLimitIs413) {
   auto chunked = c.read_response();
   ASSERT_TRUE(chunked);
   EXPECT_EQ(chunked->status, 413);
+  // On an Anthropic route the 413 comes in Anthropic's shape, also when refused from the header.
+  r = roundtrip(post("/v1/messages", std::string(5000, 'x')));
+  EXPECT_EQ(r.status, 413);
+  const json anthropic_body = json::parse(r.body);
+  EXPECT_EQ(anthropic_body["type"], "error");
+  EXPECT_EQ(anthropic_body["error"]["type"], "request_too_large");
   // At the limit exactly: accepted, byte-identical.
   r = roundtrip(post("/v1/completions", std::string(1000, 'z')));
   EXPECT_EQ(r.status, 200);
@@ -488,7 +494,7 @@ TEST_F(HttpServerTest, ErrorsAfterTheStreamStartedAreSseErrorEvents) {
   EXPECT_EQ(events[1].event, "error");
   const json err = json::parse(events[1].data);
   EXPECT_EQ(err["type"], "error");
-  EXPECT_EQ(err["error"]["type"], "rate_limit_error");
+  EXPECT_EQ(err["error"]["type"], "overloaded_error");
   EXPECT_EQ(err["error"]["message"], "queue full");
 }
 

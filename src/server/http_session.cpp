@@ -148,7 +148,8 @@ void Session::on_header(error_code ec) {
   size_t n_fields = 0;
   for (auto it = req.begin(); it != req.end(); ++it) ++n_fields;
   if (n_fields > core_.config.max_header_count) {
-    reject_during_read(headers_too_large_error(error_style_for_path(std::string(req.target()))));
+    const ErrorStyle style = error_style_for_path(std::string(req.target()));
+    reject_during_read(headers_too_large_error(style), style);
     return;
   }
   if (parser_->is_done()) {
@@ -181,13 +182,14 @@ void Session::on_body(error_code ec) {
     dispatch();
     return;
   }
-  const ErrorStyle style = parser_->is_header_done()
-                               ? error_style_for_path(std::string(parser_->get().target()))
-                               : ErrorStyle::openai;
+  // The path decides the error shape. The request line is parsed before the fields, so the path is
+  // known even when a field (a Content-Length over the limit) is refused before the headers end.
+  const std::string target(parser_->get().target());
+  const ErrorStyle style = target.empty() ? ErrorStyle::openai : error_style_for_path(target);
   if (ec == http::error::body_limit) {
-    reject_during_read(payload_too_large_error(style, core_.config.max_body_bytes));
+    reject_during_read(payload_too_large_error(style, core_.config.max_body_bytes), style);
   } else if (ec == http::error::header_limit) {
-    reject_during_read(headers_too_large_error(style));
+    reject_during_read(headers_too_large_error(style), style);
   } else if (ec == http::error::end_of_stream || ec == net::error::eof ||
              ec == net::error::operation_aborted || ec == net::error::connection_reset ||
              ec == net::error::bad_descriptor || ec == net::error::broken_pipe) {
@@ -195,15 +197,15 @@ void Session::on_body(error_code ec) {
     core_.log.log(LogLevel::debug, "connection {} closed while reading: {}", remote_, ec.message());
     close_socket();
   } else {
-    reject_during_read(bad_http_error(style, ec.message()));
+    reject_during_read(bad_http_error(style, ec.message()), style);
   }
 }
 
-void Session::reject_during_read(const HttpError& error) {
+void Session::reject_during_read(const HttpError& error, ErrorStyle style) {
   // The stream cannot be resynchronised after a bad request: answer, then close.
   phase_ = Phase::handling;
   keep_alive_ = false;
-  style_ = ErrorStyle::openai;
+  style_ = style;
   request_id_ = core_.request_ids.next();
   started_ns_ = now_ns();
   route_label_ = "unmatched";

@@ -108,7 +108,7 @@ class Session : public std::enable_shared_from_this<Session> {
   void on_header(boost::system::error_code ec);
   void on_body(boost::system::error_code ec);
   void dispatch();
-  void reject_during_read(const HttpError& error);
+  void reject_during_read(const HttpError& error, ErrorStyle style);
   void start_watch();
   void on_watch(boost::system::error_code ec, size_t n);
 

@@ -1,5 +1,8 @@
 #include "server/routes_generate.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -13,6 +16,7 @@
 #include "recipe/chat_completions_request.h"
 #include "recipe/completions_request.h"
 #include "recipe/output_parser.h"
+#include "recipe/request_error.h"
 #include "recipe/response_common.h"
 #include "recipe/responses_request.h"
 #include "server/api_responders.h"
@@ -69,7 +73,13 @@ Request engine_request(const recipe::SamplingFields& s, const std::string& user,
   r.sampling.top_logprobs = s.top_logprobs.value_or(0);
   // Without a seed each request draws its own (greedy requests do not use it).
   r.sampling.seed = s.seed ? static_cast<uint64_t>(*s.seed) : std::random_device{}();
-  r.stop.max_tokens = static_cast<int32_t>(s.max_tokens.value_or(config.default_max_tokens));
+  // Without max_tokens: the default, but never more than the context leaves after the prompt (as
+  // vLLM does), so a request that omits it is not refused for the default's sake.
+  const int64_t room =
+      config.engine->config().scheduler.max_seq_len - static_cast<int64_t>(r.prompt_tokens.size());
+  const int64_t default_max_tokens =
+      room >= 1 ? std::min(config.default_max_tokens, room) : config.default_max_tokens;
+  r.stop.max_tokens = static_cast<int32_t>(s.max_tokens.value_or(default_max_tokens));
   r.tenant = user;
   return r;
 }
@@ -137,6 +147,7 @@ class GenerationCall {
 
  private:
   void handle(TokenEvent&& ev) {
+    observe_inter_token_latency(ev.tokens.size());
     if (!stopped_) {
       std::vector<recipe::OutputDelta> deltas = parser_.feed(ev.text, static_cast<int64_t>(ev.tokens.size()));
       std::vector<recipe::TokenLogprobInfo> logprobs = logprob_infos(ev);
@@ -208,6 +219,24 @@ class GenerationCall {
                     recipe::dump_json(responder_->body(collected_, reason, stop_sequence, usage, logprobs_)));
   }
 
+  // Inter-token latency, one observation per token after the first: the time since the previous
+  // token event split evenly over this event's tokens (an event may carry several, e.g. when
+  // detokenization held back part of a character). Tokens that come with the first one have no
+  // measurable gap and count as 0.
+  void observe_inter_token_latency(size_t n_tokens) {
+    if (config_.metrics == nullptr || n_tokens == 0) return;
+    const SteadyTime now = std::chrono::steady_clock::now();
+    Histogram& itl = config_.metrics->inter_token_latency_seconds;
+    if (last_token_at_ == SteadyTime{}) {
+      for (size_t i = 1; i < n_tokens; ++i) itl.observe(0.0);
+    } else {
+      const double per_token_s =
+          std::chrono::duration<double>(now - last_token_at_).count() / static_cast<double>(n_tokens);
+      for (size_t i = 0; i < n_tokens; ++i) itl.observe(per_token_s);
+    }
+    last_token_at_ = now;
+  }
+
   void record_metrics(const TokenEvent& ev) {
     if (config_.metrics == nullptr) return;
     ServingMetrics& m = *config_.metrics;
@@ -233,17 +262,35 @@ class GenerationCall {
   std::vector<recipe::TokenLogprobInfo> logprobs_;  // non-stream only
   const bool streaming_;
   const bool logprobs_wanted_;
-  bool stopped_ = false;  // a stop sequence matched: the rest is dropped
+  bool stopped_ = false;        // a stop sequence matched: the rest is dropped
+  SteadyTime last_token_at_{};  // when the previous token event was handled (ITL metric)
   std::mutex mu_;
   RequestId engine_id_ = 0;      // guarded by mu_; 0 until submit() returned
   bool cancel_pending_ = false;  // guarded by mu_: cancel as soon as the id is known
 };
 
+// The API's names for the prompt and max_tokens, for a 400 about the context length.
+struct ContextFields {
+  std::string_view prompt;
+  std::string_view max_tokens;
+};
+
 // Submits `request` and answers through `out`; errors before the first byte are plain errors.
 void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
-                    Request request) {
+                    Request request, ContextFields fields) {
   const auto n_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
+  // The engine refuses this too; here the error names what to shorten: the prompt when it leaves
+  // no room for one token, else max_tokens.
+  const int64_t max_seq_len = config->engine->config().scheduler.max_seq_len;
+  if (n_prompt_tokens + request.stop.max_tokens > max_seq_len) {
+    return out->send_error(recipe::field_error(
+        n_prompt_tokens >= max_seq_len ? fields.prompt : fields.max_tokens,
+        fmt::format("the maximum context length is {} tokens; this request needs {} ({} in the prompt, {} "
+                    "for the output)",
+                    max_seq_len, n_prompt_tokens + request.stop.max_tokens, n_prompt_tokens,
+                    request.stop.max_tokens)));
+  }
   Result<RequestId> id =
       config->engine->submit(std::move(request), [call](TokenEvent&& ev) { call->on_event(std::move(ev)); });
   if (!id.ok()) return out->send_error(id.status());
@@ -284,8 +331,10 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
   }
   auto call = std::make_shared<GenerationCall>(config, out, recipe::output_parser_options(*chat, *prompt),
                                                std::move(responder), chat->stream, chat->sampling.logprobs);
+  const ContextFields fields = kind == ApiKind::responses ? ContextFields{"input", "max_output_tokens"}
+                                                          : ContextFields{"messages", "max_tokens"};
   run_generation(config, out, std::move(call),
-                 engine_request(chat->sampling, chat->user, std::move(ids).value(), *config));
+                 engine_request(chat->sampling, chat->user, std::move(ids).value(), *config), fields);
 }
 
 // Completions (legacy): the client's raw prompt, no template.
@@ -315,7 +364,8 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
                                                std::move(responder), completion->stream,
                                                completion->sampling.logprobs);
   run_generation(config, out, std::move(call),
-                 engine_request(completion->sampling, completion->user, std::move(ids).value(), *config));
+                 engine_request(completion->sampling, completion->user, std::move(ids).value(), *config),
+                 ContextFields{"prompt", "max_tokens"});
 }
 
 }  // namespace

@@ -5,16 +5,21 @@
 //   GET  /ready       200 when `ready()` says so, else 503 + Retry-After (model loading, shutting down)
 //   GET  /metrics     Prometheus text from the registry
 //   GET  /v1/models   {"object":"list","data":[{"id","object":"model","created","owned_by","max_model_len"}]}
-//   POST /tokenize    {"prompt": str, "add_special_tokens": bool = true} ->
-//   {"tokens","count","max_model_len"} POST /detokenize  {"tokens": [int]} -> {"prompt": str}
+//   POST /tokenize    {"prompt": str, "add_special_tokens": bool = true}
+//                     or {"messages": [...], "add_generation_prompt": true, ...Chat Completions fields}
+//                     -> {"tokens","count","max_model_len"}
+//   POST /detokenize  {"tokens": [int]} -> {"prompt": str}
 // (vLLM's shapes, so its clients and benchmark tools work unchanged.)
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "base/status.h"
+#include "recipe/conversion_options.h"
+#include "recipe/encoding.h"
 #include "server/metrics_registry.h"
 #include "server/router.h"
 #include "tokenizer/tokenizer.h"
@@ -30,6 +35,11 @@ struct OperationalRoutesConfig {
   std::function<bool()> healthy;             // null: always healthy
   std::function<bool()> ready;               // null: always ready
   int retry_after_s = 1;
+  // /tokenize with "messages": the body is read as a Chat Completions request and rendered with
+  // this encoding and these options, exactly as the chat route does, so "count" equals that
+  // request's usage.prompt_tokens. nullopt: "messages" is refused (400).
+  std::optional<recipe::PromptEncodingKind> chat_encoding;
+  recipe::ConversionOptions conversion;
 };
 
 // Registers the routes; invalid_argument if one is already registered.

@@ -139,5 +139,118 @@ TEST_F(OperationalRoutesTest, ValidationErrorsName400Fields) {
   EXPECT_EQ(call("POST", "/tokenize", "{\"prompt\":\"\xff\"}").status, 400);
 }
 
+// /tokenize with messages on a V3 encoding. The tiny tokenizer gets V3's template markers as added
+// tokens (ids 400..), so the expected ids are spelled from the V3 template and Tokenizer::encode,
+// independently of the recipe's renderer.
+class TokenizeMessagesTest : public ::testing::Test {
+ protected:
+  static constexpr int32_t kBosId = 400, kEosId = 401, kUserId = 402, kAssistantId = 403;
+
+  void SetUp() override {
+    json tj = json::parse(ds::testing::tiny_tokenizer_json());
+    const auto add = [&tj](int32_t id, const char* content) {
+      tj["added_tokens"].push_back({{"id", id},
+                                    {"content", content},
+                                    {"single_word", false},
+                                    {"lstrip", false},
+                                    {"rstrip", false},
+                                    {"normalized", false},
+                                    {"special", true}});
+      tj["model"]["vocab"][content] = id;
+    };
+    add(kBosId, "<｜begin▁of▁sentence｜>");
+    add(kEosId, "<｜end▁of▁sentence｜>");
+    add(kUserId, "<｜User｜>");
+    add(kAssistantId, "<｜Assistant｜>");
+    auto tok = Tokenizer::from_json(tj.dump(), ds::testing::tiny_tokenizer_config_json(), "tiny-v3");
+    ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+    tokenizer_ = std::make_unique<Tokenizer>(std::move(tok).value());
+    OperationalRoutesConfig oc;
+    oc.model_id = "tiny";
+    oc.max_model_len = 512;
+    oc.tokenizer = tokenizer_.get();
+    oc.chat_encoding = recipe::PromptEncodingKind::deepseek_v3;
+    oc.conversion.default_thinking = false;
+    oc.conversion.limits.max_messages = 4;
+    Router router;
+    ASSERT_TRUE(add_operational_routes(router, oc).ok());
+    ServerConfig sc;
+    sc.host = "127.0.0.1";
+    auto server = HttpServer::start(std::move(sc), std::move(router), Logger(LogLevel::off), nullptr);
+    ASSERT_TRUE(server.ok());
+    server_ = std::move(server).value();
+  }
+
+  ParsedResponse tokenize(const std::string& body) {
+    RawConnection c = RawConnection::connect_local(server_->port());
+    EXPECT_TRUE(c.send_all(fmt::format("POST /tokenize HTTP/1.1\r\nHost: t\r\nContent-Length: {}\r\n\r\n{}",
+                                       body.size(), body)));
+    auto r = c.read_response();
+    EXPECT_TRUE(r);
+    return r.value_or(ParsedResponse{});
+  }
+
+  std::vector<int32_t> plain(const std::string& text) const {
+    return *tokenizer_->encode(text, /*parse_special=*/false);
+  }
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  std::unique_ptr<HttpServer> server_;
+};
+
+TEST_F(TokenizeMessagesTest, RendersTheChatTemplate) {
+  ParsedResponse r =
+      tokenize(R"({"model":"tiny","messages":[{"role":"system","content":"be brief"},)"
+               R"({"role":"user","content":"hello the 12"},{"role":"assistant","content":"12"},)"
+               R"({"role":"user","content":"<｜User｜> again"}],"add_generation_prompt":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json j = json::parse(r.body);
+  // V3: BOS, system text, then <｜User｜>text / <｜Assistant｜>text<｜end▁of▁sentence｜> turns, ending
+  // with the opening of the assistant turn. A marker typed by the user stays plain text.
+  std::vector<int32_t> expected{kBosId};
+  for (int32_t id : plain("be brief")) expected.push_back(id);
+  expected.push_back(kUserId);
+  for (int32_t id : plain("hello the 12")) expected.push_back(id);
+  expected.push_back(kAssistantId);
+  for (int32_t id : plain("12")) expected.push_back(id);
+  expected.push_back(kEosId);
+  expected.push_back(kUserId);
+  for (int32_t id : plain("<｜User｜> again")) expected.push_back(id);
+  expected.push_back(kAssistantId);
+  EXPECT_EQ(j["tokens"].get<std::vector<int32_t>>(), expected);
+  EXPECT_EQ(j["count"], expected.size());
+  EXPECT_EQ(j["max_model_len"], 512);
+}
+
+TEST_F(TokenizeMessagesTest, ErrorsNameTheField) {
+  struct Case {
+    const char* body;
+    const char* param;
+  };
+  for (const Case& c : {
+           Case{R"({"prompt":"x","messages":[{"role":"user","content":"a"}]})", "prompt"},
+           Case{R"({"messages":[{"role":"user","content":"a"}],"add_generation_prompt":false})",
+                "add_generation_prompt"},
+           Case{R"({"messages":[{"role":"user","content":"a"}],"add_generation_prompt":1})",
+                "add_generation_prompt"},
+           Case{R"({"messages":[{"role":"user","content":"a"}],"continue_final_message":true})",
+                "continue_final_message"},
+           Case{R"({"messages":[{"role":"user","content":"a"}],"add_special_tokens":"no"})",
+                "add_special_tokens"},
+           Case{R"({"messages":[{"role":"robot","content":"a"}]})", "messages[0].role"},
+           Case{R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
+           Case{R"({"messages":"hi"})", "messages"},
+           // The server's limits apply as on the chat route (max_messages is 4 here).
+           Case{R"({"messages":[{"role":"user","content":"a"},{"role":"assistant","content":"b"},)"
+                R"({"role":"user","content":"c"},{"role":"assistant","content":"d"},)"
+                R"({"role":"user","content":"e"}]})",
+                "messages"},
+       }) {
+    ParsedResponse r = tokenize(c.body);
+    EXPECT_EQ(r.status, 400) << c.body << " -> " << r.body;
+    EXPECT_EQ(json::parse(r.body)["error"]["param"], c.param) << c.body << " -> " << r.body;
+  }
+}
+
 }  // namespace
 }  // namespace ds::server

@@ -220,33 +220,34 @@ def prompt_tokens(p):
 
 
 def chat_v4():
-    # make-model copies the V3 tokenizer, which lacks V4's </think> marker: --chat must fail with
-    # the recipe's error naming the marker and the encoding, before loading any weights.
+    # make-model --arch deepseek_v4 writes the V3 tokenizer plus V4's template markers (<think>,
+    # </think>, ｜DSML｜, <｜latest_reminder｜>) as added tokens, so --chat renders V4 prompts on it.
     v4 = os.path.join(WORK, "tiny_v4")
     shutil.rmtree(v4, ignore_errors=True)
     run("make-model", "--arch", "deepseek_v4", "--preset", "tiny", "--seed", "0", "--out", v4)
+    with open(os.path.join(v4, "tokenizer.json"), encoding="utf-8") as f:
+        added = {t["content"]: t["id"] for t in json.load(f)["added_tokens"]}
+    with open(os.path.join(v4, "config.json"), encoding="utf-8") as f:
+        vocab_size = json.load(f)["vocab_size"]
+    for marker in ("<think>", "</think>", "｜DSML｜", "<｜latest_reminder｜>"):
+        check(marker in added and added[marker] < vocab_size, f"{marker}: {added.get(marker)} vs vocab {vocab_size}")
+    # The V4 prompt is V3's plus one marker: BOS <｜User｜> text <｜Assistant｜> </think> (or <think>);
+    # the user's "<｜User｜>" stays plain BPE in both.
     chat = ("generate", "--prompt", "Hi <｜User｜> there", "--chat", "--max-tokens", "3", "--threads", "2")
-    p = run(*chat, "--model", v4, expect_rc=1)
-    lines = p.stderr.strip().splitlines()
-    check(len(lines) == 1 and "</think>" in lines[0] and "deepseek_v4" in lines[0], f"error: {p.stderr!r}")
-    # With <think> / </think> added to the tokenizer (ids in the checkpoint's padding rows), the V4
-    # prompt is V3's plus one marker: BOS <｜User｜> text <｜Assistant｜> </think> (or <think>).
-    with_markers = copy_model("v4_markers", src=v4)
-    tok_path = os.path.join(with_markers, "tokenizer.json")
-    with open(tok_path, encoding="utf-8") as f:
-        tok = json.load(f)
-    next_id = max(t["id"] for t in tok["added_tokens"]) + 1
-    for i, content in enumerate(("<think>", "</think>")):
-        tok["added_tokens"].append({"id": next_id + i, "content": content, "single_word": False, "lstrip": False,
-                                    "rstrip": False, "normalized": False, "special": False})
-    with open(tok_path, "w", encoding="utf-8") as f:
-        json.dump(tok, f, ensure_ascii=False)
     v3 = run(*chat, "--model", BF16)
-    off = run(*chat, "--model", with_markers)
-    on = run(*chat, "--model", with_markers, "--thinking")
+    off = run(*chat, "--model", v4)
+    on = run(*chat, "--model", v4, "--thinking")
     check("generated tokens: " in off.stderr and "generated tokens: " in on.stderr, off.stderr + on.stderr)
     check(prompt_tokens(off) == prompt_tokens(v3) + 1, f"V4 prompt {off.stderr!r} vs V3 {v3.stderr!r}")
     check(prompt_tokens(on) == prompt_tokens(off), f"thinking {on.stderr!r} vs not {off.stderr!r}")
+    # A V4 checkpoint whose tokenizer lacks a marker (the plain V3 files): --chat fails with the
+    # recipe's error naming the marker and the encoding, before loading any weights.
+    no_markers = copy_model("v4_no_markers", src=v4)
+    for name in ("tokenizer.json", "tokenizer_config.json"):
+        shutil.copyfile(os.path.join(BF16, name), os.path.join(no_markers, name))
+    p = run(*chat, "--model", no_markers, expect_rc=1)
+    lines = p.stderr.strip().splitlines()
+    check(len(lines) == 1 and "</think>" in lines[0] and "deepseek_v4" in lines[0], f"error: {p.stderr!r}")
     # V3 has no thinking mode: --thinking is refused rather than ignored.
     p = run(*chat, "--model", BF16, "--thinking", expect_rc=1)
     check("thinking" in p.stderr and "deepseek_v3" in p.stderr, p.stderr)

@@ -1,13 +1,16 @@
 #include "make_model.h"
 
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <nlohmann/json.hpp>
 #include <set>
+#include <sstream>
 #include <vector>
 
 #include "presets.h"
 #include "tensor_fill.h"
+#include "v4_tokenizer.h"
 #include "weights/atomic_file.h"
 #include "weights/safetensors_writer.h"
 
@@ -44,7 +47,19 @@ Status write_text(const std::string& path, const std::string& text) {
   return write_file_atomically(path, {{text.data(), text.size()}});
 }
 
-Status copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
+Result<std::string> read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status(ErrorCode::io_error, path.string() + ": cannot read");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// V3: the tokenizer files as they are. V4: the same plus V4's template markers (v4_tokenizer.h),
+// so the checkpoint's prompts can be rendered with the V4 encoding.
+Status write_tokenizer(const MakeModelOptions& options, const ModelConfig& config) {
+  const std::string& from_dir = options.tokenizer_dir;
+  const std::string& to_dir = options.out_dir;
   if (from_dir.empty() || !fs::is_directory(from_dir)) {
     return Status(ErrorCode::not_found, "tokenizer directory '" + from_dir +
                                             "' does not exist (pass --tokenizer DIR " +
@@ -55,6 +70,17 @@ Status copy_tokenizer(const std::string& from_dir, const std::string& to_dir) {
     if (!fs::is_regular_file(src)) {
       return Status(ErrorCode::not_found, src.string() + ": missing tokenizer file");
     }
+  }
+  if (options.arch == "deepseek_v4") {
+    DS_ASSIGN_OR_RETURN(const std::string tok, read_text(fs::path(from_dir) / "tokenizer.json"));
+    DS_ASSIGN_OR_RETURN(const std::string cfg, read_text(fs::path(from_dir) / "tokenizer_config.json"));
+    DS_ASSIGN_OR_RETURN(TokenizerFiles files,
+                        add_template_markers(tok, cfg, kV4Markers, config.vocab_size, from_dir));
+    DS_TRY(write_text(to_dir + "/tokenizer.json", files.tokenizer_json));
+    return write_text(to_dir + "/tokenizer_config.json", files.config_json);
+  }
+  for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
+    const fs::path src = fs::path(from_dir) / file;
     std::error_code ec;
     fs::copy_file(src, fs::path(to_dir) / file, fs::copy_options::overwrite_existing, ec);
     if (ec) return Status(ErrorCode::io_error, src.string() + ": cannot copy: " + ec.message());
@@ -116,7 +142,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
   fs::create_directories(options.out_dir, ec);
   if (ec) return Status(ErrorCode::io_error, options.out_dir + ": cannot create directory: " + ec.message());
   // Check the tokenizer before spending time on weights.
-  DS_TRY(copy_tokenizer(options.tokenizer_dir, options.out_dir));
+  DS_TRY(write_tokenizer(options, config));
   // An old index must not outlive a half-written new checkpoint; the new one is written last.
   fs::remove(options.out_dir + "/model.safetensors.index.json", ec);
   DS_TRY(write_text(options.out_dir + "/config.json", model_config_to_json(config)));
