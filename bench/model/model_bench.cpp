@@ -4,6 +4,9 @@
 //                      FP4 experts at 4.25 bits) + the cache rows one step reads
 //   prefill roofline = fp32 FMA peak / FLOPs per prompt token
 //   model_bench --model DIR [--threads N] [--isa avx512] [--prompt 512] [--decode-steps 32] [--quick]
+//               [--context N] [--prefill-runs 0]
+// --context N decodes after an N-token prompt (prefilled in chunks of --prompt tokens), so the
+// decode figure includes what a step reads at that context; --prefill-runs 0 skips the prefill case.
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -33,7 +36,7 @@ struct BenchArgs {
   int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::string isa_name;
   int64_t prompt_len = 512;
-  int64_t decode_prompt_len = 16;
+  int64_t decode_prompt_len = 16;  // --context: tokens in the sequence before the timed decode
   int decode_steps = 32;
   int decode_warmup_steps = 2;
   int prefill_runs = 3;
@@ -51,6 +54,14 @@ std::vector<int32_t> random_tokens(int64_t n, int vocab, uint64_t seed) {
     id = static_cast<int32_t>((s >> 33) % static_cast<uint64_t>(vocab));
   }
   return t;
+}
+
+// FNV-1a over the bytes of every logit: equal hashes across two builds mean bitwise-equal logits.
+uint64_t fnv1a(const ds::TensorF32& logits, uint64_t h) {
+  const auto* p = reinterpret_cast<const unsigned char*>(logits.data());
+  const size_t n = static_cast<size_t>(logits.shape().numel()) * sizeof(float);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
 }
 
 int32_t argmax_row(const ds::TensorF32& logits, int64_t row) {
@@ -158,18 +169,27 @@ int run(const BenchArgs& args) {
   }
   const double prefill_share = ds::bench::cpu_share(ds::bench::process_cpu_seconds() - prefill_cpu0,
                                                     ds::now_seconds() - prefill_wall0, args.n_threads);
-  const double prefill_median_s = ds::bench::median_of(prefill_s);
-  const double prefill_tok_s = static_cast<double>(args.prompt_len) / prefill_median_s;
+  const double prefill_median_s = prefill_s.empty() ? 0.0 : ds::bench::median_of(prefill_s);
+  const double prefill_tok_s =
+      prefill_s.empty() ? 0.0 : static_cast<double>(args.prompt_len) / prefill_median_s;
 
-  // 5. Decode at batch 1 after a short prompt, greedy; each step timed on its own.
+  // 5. Decode at batch 1 after a decode_prompt_len-token prompt (chunks of at most prompt_len
+  // tokens), greedy; each step timed on its own.
   auto seq = ds::make_standalone_sequence(model->kv_cache_config());
-  const auto short_prompt = random_tokens(args.decode_prompt_len, cfg.vocab_size, args.seed + 1);
-  {
-    const ds::ForwardRequest req{&seq, short_prompt, false};
+  const auto context = random_tokens(args.decode_prompt_len, cfg.vocab_size, args.seed + 1);
+  const double context_t0 = ds::now_seconds();
+  for (int64_t at = 0; at < args.decode_prompt_len; at += args.prompt_len) {
+    const int64_t n = std::min(args.prompt_len, args.decode_prompt_len - at);
+    const ds::ForwardRequest req{&seq, std::span<const int32_t>(context.data() + at, static_cast<size_t>(n)),
+                                 false};
     check(model->forward({&req, 1}, out), "decode prompt");
   }
+  if (args.decode_prompt_len > args.prompt_len)
+    fmt::print("context: {} tokens prefilled in {:.1f} s\n", args.decode_prompt_len,
+               ds::now_seconds() - context_t0);
   std::vector<double> step_s;
   int32_t next = argmax_row(out.logits, 0);
+  uint64_t logits_hash = fnv1a(out.logits, 14695981039346656037ull);
   const double decode_cpu0 = ds::bench::process_cpu_seconds(), decode_wall0 = ds::now_seconds();
   for (int i = 0; i < args.decode_warmup_steps + args.decode_steps; ++i) {
     const ds::ForwardRequest req{&seq, std::span<const int32_t>(&next, 1), false};
@@ -178,6 +198,7 @@ int run(const BenchArgs& args) {
     const double dt = ds::now_seconds() - t0;
     if (i >= args.decode_warmup_steps) step_s.push_back(dt);
     next = argmax_row(out.logits, 0);
+    logits_hash = fnv1a(out.logits, logits_hash);
   }
   const double decode_share = ds::bench::cpu_share(ds::bench::process_cpu_seconds() - decode_cpu0,
                                                    ds::now_seconds() - decode_wall0, args.n_threads);
@@ -220,12 +241,14 @@ int run(const BenchArgs& args) {
   fmt::print("{:<34} {:>10} {:>12} {:>14} {:>10} {:>8}\n", "", "tok/s", "ms/token", "roofline tok/s",
              "achieved", "target");
   fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
-             fmt::format("decode, batch 1 (median of {})", step_s.size()), decode_tok_s, step_median_s * 1e3,
-             decode_roofline, 100.0 * decode_tok_s / decode_roofline, ">= 75%");
-  fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
-             fmt::format("prefill {} tokens (median of {})", args.prompt_len, prefill_s.size()),
-             prefill_tok_s, prefill_median_s * 1e3 / static_cast<double>(args.prompt_len), prefill_roofline,
-             100.0 * prefill_tok_s / prefill_roofline, ">= 50%");
+             fmt::format("decode, batch 1, ctx {} (median of {})", args.decode_prompt_len, step_s.size()),
+             decode_tok_s, step_median_s * 1e3, decode_roofline, 100.0 * decode_tok_s / decode_roofline,
+             ">= 75%");
+  if (!prefill_s.empty())
+    fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
+               fmt::format("prefill {} tokens (median of {})", args.prompt_len, prefill_s.size()),
+               prefill_tok_s, prefill_median_s * 1e3 / static_cast<double>(args.prompt_len), prefill_roofline,
+               100.0 * prefill_tok_s / prefill_roofline, ">= 50%");
   fmt::print(
       "  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs fp32 FMA peak "
       "{:.1f} GFLOP/s\n",
@@ -234,6 +257,7 @@ int run(const BenchArgs& args) {
   fmt::print(
       "  decode step spread: min {:.2f} ms, max {:.2f} ms (best step: {:.2f} tok/s, {:.0f}% of roofline)\n",
       *mn * 1e3, *mx * 1e3, 1.0 / *mn, 100.0 / *mn / decode_roofline);
+  fmt::print("  logits of the context's last row and every decode step: FNV-1a {:016x}\n", logits_hash);
   fmt::print("  cpu share (CPU time / (wall x threads)): decode {:.0f}%, prefill {:.0f}%; at the end: {}\n",
              100.0 * decode_share, 100.0 * prefill_share,
              ds::bench::format_host_load(ds::bench::read_host_load()));
@@ -252,12 +276,14 @@ int main(int argc, char** argv) try {
   app.add_option("--prompt", args.prompt_len, "prefill prompt length")->check(CLI::Range(1, 1 << 20));
   app.add_option("--decode-steps", args.decode_steps, "timed decode steps (median)")
       ->check(CLI::Range(1, 1 << 20));
-  app.add_option("--prefill-runs", args.prefill_runs, "timed prefill runs (median)")
-      ->check(CLI::Range(1, 100));
+  app.add_option("--prefill-runs", args.prefill_runs, "timed prefill runs (median; 0: skip)")
+      ->check(CLI::Range(0, 100));
+  app.add_option("--context", args.decode_prompt_len, "tokens in the sequence before the timed decode steps")
+      ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--quick", args.quick, "one prefill run, short warm-up, quick peaks");
   app.add_option("--seed", args.seed, "seed of the prompt tokens");
   CLI11_PARSE(app, argc, argv);
-  if (args.quick) args.prefill_runs = 1;
+  if (args.quick) args.prefill_runs = std::min(args.prefill_runs, 1);
   return run(args);
 } catch (const std::exception& e) {
   fmt::print(stderr, "model_bench: {}\n", e.what());

@@ -12,7 +12,7 @@
 namespace ds {
 namespace {
 
-void scores_range(Isa isa, const IndexerArgs& a, int64_t i, int64_t t_begin, int64_t t_end, float* row) {
+void scores_range_flat(Isa isa, const IndexerArgs& a, int64_t i, int64_t t_begin, int64_t t_end, float* row) {
   switch (isa) {
     case Isa::avx512:
       return avx512::indexer_scores_range(a, i, t_begin, t_end, row);
@@ -20,6 +20,22 @@ void scores_range(Isa isa, const IndexerArgs& a, int64_t i, int64_t t_begin, int
       return avx2::indexer_scores_range(a, i, t_begin, t_end, row);
     case Isa::reference:
       return ref::indexer_scores_range(a, i, t_begin, t_end, row);
+  }
+}
+
+// Paged keys: the range is cut at block boundaries and each span runs the flat path on its
+// block's rows (entry t of the span is the span's row t - span_begin).
+void scores_range(Isa isa, const IndexerArgs& a, int64_t i, int64_t t_begin, int64_t t_end, float* row) {
+  if (a.key_block_table == nullptr) return scores_range_flat(isa, a, i, t_begin, t_end, row);
+  const int64_t per_block = a.keys_per_block;
+  for (int64_t t = t_begin; t < t_end;) {
+    const int64_t in_block = t % per_block;
+    const int64_t span = std::min(t_end - t, per_block - in_block);
+    IndexerArgs s = a;
+    s.keys = a.keys + (int64_t{a.key_block_table[t / per_block]} * per_block + in_block) * a.ldk;
+    s.key_block_table = nullptr;
+    scores_range_flat(isa, s, i, 0, span, row + t);
+    t += span;
   }
 }
 

@@ -28,7 +28,7 @@ struct IndexerArgs {
   int64_t n_q = 0;
   int32_t n_heads = 0;
   int32_t head_dim = 128;
-  const float* keys = nullptr;  // [n_keys, head_dim], row stride ldk
+  const float* keys = nullptr;  // [n_keys, head_dim], row stride ldk (or the paged pool below)
   int64_t n_keys = 0;
   int64_t ldk = 0;
   // [n_q]: entries [0, n_visible[i]) are visible to query i (clamped to [0, n_keys]); V4:
@@ -38,6 +38,12 @@ struct IndexerArgs {
   float* scores = nullptr;     // optional [n_q, n_keys]: I for visible entries, −inf after them
   int32_t* top_idx = nullptr;  // optional [n_q, top_k]: selected entries, −1 in unused slots
   bool round_bf16 = false;     // the official kernel's bf16 rounding points (see above)
+  // Optional paging (the keys left where a paged cache keeps them, not copied first): entry t is
+  // row t mod keys_per_block of block key_block_table[t / keys_per_block], and block b's rows
+  // start at keys + b · keys_per_block · ldk. nullptr: entry t is row t of keys. Each entry's
+  // score is the same arithmetic either way (only the row address differs).
+  const int32_t* key_block_table = nullptr;
+  int64_t keys_per_block = 0;
 };
 
 void indexer_topk(Isa isa, ThreadPool& pool, const IndexerArgs& a);

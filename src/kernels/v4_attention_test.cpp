@@ -379,6 +379,50 @@ TEST_P(V4AttentionTest, IndexerTiesGoToTheLowerEntryAndQueriesAreIndependent) {
   }
 }
 
+// Paged keys (IndexerArgs::key_block_table): the keys copied to shuffled blocks of a larger pool
+// whose other rows are NaN give the flat call's scores and selection bit for bit, over a sweep
+// that cuts the thread grains (64 entries) and the blocks at different places.
+TEST_P(V4AttentionTest, IndexerPagedKeysGiveTheFlatResultBitwise) {
+  const Isa isa = GetParam();
+  ThreadPool pool(3);
+  uint32_t seed = 500;
+  for (int64_t n_q : {1, 4}) {
+    for (int64_t n_keys : {0, 1, 37, 200}) {
+      for (int64_t per_block : {1, 7, 32}) {
+        for (bool round_bf16 : {false, true}) {
+          IndexerData flat = make_indexer(n_q, 8, 64, n_keys, 16, ++seed);
+          flat.args.round_bf16 = round_bf16;
+          IndexerData paged = make_indexer(n_q, 8, 64, n_keys, 16, seed);
+          paged.args.round_bf16 = round_bf16;
+          const int64_t ldk = flat.args.ldk, n_used = (n_keys + per_block - 1) / per_block;
+          const int32_t n_blocks = static_cast<int32_t>(n_used + 3);
+          std::vector<int32_t> table(static_cast<size_t>(n_blocks));
+          for (int32_t b = 0; b < n_blocks; ++b) table[b] = b;
+          std::shuffle(table.begin(), table.end(), std::mt19937(seed));
+          std::vector<float> blocks(static_cast<size_t>(n_blocks * per_block * ldk),
+                                    std::numeric_limits<float>::quiet_NaN());
+          for (int64_t t = 0; t < n_keys; ++t) {
+            const int64_t row = int64_t{table[t / per_block]} * per_block + t % per_block;
+            std::copy_n(&flat.keys[t * ldk], ldk, &blocks[row * ldk]);
+          }
+          paged.args.keys = blocks.data();
+          paged.args.key_block_table = table.data();
+          paged.args.keys_per_block = per_block;
+          indexer_topk(isa, pool, flat.args);
+          indexer_topk(isa, pool, paged.args);
+          const std::string what = "n_q " + std::to_string(n_q) + " n_keys " + std::to_string(n_keys) +
+                                   " per_block " + std::to_string(per_block) + " bf16 " +
+                                   std::to_string(round_bf16);
+          ASSERT_EQ(std::memcmp(flat.scores.data(), paged.scores.data(), flat.scores.size() * sizeof(float)),
+                    0)
+              << what;
+          ASSERT_EQ(flat.top, paged.top) << what;
+        }
+      }
+    }
+  }
+}
+
 // ---------------- sparse attention ----------------
 
 struct SparseData {

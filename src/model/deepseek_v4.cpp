@@ -121,6 +121,13 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   if (cfg.n_blocks < 1 || cfg.n_sequence_slots < 0) {
     return Status(ErrorCode::invalid_argument, "n_blocks must be > 0 and n_sequence_slots >= 0");
   }
+  for (int layer = 0; layer < n_layer_slots(); ++layer) {
+    // Readers index entries by their row in the layer's pool (int32, V4EntryPages::row_of).
+    const int ratio = cfg_.compress_ratio(layer);
+    if (ratio > 0 &&
+        int64_t{cfg.n_blocks} * (cfg.block_size_tokens / ratio) > std::numeric_limits<int32_t>::max())
+      return Status(ErrorCode::invalid_argument, "n_blocks: more compressed entries than int32 row ids");
+  }
   const int64_t phys = physical_memory_bytes();
   const int64_t limit = phys > 0 ? phys : std::numeric_limits<int64_t>::max();
   // Everything is allocated before anything is replaced, so an error leaves the old cache.
@@ -268,9 +275,12 @@ void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, 
     for (int64_t k = 0; k < hc; ++k) std::copy_n(e.data() + t * d, d, streams.data() + (t * hc + k) * d);
   for (size_t l = 0; l < layers_.size(); ++l)
     layers_[l].forward(ctx_, num_, streams.data(), n, pos.data(), tokens.data(), slot.layers[l],
-                       pages_for(static_cast<int>(l), seq.block_table.data()));
+                       pages_for(static_cast<int>(l), seq.block_table.data()), scratch_);
   std::vector<float> col(static_cast<size_t>(n * d));
-  for (int64_t t = 0; t < n; ++t) hc_head_.collapse(num_, streams.data() + t * hc * d, col.data() + t * d);
+  pool_->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
+    for (int64_t t = t0; t < t1; ++t)
+      hc_head_.collapse(num_, streams.data() + t * hc * d, col.data() + t * d);
+  });
   const size_t at = h_rows.size();
   h_rows.resize(at + static_cast<size_t>(n * d));
   rmsnorm(ctx_.isa, col.data(), n, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
@@ -338,7 +348,7 @@ Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
     // pending_streams row 0 is position slot.n_mtp_tokens
     mtp_->forward(ctx_, num_, embed_, slot.pending_streams.data(), tokens[r].data(), n, pos.data(),
                   slot.mtp_layers[0], pages_for(cfg_.num_hidden_layers, seq.block_table.data()),
-                  h_all.data() + at);
+                  h_all.data() + at, scratch_);
     slot.pending_streams.erase(slot.pending_streams.begin(), slot.pending_streams.begin() + n * hc * d);
     slot.n_mtp_tokens += n;
     seq.n_mtp_tokens += n;

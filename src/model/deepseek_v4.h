@@ -37,6 +37,7 @@
 #include "model/v4_mhc.h"
 #include "model/v4_mtp.h"
 #include "model/v4_numerics.h"
+#include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
 #include "weights/model_config.h"
 
@@ -100,6 +101,7 @@ class DeepSeekV4 final : public ModelRunner {
   // and indexer keys [n_blocks, bs / ratio, index_head_dim]; empty where the layer has none.
   std::vector<PagedLatentCache> comp_pages_, idx_pages_;
   BlockUseCheck block_check_;
+  V4Scratch scratch_;  // every layer's working buffers, reused across layers and calls
 };
 
 }  // namespace ds

@@ -43,13 +43,13 @@ Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string&
   DS_ASSIGN_OR_RETURN(a.wq_a_, load_linear_layer(ckpt, prefix + "wq_a", a.q_lora_, a.hidden_, block));
   DS_ASSIGN_OR_RETURN(a.wq_b_, load_linear_layer(ckpt, prefix + "wq_b", hd, a.q_lora_, block));
   DS_ASSIGN_OR_RETURN(a.wkv_, load_linear_layer(ckpt, prefix + "wkv", a.head_dim_, a.hidden_, block));
-  DS_ASSIGN_OR_RETURN(Linear wo_a, load_linear_layer(ckpt, prefix + "wo_a", a.o_groups_ * a.o_lora_,
-                                                     hd / a.o_groups_, block));
-  a.wo_a_f32_ = dequantize_to_f32(wo_a.w);
+  DS_ASSIGN_OR_RETURN(
+      a.wo_a_, load_linear_layer(ckpt, prefix + "wo_a", a.o_groups_ * a.o_lora_, hd / a.o_groups_, block));
   DS_ASSIGN_OR_RETURN(a.wo_b_,
                       load_linear_layer(ckpt, prefix + "wo_b", a.hidden_, a.o_groups_ * a.o_lora_, block));
   DS_ASSIGN_OR_RETURN(a.q_norm_, load_f32(ckpt, prefix + "q_norm.weight", Shape{a.q_lora_}));
   DS_ASSIGN_OR_RETURN(a.kv_norm_, load_f32(ckpt, prefix + "kv_norm.weight", Shape{a.head_dim_}));
+  a.slice_wo_a();
   DS_ASSIGN_OR_RETURN(a.sink_, load_f32_param(ckpt, prefix + "attn_sink", Shape{a.n_heads_}));
   if (a.ratio_ > 0) {
     const bool csa = c.attention_kind(layer) == AttentionKind::csa;
@@ -62,52 +62,69 @@ Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string&
   return a;
 }
 
+void V4Attention::slice_wo_a() {
+  const WeightMatrix& w = wo_a_.w;
+  const int64_t gw = w.cols;  // H·D / o_groups
+  const bool f32_or_bf16 = w.format == WeightFormat::f32 || w.format == WeightFormat::bf16;
+  const bool fp8_blocks = w.format == WeightFormat::fp8_e4m3_block && o_lora_ % w.block_rows == 0;
+  if (!f32_or_bf16 && !fp8_blocks) wo_a_f32_ = dequantize_to_f32(w);
+  wo_a_groups_.clear();
+  for (int64_t g = 0; g < o_groups_; ++g) {
+    if (!wo_a_f32_.empty()) {
+      wo_a_groups_.push_back(
+          WeightMatrix{WeightFormat::f32, wo_a_f32_.data() + g * o_lora_ * gw, o_lora_, gw});
+      continue;
+    }
+    WeightMatrix s = w;
+    s.rows = o_lora_;
+    const int64_t elem = w.format == WeightFormat::f32 ? 4 : w.format == WeightFormat::bf16 ? 2 : 1;
+    s.data = static_cast<const uint8_t*>(w.data) + g * o_lora_ * gw * elem;
+    if (fp8_blocks) s.scales = w.scales + g * (o_lora_ / w.block_rows) * w.scale_cols();
+    wo_a_groups_.push_back(s);
+  }
+}
+
 void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-                          const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out) const {
+                          const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out,
+                          V4Scratch& scratch) const {
   const int64_t H = n_heads_, D = head_dim_, rd = rope_dim_, hd = H * D;
   // qr: [n, q_lora] normed query latent; q: [n, H, D]
-  std::vector<float> qa(static_cast<size_t>(n * q_lora_)), qr(qa.size()), q(static_cast<size_t>(n * hd));
-  linear(ctx, wq_a_.w, x, n, hidden_, qa.data(), q_lora_);
-  rmsnorm(ctx.isa, qa.data(), n, q_lora_, q_lora_, q_norm_.data(), eps_, qr.data(), q_lora_);
-  num.round_inplace(qr.data(), n * q_lora_);
-  linear(ctx, wq_b_.w, qr.data(), n, q_lora_, q.data(), hd);
+  float* qa = scratch_of(scratch.qa, n * q_lora_);
+  float* qr = scratch_of(scratch.qr, n * q_lora_);
+  float* q = scratch_of(scratch.q, n * hd);
+  linear(ctx, wq_a_.w, x, n, hidden_, qa, q_lora_);
+  rmsnorm(ctx.isa, qa, n, q_lora_, q_lora_, q_norm_.data(), eps_, qr, q_lora_);
+  num.round_inplace(qr, n * q_lora_);
+  linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
   for (int64_t r = 0; r < n * H; ++r) {  // per-head RMS normalisation, no weight, not rounded
-    float* v = q.data() + r * D;
+    float* v = q + r * D;
     double ss = 0;
     for (int64_t c = 0; c < D; ++c) ss += static_cast<double>(v[c]) * v[c];
     const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(D) + eps_));
     for (int64_t c = 0; c < D; ++c) v[c] *= inv;
   }
-  rope_interleaved(ctx.isa, q.data(), n, hd, H, D, D - rd, pos, inv_freq_);
+  rope_interleaved(ctx.isa, q, n, hd, H, D, D - rd, pos, inv_freq_);
   // kv: [n, D] shared K=V latent of the chunk's tokens
-  std::vector<float> kva(static_cast<size_t>(n * D)), kv(kva.size());
-  linear(ctx, wkv_.w, x, n, hidden_, kva.data(), D);
-  rmsnorm(ctx.isa, kva.data(), n, D, D, kv_norm_.data(), eps_, kv.data(), D);
-  num.round_inplace(kv.data(), n * D);
-  rope_interleaved(ctx.isa, kv.data(), n, D, 1, D, D - rd, pos, inv_freq_);
-  v4_kv_store_sim(ctx.isa, num, kv.data(), n, D, rd);
+  float* kva = scratch_of(scratch.kva, n * D);
+  float* kv = scratch_of(scratch.kv, n * D);
+  linear(ctx, wkv_.w, x, n, hidden_, kva, D);
+  rmsnorm(ctx.isa, kva, n, D, D, kv_norm_.data(), eps_, kv, D);
+  num.round_inplace(kv, n * D);
+  rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
+  v4_kv_store_sim(ctx.isa, num, kv, n, D, rd);
 
-  // comp_kv: [n_entries, D], idx_keys: [n_idx_keys, index_dim]: the sequence's entries gathered
-  // from the pages, plus the ones this chunk completes (written back below).
-  std::vector<float> comp_kv, idx_keys;
+  // The entries this chunk completes go to the pages first; attention and the indexer then read
+  // every entry where it lies (comp_idx below holds pool rows, V4EntryPages::row_of), so a step
+  // copies no O(context) data.
   if (compressor_) {
-    comp_kv.resize(static_cast<size_t>(st.n_entries * D));
-    pages.comp.gather(st.n_entries, comp_kv.data());
-    compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, comp_kv);
-    const int64_t n_total = static_cast<int64_t>(comp_kv.size()) / D;
-    pages.comp.write(st.n_entries, n_total - st.n_entries, comp_kv.data() + st.n_entries * D);
-    st.n_entries = n_total;
+    std::vector<float>& new_kv = scratch.new_kv;  // [n_new, D]
+    compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, st.n_entries, new_kv);
+    const int64_t n_new = static_cast<int64_t>(new_kv.size()) / D;
+    pages.comp.write(st.n_entries, n_new, new_kv.data());
+    st.n_entries += n_new;
   }
   std::vector<std::vector<int32_t>> selected;
-  if (indexer_) {
-    const int64_t kd = pages.idx.view.row_dim;
-    idx_keys.resize(static_cast<size_t>(st.n_idx_keys * kd));
-    pages.idx.gather(st.n_idx_keys, idx_keys.data());
-    indexer_->select(ctx, num, x, qr.data(), n, pos, inv_freq_, st, idx_keys, selected);
-    const int64_t n_total = static_cast<int64_t>(idx_keys.size()) / kd;
-    pages.idx.write(st.n_idx_keys, n_total - st.n_idx_keys, idx_keys.data() + st.n_idx_keys * kd);
-    st.n_idx_keys = n_total;
-  }
+  if (indexer_) indexer_->select(ctx, num, x, qr, n, pos, inv_freq_, st, pages.idx, selected);
 
   // Window keys in canonical order: the ring's positions ascending, then this chunk's tokens.
   // win_kv: [n_ring + n, D]
@@ -117,13 +134,13 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   std::sort(ring_order.begin(), ring_order.end(),
             [&](int64_t a, int64_t b) { return st.ring_pos[a] < st.ring_pos[b]; });
   const int64_t n_ring = static_cast<int64_t>(ring_order.size());
-  std::vector<float> win_kv(static_cast<size_t>((n_ring + n) * D));
+  float* win_kv = scratch_of(scratch.win_kv, (n_ring + n) * D);
   std::vector<int64_t> win_pos(static_cast<size_t>(n_ring + n));
   for (int64_t i = 0; i < n_ring; ++i) {
-    std::copy_n(st.ring_kv.data() + ring_order[i] * D, D, win_kv.data() + i * D);
+    std::copy_n(st.ring_kv.data() + ring_order[i] * D, D, win_kv + i * D);
     win_pos[i] = st.ring_pos[ring_order[i]];
   }
-  std::copy(kv.begin(), kv.end(), win_kv.begin() + n_ring * D);
+  std::copy_n(kv, n * D, win_kv + n_ring * D);
   for (int64_t t = 0; t < n; ++t) win_pos[n_ring + t] = pos[t];
 
   const int64_t n_win_idx = window_;
@@ -142,42 +159,42 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
         win_idx[t * n_win_idx + k++] = static_cast<int32_t>(i);
     }
     if (indexer_) {
-      for (size_t j = 0; j < selected[t].size(); ++j) comp_idx[t * n_comp_idx + j] = selected[t][j];
+      for (size_t j = 0; j < selected[t].size(); ++j)
+        comp_idx[t * n_comp_idx + j] = static_cast<int32_t>(pages.comp.row_of(selected[t][j]));
     } else if (ratio_ > 0) {
       const int64_t vis = std::min<int64_t>((pos[t] + 1) / ratio_, n_entries);
-      for (int64_t j = 0; j < vis; ++j) comp_idx[t * n_comp_idx + j] = static_cast<int32_t>(j);
+      for (int64_t j = 0; j < vis; ++j)
+        comp_idx[t * n_comp_idx + j] = static_cast<int32_t>(pages.comp.row_of(j));
     }
   }
   // o: [n, H, D]
-  std::vector<float> o(static_cast<size_t>(n * hd));
+  float* o = scratch_of(scratch.o, n * hd);
   SparseAttentionArgs sa;
-  sa.q = q.data();
+  sa.q = q;
   sa.n_q = n;
   sa.n_heads = static_cast<int32_t>(H);
   sa.d = static_cast<int32_t>(D);
-  sa.window = SparseKvSet{win_kv.data(), D, win_idx.data(), n_win_idx};
-  if (n_comp_idx > 0) sa.compressed = SparseKvSet{comp_kv.data(), D, comp_idx.data(), n_comp_idx};
+  sa.window = SparseKvSet{win_kv, D, win_idx.data(), n_win_idx};
+  if (n_comp_idx > 0) sa.compressed = SparseKvSet{pages.comp.view.blocks, D, comp_idx.data(), n_comp_idx};
   sa.sink = sink_.data();
   sa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
   sa.round_probs_bf16 = num.bf16_rounding;
-  sa.out = o.data();
+  sa.out = o;
   sparse_attention(ctx.isa, *ctx.pool, sa);
 
   for (int64_t t = 0; t < n; ++t) {  // the chunk's KV enters the ring after every query has read it
     const int64_t slot = pos[t] % window_;
-    std::copy_n(kv.data() + t * D, D, st.ring_kv.data() + slot * D);
+    std::copy_n(kv + t * D, D, st.ring_kv.data() + slot * D);
     st.ring_pos[slot] = pos[t];
   }
-  rope_interleaved(ctx.isa, o.data(), n, hd, H, D, D - rd, pos, inv_freq_, /*inverse=*/true);
+  rope_interleaved(ctx.isa, o, n, hd, H, D, D - rd, pos, inv_freq_, /*inverse=*/true);
 
   // Grouped low-rank output: z[:, g] = wo_a[g] · o[:, g] ([n, G·o_lora]), out = wo_b · z.
   const int64_t gw = hd / o_groups_;
-  std::vector<float> z(static_cast<size_t>(n * o_groups_ * o_lora_));
-  for (int64_t g = 0; g < o_groups_; ++g) {
-    const WeightMatrix wg{WeightFormat::f32, wo_a_f32_.data() + g * o_lora_ * gw, o_lora_, gw};
-    linear(ctx, wg, o.data() + g * gw, n, hd, z.data() + g * o_lora_, o_groups_ * o_lora_);
-  }
-  linear(ctx, wo_b_.w, z.data(), n, o_groups_ * o_lora_, out, hidden_);
+  float* z = scratch_of(scratch.z, n * o_groups_ * o_lora_);
+  for (int64_t g = 0; g < o_groups_; ++g)
+    linear(ctx, wo_a_groups_[g], o + g * gw, n, hd, z + g * o_lora_, o_groups_ * o_lora_);
+  linear(ctx, wo_b_.w, z, n, o_groups_ * o_lora_, out, hidden_);
 }
 
 }  // namespace ds

@@ -17,6 +17,7 @@
 #include "model/v4_indexer.h"
 #include "model/v4_kv_state.h"
 #include "model/v4_numerics.h"
+#include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
 #include "weights/model_config.h"
 
@@ -31,20 +32,29 @@ class V4Attention {
   // x: [n, hidden] the normed attention input of one sequence's chunk at positions pos[0..n);
   // out: [n, hidden]. Reads and advances `st` (ring, compressors).
   // Reads the sequence's compressed entries and indexer keys from `pages` and writes the ones
-  // this chunk completes.
+  // this chunk completes. x and out must not be in the attention's scratch fields.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-               const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out) const;
+               const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out,
+               V4Scratch& scratch) const;
 
   int32_t ratio() const { return ratio_; }
   bool csa() const { return indexer_.has_value(); }
 
  private:
+  void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
+
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
   int32_t window_ = 0, ratio_ = 0;
   float eps_ = 0;
   std::vector<float> inv_freq_;  // SWA layers: rope_theta; compressed layers: compress_rope_theta + YaRN
   Linear wq_a_, wq_b_, wkv_, wo_b_;
-  std::vector<float> wo_a_f32_;  // [o_groups·o_lora, H·D/o_groups] widened once (group slices)
+  // wo_a [o_groups·o_lora, H·D/o_groups] as stored and its o_groups row slices (one per group).
+  // Slices stay in the stored format when rows split on scale-block boundaries (fp8: o_lora a
+  // multiple of block_rows; bf16, f32); otherwise they view wo_a_f32_, the matrix widened once.
+  // Both give the same bits (matmul.h: the paths dequantise exactly, the sum order is the format's).
+  Linear wo_a_;
+  std::vector<float> wo_a_f32_;
+  std::vector<WeightMatrix> wo_a_groups_;
   std::vector<float> q_norm_, kv_norm_, sink_;
   std::optional<V4Compressor> compressor_;
   std::optional<V4Indexer> indexer_;

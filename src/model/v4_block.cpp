@@ -18,35 +18,42 @@ Result<V4Block> V4Block::load(const Checkpoint& ckpt, const std::string& prefix,
   return b;
 }
 
-void V4Block::sublayer_io(const V4Numerics& num, const MhcMixer& mixer, const std::vector<float>& norm_w,
-                          float* streams, int64_t n, std::vector<float>& x_norm, std::vector<float>& post,
-                          std::vector<float>& comb) const {
+void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, const MhcMixer& mixer,
+                          const std::vector<float>& norm_w, float* streams, int64_t n, V4Scratch& s) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
-  std::vector<float> x(static_cast<size_t>(n * d));
-  post.resize(static_cast<size_t>(n * hc));
-  comb.resize(static_cast<size_t>(n * hc * hc));
-  for (int64_t t = 0; t < n; ++t)
-    mixer.pre(num, streams + t * hc * d, x.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc);
-  x_norm.resize(x.size());
-  rmsnorm(Isa::reference, x.data(), n, d, d, norm_w.data(), eps_, x_norm.data(), d);
-  num.round_inplace(x_norm.data(), n * d);
+  // x, x_norm: [n, d]; post: [n, hc]; comb: [n, hc, hc]
+  float* x = scratch_of(s.x, n * d);
+  float* x_norm = scratch_of(s.x_norm, n * d);
+  float* post = scratch_of(s.post, n * hc);
+  float* comb = scratch_of(s.comb, n * hc * hc);
+  // Tokens are independent (per-token arithmetic): the pool splits them, results do not change.
+  ctx.pool->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t)
+      mixer.pre(num, streams + t * hc * d, x + t * d, post + t * hc, comb + t * hc * hc);
+  });
+  rmsnorm(Isa::reference, x, n, d, d, norm_w.data(), eps_, x_norm, d);
+  num.round_inplace(x_norm, n * d);
 }
 
 void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n,
-                      const int32_t* pos, const int32_t* tokens, V4LayerState& st,
-                      const V4LayerPages& pages) const {
+                      const int32_t* pos, const int32_t* tokens, V4LayerState& st, const V4LayerPages& pages,
+                      V4Scratch& scratch) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
-  std::vector<float> x_norm, post, comb, f(static_cast<size_t>(n * d));
-  sublayer_io(num, hc_attn_, attn_norm_, streams, n, x_norm, post, comb);
-  attn_.forward(ctx, num, x_norm.data(), n, pos, st, pages, f.data());
-  for (int64_t t = 0; t < n; ++t)
-    hc_attn_.post(num, f.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc,
-                  streams + t * hc * d);
-  sublayer_io(num, hc_ffn_, ffn_norm_, streams, n, x_norm, post, comb);
-  ffn_.forward(ctx, num, x_norm.data(), n, tokens, f.data());
-  for (int64_t t = 0; t < n; ++t)
-    hc_ffn_.post(num, f.data() + t * d, post.data() + t * hc, comb.data() + t * hc * hc,
-                 streams + t * hc * d);
+  float* f = scratch_of(scratch.f, n * d);  // f: [n, d] the sublayer's output
+  auto mix_back = [&](const MhcMixer& mixer) {
+    const float* post = scratch.post.data();
+    const float* comb = scratch.comb.data();
+    ctx.pool->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t)
+        mixer.post(num, f + t * d, post + t * hc, comb + t * hc * hc, streams + t * hc * d);
+    });
+  };
+  sublayer_io(ctx, num, hc_attn_, attn_norm_, streams, n, scratch);
+  attn_.forward(ctx, num, scratch.x_norm.data(), n, pos, st, pages, f, scratch);
+  mix_back(hc_attn_);
+  sublayer_io(ctx, num, hc_ffn_, ffn_norm_, streams, n, scratch);
+  ffn_.forward(ctx, num, scratch.x_norm.data(), n, tokens, f, scratch);
+  mix_back(hc_ffn_);
 }
 
 }  // namespace ds

@@ -13,6 +13,7 @@
 #include "model/v4_mhc.h"
 #include "model/v4_moe.h"
 #include "model/v4_numerics.h"
+#include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
 #include "weights/model_config.h"
 
@@ -26,12 +27,13 @@ class V4Block {
 
   // streams: [n, hc, hidden] of one sequence's chunk, updated in place.
   void forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n,
-               const int32_t* pos, const int32_t* tokens, V4LayerState& st, const V4LayerPages& pages) const;
+               const int32_t* pos, const int32_t* tokens, V4LayerState& st, const V4LayerPages& pages,
+               V4Scratch& scratch) const;
 
  private:
-  void sublayer_io(const V4Numerics& num, const MhcMixer& mixer, const std::vector<float>& norm_w,
-                   float* streams, int64_t n, std::vector<float>& x_norm, std::vector<float>& post,
-                   std::vector<float>& comb) const;
+  // The mHC collapse and the norm of one sublayer's input: scratch x_norm [n, d], post, comb.
+  void sublayer_io(const ForwardContext& ctx, const V4Numerics& num, const MhcMixer& mixer,
+                   const std::vector<float>& norm_w, float* streams, int64_t n, V4Scratch& s) const;
 
   MhcDims dims_;
   float eps_ = 0;

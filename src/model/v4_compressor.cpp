@@ -30,13 +30,13 @@ void v4_kv_store_sim(Isa isa, const V4Numerics& num, float* kv, int64_t n_rows, 
 
 void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
                         const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st,
-                        std::vector<float>& entries) const {
+                        int64_t n_present, std::vector<float>& new_entries) const {
   const int64_t width = st.width, d_c = dims_.d_c, ratio = dims_.ratio;
   // a, z: [n, coff·d_c]
   std::vector<float> a(static_cast<size_t>(n * width)), z(static_cast<size_t>(n * width));
   linear(ctx, wkv_.w, x, n, dims_.hidden, a.data(), width);
   linear(ctx, wgate_.w, x, n, dims_.hidden, z.data(), width);
-  const int64_t first_new = static_cast<int64_t>(entries.size()) / d_c;
+  const int64_t first_new = n_present;
   std::vector<int32_t> entry_pos;
   std::vector<float> pooled;  // [n_new, d_c] before the norm
   const int64_t n_terms = st.rows();
@@ -77,9 +77,9 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
     std::fill(st.score.begin() + cur * width, st.score.end(), -std::numeric_limits<float>::infinity());
   }
   const int64_t n_new = static_cast<int64_t>(entry_pos.size());
+  new_entries.resize(static_cast<size_t>(n_new * d_c));
   if (n_new == 0) return;
-  entries.resize(static_cast<size_t>((first_new + n_new) * d_c));
-  float* out = entries.data() + first_new * d_c;  // out: [n_new, d_c]
+  float* out = new_entries.data();  // out: [n_new, d_c]
   rmsnorm(ctx.isa, pooled.data(), n_new, d_c, d_c, norm_.data(), dims_.eps, out, d_c);
   num.round_inplace(out, n_new * d_c);
   rope_interleaved(ctx.isa, out, n_new, d_c, 1, d_c, d_c - dims_.rope_dim, entry_pos.data(), inv_freq);

@@ -34,12 +34,13 @@ class V4Compressor {
   static Result<V4Compressor> load(const Checkpoint& ckpt, const std::string& prefix,
                                    const V4CompressorDims& dims);
 
-  // Feeds x [n, hidden] (the attention's normed input) at positions pos[0..n) into `st` and
-  // appends the entries their groups complete ([d_c] each) to `entries`, which holds entries
-  // [0, size / d_c) already: a group whose entry is among those (a replay of a cached prefix)
-  // updates the state but appends nothing.
+  // Feeds x [n, hidden] (the attention's normed input) at positions pos[0..n) into `st`; the
+  // entries their groups complete are entries n_present, n_present + 1, ... and are returned in
+  // `new_entries` [n_new, d_c] (resized). A group whose entry is below n_present (a replay of a
+  // cached prefix: the entry is in the shared blocks already) updates the state but returns nothing.
   void feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n, const int32_t* pos,
-            const std::vector<float>& inv_freq, V4CompressorState& st, std::vector<float>& entries) const;
+            const std::vector<float>& inv_freq, V4CompressorState& st, int64_t n_present,
+            std::vector<float>& new_entries) const;
 
   const V4CompressorDims& dims() const { return dims_; }
 

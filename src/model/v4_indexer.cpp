@@ -33,8 +33,12 @@ Result<V4Indexer> V4Indexer::load(const Checkpoint& ckpt, const std::string& pre
 
 void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
                        int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, V4LayerState& st,
-                       std::vector<float>& keys, std::vector<std::vector<int32_t>>& selected) const {
-  compressor_.feed(ctx, num, x, n, pos, inv_freq, st.idx_comp, keys);
+                       const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const {
+  std::vector<float> new_keys;  // [n_new, index_dim]
+  compressor_.feed(ctx, num, x, n, pos, inv_freq, st.idx_comp, st.n_idx_keys, new_keys);
+  const int64_t n_new = static_cast<int64_t>(new_keys.size()) / head_dim_;
+  keys.write(st.n_idx_keys, n_new, new_keys.data());
+  st.n_idx_keys += n_new;
   const int64_t hd = n_heads_ * head_dim_;
   // q: [n, Hi, Di] after RoPE, Hadamard and FP4; w: [n, Hi] = bf16(W_w·x) · Di^-½ · Hi^-½
   std::vector<float> q(static_cast<size_t>(n * hd)), w(static_cast<size_t>(n * n_heads_));
@@ -46,7 +50,7 @@ void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const f
   const float w_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_) * n_heads_));
   for (float& v : w) v = num.round(v) * w_scale;
 
-  const int64_t n_keys = static_cast<int64_t>(keys.size()) / head_dim_;
+  const int64_t n_keys = st.n_idx_keys;
   std::vector<int64_t> n_visible(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) n_visible[t] = std::min<int64_t>((pos[t] + 1) / ratio_, n_keys);
   std::vector<int32_t> top(static_cast<size_t>(n * top_k_), -1);
@@ -57,9 +61,11 @@ void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const f
     a.n_q = n;
     a.n_heads = static_cast<int32_t>(n_heads_);
     a.head_dim = static_cast<int32_t>(head_dim_);
-    a.keys = keys.data();
+    a.keys = keys.view.blocks;  // the pool; entry t at keys.row_of(t)
     a.n_keys = n_keys;
-    a.ldk = head_dim_;
+    a.ldk = keys.view.row_dim;
+    a.key_block_table = keys.block_table;
+    a.keys_per_block = keys.view.block_size;
     a.n_visible = n_visible.data();
     a.top_k = top_k_;
     a.top_idx = top.data();

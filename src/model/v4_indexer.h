@@ -25,14 +25,15 @@ class V4Indexer {
   static Result<V4Indexer> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
                                 int32_t ratio);
 
-  // Feeds the chunk into the indexer's compressor (new keys appended to `keys`, which holds the
-  // sequence's keys [n_keys, index_dim] gathered from the pages), then
-  // selects for each token t its entries: selected[t] ascending entry ids among the
-  // (pos[t] + 1) / ratio visible ones (all of them when at most index_topk are visible).
-  // x: [n, hidden] attention input, qr: [n, q_lora_rank] normed query latent.
+  // Feeds the chunk into the indexer's compressor and writes the keys it completes to `keys` (the
+  // sequence's paged indexer keys [n_keys, index_dim]; st.n_idx_keys counts them), then selects
+  // for each token t its entries: selected[t] ascending entry ids among the (pos[t] + 1) / ratio
+  // visible ones (all of them when at most index_topk are visible). The keys are scored where they
+  // lie in the pages (no copy). x: [n, hidden] attention input, qr: [n, q_lora_rank] normed query
+  // latent.
   void select(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
               const int32_t* pos, const std::vector<float>& inv_freq, V4LayerState& st,
-              std::vector<float>& keys, std::vector<std::vector<int32_t>>& selected) const;
+              const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const;
 
  private:
   int64_t n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, hidden_ = 0, q_lora_ = 0, top_k_ = 0;

@@ -26,14 +26,6 @@ void V4LayerState::reset(int32_t window_tokens, int64_t head_dim_channels, int32
   if (csa) idx_comp.reset(ratio, 2 * index_dim, true);
 }
 
-void V4EntryPages::gather(int64_t n, float* out) const {
-  const int64_t per_block = view.block_size;  // entries per block
-  for (int64_t j = 0; j < n; ++j) {
-    const float* row = view.block(block_table[j / per_block]) + (j % per_block) * view.row_dim;
-    std::copy_n(row, view.row_dim, out + j * view.row_dim);
-  }
-}
-
 void V4EntryPages::write(int64_t first, int64_t n, const float* src) const {
   const int64_t per_block = view.block_size;
   for (int64_t i = 0; i < n; ++i) {

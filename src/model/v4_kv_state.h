@@ -50,8 +50,11 @@ struct V4EntryPages {
   const int32_t* block_table = nullptr;  // validated to cover the entries touched
 
   bool empty() const { return view.blocks == nullptr; }
-  // out: [n, row_dim] = entries [0, n)
-  void gather(int64_t n, float* out) const;
+  // Row of entry j in view.blocks taken as one [n_blocks · block_size, row_dim] array: readers
+  // index the entries where they lie instead of copying them out.
+  int64_t row_of(int64_t j) const {
+    return int64_t{block_table[j / view.block_size]} * view.block_size + j % view.block_size;
+  }
   // entries [first, first + n) = src [n, row_dim]
   void write(int64_t first, int64_t n, const float* src) const;
 };

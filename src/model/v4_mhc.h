@@ -37,7 +37,8 @@ class MhcMixer {
 
  private:
   MhcDims dims_;
-  std::vector<float> fn_, base_, scale_;
+  std::vector<float> fn_t_;  // `_fn` transposed: [hc·hidden, (2+hc)·hc] (see mix in v4_mhc.cpp)
+  std::vector<float> base_, scale_;
 };
 
 // The hyper-head `<prefix>hc_head_{fn,base,scale}` ([hc, hc·hidden], [hc], [1]).
@@ -49,7 +50,8 @@ class MhcHead {
 
  private:
   MhcDims dims_;
-  std::vector<float> fn_, base_, scale_;
+  std::vector<float> fn_t_;  // `hc_head_fn` transposed: [hc·hidden, hc]
+  std::vector<float> base_, scale_;
 };
 
 MhcDims mhc_dims(const ModelConfig& c);

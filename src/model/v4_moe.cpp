@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numeric>
 
+#include "kernels/matmul.h"
+
 namespace ds {
 
 namespace {
@@ -58,26 +60,73 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
   return m;
 }
 
-void V4Moe::expert(const ForwardContext& ctx, const V4Numerics& num, const V4Expert& e, const float* x,
-                   int64_t m, const float* weights, bool clamp, float* y) const {
-  // g, u, h: [m, width]
-  const int64_t w = e.width;
-  std::vector<float> g(static_cast<size_t>(m * w)), u(g.size()), h(g.size());
-  linear(ctx, e.w1.w, x, m, hidden_, g.data(), w);
-  linear(ctx, e.w3.w, x, m, hidden_, u.data(), w);
-  for (int64_t r = 0; r < m; ++r) {
-    for (int64_t i = 0; i < w; ++i) {
-      float gi = g[r * w + i], ui = u[r * w + i];
-      if (clamp && limit_ > 0) {
-        ui = std::clamp(ui, -limit_, limit_);
-        gi = std::min(gi, limit_);
-      }
-      float hi = gi / (1.0f + std::exp(-gi)) * ui;
-      if (weights != nullptr) hi *= weights[r];
-      h[r * w + i] = num.round(hi);
+void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const std::vector<ExpertJob>& jobs,
+                        V4Scratch& scratch) const {
+  constexpr int64_t kColsPerTask = 64;
+  // Job j's g, u, h: [m_j, width_j] at h_at[j] in the scratch buffers.
+  std::vector<int64_t> h_at(jobs.size() + 1, 0);
+  for (size_t j = 0; j < jobs.size(); ++j) h_at[j + 1] = h_at[j] + jobs[j].m * jobs[j].e->width;
+  float* g_all = scratch_of(scratch.g, h_at.back());
+  float* u_all = scratch_of(scratch.u, h_at.back());
+  float* h_all = scratch_of(scratch.h, h_at.back());
+  struct Task {
+    size_t job;
+    int64_t c0, c1;
+  };
+  std::vector<Task> tasks;
+  auto split = [&](auto cols_of) {
+    tasks.clear();
+    for (size_t j = 0; j < jobs.size(); ++j) {
+      const int64_t cols = cols_of(jobs[j]);
+      for (int64_t c0 = 0; c0 < cols; c0 += kColsPerTask)
+        tasks.push_back(Task{j, c0, std::min(cols, c0 + kColsPerTask)});
     }
-  }
-  linear(ctx, e.w2.w, h.data(), m, w, y, hidden_);
+  };
+  split([](const ExpertJob& jb) { return jb.e->width; });
+  ctx.pool->parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t ti) {
+    const Task& t = tasks[static_cast<size_t>(ti)];
+    const ExpertJob& jb = jobs[t.job];
+    const int64_t w = jb.e->width;
+    float* g = g_all + h_at[t.job];
+    float* u = u_all + h_at[t.job];
+    float* h = h_all + h_at[t.job];
+    MatmulArgs a;
+    a.x = jb.x;
+    a.m = jb.m;
+    a.ldx = hidden_;
+    a.w = &jb.e->w1.w;
+    a.y = g;
+    a.ldy = w;
+    matmul_cols(matmul_isa(ctx.isa, jb.e->w1.w), a, t.c0, t.c1);
+    a.w = &jb.e->w3.w;
+    a.y = u;
+    matmul_cols(matmul_isa(ctx.isa, jb.e->w3.w), a, t.c0, t.c1);
+    for (int64_t r = 0; r < jb.m; ++r) {
+      for (int64_t i = t.c0; i < t.c1; ++i) {
+        float gi = g[r * w + i], ui = u[r * w + i];
+        if (jb.clamp && limit_ > 0) {
+          ui = std::clamp(ui, -limit_, limit_);
+          gi = std::min(gi, limit_);
+        }
+        float hi = gi / (1.0f + std::exp(-gi)) * ui;
+        if (jb.weights != nullptr) hi *= jb.weights[r];
+        h[r * w + i] = num.round(hi);
+      }
+    }
+  });
+  split([&](const ExpertJob&) { return hidden_; });
+  ctx.pool->parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t ti) {
+    const Task& t = tasks[static_cast<size_t>(ti)];
+    const ExpertJob& jb = jobs[t.job];
+    MatmulArgs a;
+    a.x = h_all + h_at[t.job];
+    a.m = jb.m;
+    a.ldx = jb.e->width;
+    a.w = &jb.e->w2.w;
+    a.y = jb.y;
+    a.ldy = hidden_;
+    matmul_cols(matmul_isa(ctx.isa, jb.e->w2.w), a, t.c0, t.c1);
+  });
 }
 
 void V4Moe::route(const float* logits, int32_t token, int32_t* chosen, float* weights) const {
@@ -111,39 +160,46 @@ void V4Moe::route(const float* logits, int32_t token, int32_t* chosen, float* we
 }
 
 void V4Moe::forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-                    const int32_t* tokens, float* out) const {
+                    const int32_t* tokens, float* out, V4Scratch& scratch) const {
   const int64_t d = hidden_, k_top = top_k_;
-  std::vector<float> logits(static_cast<size_t>(n * n_experts_));
-  linear(ctx, gate_.w, x, n, d, logits.data(), n_experts_);
+  float* logits = scratch_of(scratch.logits, n * n_experts_);
+  linear(ctx, gate_.w, x, n, d, logits, n_experts_);
   // chosen, weights: [n, top_k]
   std::vector<int32_t> chosen(static_cast<size_t>(n * k_top));
-  std::vector<float> weights(chosen.size());
+  float* weights = scratch_of(scratch.weights, n * k_top);
   for (int64_t t = 0; t < n; ++t)
-    route(logits.data() + t * n_experts_, tokens[t], chosen.data() + t * k_top, weights.data() + t * k_top);
+    route(logits + t * n_experts_, tokens[t], chosen.data() + t * k_top, weights + t * k_top);
   // Each expert runs once over the rows that chose it (matmul rows are batch invariant, so a row's
   // result equals running it alone); y_slot: [n, top_k, d] the expert output for each choice.
-  std::vector<float> y_slot(static_cast<size_t>(n * k_top * d));
-  std::vector<float> xs, ws, ys;
-  std::vector<int64_t> slots;
-  for (int64_t e = 0; e < n_experts_; ++e) {
-    slots.clear();
-    for (int64_t i = 0; i < n * k_top; ++i)
-      if (chosen[i] == e) slots.push_back(i);
-    if (slots.empty()) continue;
-    const int64_t m = static_cast<int64_t>(slots.size());
-    xs.resize(static_cast<size_t>(m * d));
-    ws.resize(static_cast<size_t>(m));
-    ys.resize(static_cast<size_t>(m * d));
-    for (int64_t r = 0; r < m; ++r) {
-      std::copy_n(x + (slots[r] / k_top) * d, d, xs.data() + r * d);
-      ws[r] = weights[slots[r]];
-    }
-    expert(ctx, num, experts_[e], xs.data(), m, ws.data(), true, ys.data());
-    for (int64_t r = 0; r < m; ++r) std::copy_n(ys.data() + r * d, d, y_slot.data() + slots[r] * d);
+  // by_expert: the n·top_k choices grouped by expert (ascending choice index within an expert);
+  // xs, ws, ys: their input rows, weights and outputs in that order.
+  const int64_t n_choices = n * k_top;
+  std::vector<int64_t> first(static_cast<size_t>(n_experts_ + 1), 0),
+      by_expert(static_cast<size_t>(n_choices));
+  for (int64_t i = 0; i < n_choices; ++i) ++first[chosen[i] + 1];
+  for (int64_t e = 0; e < n_experts_; ++e) first[e + 1] += first[e];
+  {
+    std::vector<int64_t> fill(first.begin(), first.end() - 1);
+    for (int64_t i = 0; i < n_choices; ++i) by_expert[fill[chosen[i]]++] = i;
   }
-  std::vector<float> y_shared(static_cast<size_t>(n * d));
+  float* xs = scratch_of(scratch.xs, n_choices * d);
+  float* ws = scratch_of(scratch.ws, n_choices);
+  float* ys = scratch_of(scratch.ys, n_choices * d);
+  for (int64_t r = 0; r < n_choices; ++r) {
+    std::copy_n(x + (by_expert[r] / k_top) * d, d, xs + r * d);
+    ws[r] = weights[by_expert[r]];
+  }
+  std::vector<ExpertJob> jobs;
+  for (int64_t e = 0; e < n_experts_; ++e) {
+    const int64_t r0 = first[e], m = first[e + 1] - first[e];
+    if (m > 0) jobs.push_back(ExpertJob{&experts_[e], xs + r0 * d, m, ws + r0, true, ys + r0 * d});
+  }
+  float* y_shared = scratch_of(scratch.y_shared, n * d);
   for (const V4Expert& e : shared_)
-    expert(ctx, num, e, x, n, nullptr, num.shared_expert_clamp, y_shared.data());
+    jobs.push_back(ExpertJob{&e, x, n, nullptr, num.shared_expert_clamp, y_shared});
+  run_experts(ctx, num, jobs, scratch);
+  float* y_slot = scratch_of(scratch.y_slot, n_choices * d);  // every choice is written here
+  for (int64_t r = 0; r < n_choices; ++r) std::copy_n(ys + r * d, d, y_slot + by_expert[r] * d);
   // Per row: the routed outputs in ascending expert id (the reference's order), the shared last.
   std::vector<int64_t> order(static_cast<size_t>(k_top));
   for (int64_t t = 0; t < n; ++t) {
@@ -153,7 +209,7 @@ void V4Moe::forward(const ForwardContext& ctx, const V4Numerics& num, const floa
     float* o = out + t * d;
     std::fill(o, o + d, 0.0f);
     for (int64_t s : order) {
-      const float* y = y_slot.data() + (t * k_top + s) * d;
+      const float* y = y_slot + (t * k_top + s) * d;
       for (int64_t i = 0; i < d; ++i) o[i] += y[i];
     }
     if (!shared_.empty()) {

@@ -12,6 +12,7 @@
 #include "model/forward_context.h"
 #include "model/linear.h"
 #include "model/v4_numerics.h"
+#include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
 #include "weights/model_config.h"
 
@@ -28,15 +29,28 @@ class V4Moe {
   static Result<V4Moe> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
                             bool hash_layer);
 
-  // x: [n, hidden] normed FFN input, tokens [n] (hash routing) -> out [n, hidden].
+  // x: [n, hidden] normed FFN input, tokens [n] (hash routing) -> out [n, hidden]. x and out
+  // must not be in the MoE's scratch fields.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-               const int32_t* tokens, float* out) const;
+               const int32_t* tokens, float* out, V4Scratch& scratch) const;
 
  private:
-  // y [m, hidden] = w2 · round(silu(g)·u · weight) for m rows x [m, hidden] (weights [m], or
-  // nullptr for the unweighted shared expert).
-  void expert(const ForwardContext& ctx, const V4Numerics& num, const V4Expert& e, const float* x, int64_t m,
-              const float* weights, bool clamp, float* y) const;
+  // One expert over m rows: y [m, hidden] = w2 · round(silu(g)·u · weight) for x [m, hidden]
+  // (weights [m], or nullptr for the unweighted shared expert).
+  struct ExpertJob {
+    const V4Expert* e = nullptr;
+    const float* x = nullptr;
+    int64_t m = 0;
+    const float* weights = nullptr;
+    bool clamp = false;
+    float* y = nullptr;
+  };
+  // Runs every job with two pool dispatches in all (gate + up + activation, then down), each
+  // split into (expert, 64-column range) tasks, instead of three per expert: in decode each expert
+  // has one row and its matmuls are too small to be worth a dispatch of their own. Each column is
+  // computed by matmul_cols, which gives the same bits as linear() whatever the range.
+  void run_experts(const ForwardContext& ctx, const V4Numerics& num, const std::vector<ExpertJob>& jobs,
+                   V4Scratch& scratch) const;
   // One row's routing: chosen [top_k] expert ids and their weights [top_k].
   void route(const float* logits, int32_t token, int32_t* chosen, float* weights) const;
 

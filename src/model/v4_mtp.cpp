@@ -23,7 +23,7 @@ Result<V4Mtp> V4Mtp::load(const Checkpoint& ckpt, const ModelConfig& c, int k) {
 
 void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embedding& embed,
                     const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
-                    V4LayerState& st, const V4LayerPages& pages, float* h_out) const {
+                    V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
   // e: [n, d] enorm(embedding); hx: [n·hc, d] hnorm per stream; h0: [n, hc, d]
   std::vector<float> e(static_cast<size_t>(n * d)), en(e.size()), ep(e.size());
@@ -41,7 +41,7 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
         float& v = h0[(t * hc + k) * d + c];
         v = num.round(ep[t * d + c] + v);
       }
-  block_.forward(ctx, num, h0.data(), n, pos, next_tokens, st, pages);
+  block_.forward(ctx, num, h0.data(), n, pos, next_tokens, st, pages, scratch);
   std::vector<float> col(static_cast<size_t>(n * d));
   for (int64_t t = 0; t < n; ++t) head_.collapse(num, h0.data() + t * hc * d, col.data() + t * d);
   rmsnorm(ctx.isa, col.data(), n, d, d, norm_.data(), eps_, h_out, d);

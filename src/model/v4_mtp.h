@@ -27,7 +27,7 @@ class V4Mtp {
   // h_out: [n, hidden] normed rows for the head.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const Embedding& embed,
                const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
-               V4LayerState& st, const V4LayerPages& pages, float* h_out) const;
+               V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch) const;
 
  private:
   MhcDims dims_;

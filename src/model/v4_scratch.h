@@ -1,0 +1,29 @@
+// Working buffers of one V4 forward, owned by the model (DeepSeekV4) and reused by every layer,
+// chunk and call: one forward at a time per model is already the contract (ModelRunner), and the
+// layers run one after another. A fresh vector per layer and call would be allocated, faulted in
+// and zeroed each time: at a 512-token chunk the attention's q and o are 16 MB each and the MoE's
+// per-choice outputs 25 MB. Contents are unspecified on entry; each user writes before it reads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ds {
+
+struct V4Scratch {
+  // V4Block: the sublayer input (collapsed, normed), mHC post/comb, the sublayer output.
+  std::vector<float> x, x_norm, post, comb, f;
+  // V4Attention
+  std::vector<float> qa, qr, q, kva, kv, new_kv, win_kv, o, z;
+  // V4Moe (g, u, h: one expert's hidden rows)
+  std::vector<float> logits, weights, y_slot, y_shared, xs, ws, ys, g, u, h;
+};
+
+// v grown (never shrunk) to at least n elements; returns its data.
+template <class T>
+T* scratch_of(std::vector<T>& v, int64_t n) {
+  if (v.size() < static_cast<size_t>(n)) v.resize(static_cast<size_t>(n));
+  return v.data();
+}
+
+}  // namespace ds
