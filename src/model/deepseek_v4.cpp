@@ -262,36 +262,6 @@ V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq, int64_t replay_end) {
   return slot;
 }
 
-void DeepSeekV4::run_chunk(SequenceState& seq, std::span<const int32_t> tokens, int64_t replay_end,
-                           std::vector<float>& h_rows) {
-  V4SequenceSlot& slot = slot_for(seq, replay_end);
-  const int64_t n = static_cast<int64_t>(tokens.size()), d = cfg_.hidden_size, hc = cfg_.hc_mult;
-  std::vector<int32_t> pos(static_cast<size_t>(n));
-  for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_tokens + t);
-  // streams: [n, hc, d], every stream starts as the token's embedding
-  std::vector<float> streams(static_cast<size_t>(n * hc * d)), e(static_cast<size_t>(n * d));
-  embed_.lookup(tokens.data(), n, e.data(), d);
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t k = 0; k < hc; ++k) std::copy_n(e.data() + t * d, d, streams.data() + (t * hc + k) * d);
-  for (size_t l = 0; l < layers_.size(); ++l)
-    layers_[l].forward(ctx_, num_, streams.data(), n, pos.data(), tokens.data(), slot.layers[l],
-                       pages_for(static_cast<int>(l), seq.block_table.data()), scratch_);
-  std::vector<float> col(static_cast<size_t>(n * d));
-  pool_->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
-    for (int64_t t = t0; t < t1; ++t)
-      hc_head_.collapse(num_, streams.data() + t * hc * d, col.data() + t * d);
-  });
-  const size_t at = h_rows.size();
-  h_rows.resize(at + static_cast<size_t>(n * d));
-  rmsnorm(ctx_.isa, col.data(), n, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
-          h_rows.data() + at, d);
-  num_.round_inplace(h_rows.data() + at, n * d);
-  if (keeps_mtp_state())
-    slot.pending_streams.insert(slot.pending_streams.end(), streams.begin(), streams.end());
-  slot.n_tokens += n;
-  seq.n_tokens += n;
-}
-
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
   std::vector<SequenceState*> seqs;
   std::vector<std::span<const int32_t>> tokens;
@@ -302,16 +272,56 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     replay_ends.push_back(r.replay_end);
   }
   DS_TRY(check_batch(seqs, tokens, replay_ends, /*mtp=*/false));
-  const int64_t d = cfg_.hidden_size;
-  // Each sequence runs alone (per-row arithmetic only), so its rows never depend on the batch.
-  std::vector<float> sel;
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  // Every request's rows go through each layer together (V4Block::forward): the MoE streams its
+  // weights once per step; attention runs per sequence. first_row[r]: request r's first row.
+  std::vector<V4SequenceSlot*> slots;
+  std::vector<int64_t> first_row{0};
+  std::vector<int32_t> pos, ids;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    slots.push_back(&slot_for(*seqs[r], replay_ends[r]));  // slots are distinct (check_batch)
+    const int64_t n = static_cast<int64_t>(tokens[r].size());
+    for (int64_t t = 0; t < n; ++t) pos.push_back(static_cast<int32_t>(seqs[r]->n_tokens + t));
+    ids.insert(ids.end(), tokens[r].begin(), tokens[r].end());
+    first_row.push_back(first_row.back() + n);
+  }
+  const int64_t n_rows = first_row.back();
+  // streams: [n_rows, hc, d], every stream starts as the token's embedding
+  std::vector<float> streams(static_cast<size_t>(n_rows * hc * d)), e(static_cast<size_t>(n_rows * d));
+  embed_.lookup(ids.data(), n_rows, e.data(), d);
+  for (int64_t t = 0; t < n_rows; ++t)
+    for (int64_t k = 0; k < hc; ++k) std::copy_n(e.data() + t * d, d, streams.data() + (t * hc + k) * d);
+  std::vector<V4SequenceRows> rows(requests.size());
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    for (size_t r = 0; r < requests.size(); ++r) {
+      rows[r] = V4SequenceRows{first_row[r], first_row[r + 1] - first_row[r], &slots[r]->layers[l],
+                               pages_for(static_cast<int>(l), seqs[r]->block_table.data())};
+    }
+    layers_[l].forward(ctx_, num_, streams.data(), n_rows, pos.data(), ids.data(), rows, scratch_);
+  }
+  // h: [n_rows, d] the final normed rows
+  std::vector<float> col(static_cast<size_t>(n_rows * d)), h(col.size());
+  pool_->parallel_range(n_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
+    for (int64_t t = t0; t < t1; ++t)
+      hc_head_.collapse(num_, streams.data() + t * hc * d, col.data() + t * d);
+  });
+  rmsnorm(ctx_.isa, col.data(), n_rows, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
+          h.data(), d);
+  num_.round_inplace(h.data(), n_rows * d);
+
+  std::vector<float> sel;  // [R, d] the rows that get logits
   out.row_begin.assign(1, 0);
   for (size_t r = 0; r < requests.size(); ++r) {
-    std::vector<float> h;
-    run_chunk(*seqs[r], tokens[r], requests[r].replay_end, h);
-    const int64_t n = static_cast<int64_t>(tokens[r].size());
+    const int64_t n = first_row[r + 1] - first_row[r];
+    if (keeps_mtp_state()) {
+      slots[r]->pending_streams.insert(slots[r]->pending_streams.end(),
+                                       streams.begin() + first_row[r] * hc * d,
+                                       streams.begin() + first_row[r + 1] * hc * d);
+    }
+    slots[r]->n_tokens += n;
+    seqs[r]->n_tokens += n;
     const int64_t n_out = requests[r].all_logits ? n : 1;
-    sel.insert(sel.end(), h.end() - n_out * d, h.end());
+    sel.insert(sel.end(), h.begin() + (first_row[r + 1] - n_out) * d, h.begin() + first_row[r + 1] * d);
     out.row_begin.push_back(out.row_begin.back() + n_out);
   }
   const int64_t R = out.row_begin.back();

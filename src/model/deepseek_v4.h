@@ -79,9 +79,6 @@ class DeepSeekV4 final : public ModelRunner {
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
   V4LayerPages pages_for(int layer, const int32_t* block_table) const;
   int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
-  // One sequence's main chunk: final normed rows h [n, hidden] (all rows) appended to `h_rows`.
-  void run_chunk(SequenceState& seq, std::span<const int32_t> tokens, int64_t replay_end,
-                 std::vector<float>& h_rows);
 
   Checkpoint ckpt_;
   ModelConfig cfg_;

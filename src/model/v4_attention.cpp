@@ -84,35 +84,10 @@ void V4Attention::slice_wo_a() {
   }
 }
 
-void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-                          const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out,
-                          V4Scratch& scratch) const {
-  const int64_t H = n_heads_, D = head_dim_, rd = rope_dim_, hd = H * D;
-  // qr: [n, q_lora] normed query latent; q: [n, H, D]
-  float* qa = scratch_of(scratch.qa, n * q_lora_);
-  float* qr = scratch_of(scratch.qr, n * q_lora_);
-  float* q = scratch_of(scratch.q, n * hd);
-  linear(ctx, wq_a_.w, x, n, hidden_, qa, q_lora_);
-  rmsnorm(ctx.isa, qa, n, q_lora_, q_lora_, q_norm_.data(), eps_, qr, q_lora_);
-  num.round_inplace(qr, n * q_lora_);
-  linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
-  for (int64_t r = 0; r < n * H; ++r) {  // per-head RMS normalisation, no weight, not rounded
-    float* v = q + r * D;
-    double ss = 0;
-    for (int64_t c = 0; c < D; ++c) ss += static_cast<double>(v[c]) * v[c];
-    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(D) + eps_));
-    for (int64_t c = 0; c < D; ++c) v[c] *= inv;
-  }
-  rope_interleaved(ctx.isa, q, n, hd, H, D, D - rd, pos, inv_freq_);
-  // kv: [n, D] shared K=V latent of the chunk's tokens
-  float* kva = scratch_of(scratch.kva, n * D);
-  float* kv = scratch_of(scratch.kv, n * D);
-  linear(ctx, wkv_.w, x, n, hidden_, kva, D);
-  rmsnorm(ctx.isa, kva, n, D, D, kv_norm_.data(), eps_, kv, D);
-  num.round_inplace(kv, n * D);
-  rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
-  v4_kv_store_sim(ctx.isa, num, kv, n, D, rd);
-
+void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
+                         const float* q, const float* kv, int64_t n, const int32_t* pos, V4LayerState& st,
+                         const V4LayerPages& pages, float* o, V4Scratch& scratch) const {
+  const int64_t H = n_heads_, D = head_dim_;
   // The entries this chunk completes go to the pages first; attention and the indexer then read
   // every entry where it lies (comp_idx below holds pool rows, V4EntryPages::row_of), so a step
   // copies no O(context) data.
@@ -167,8 +142,6 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
         comp_idx[t * n_comp_idx + j] = static_cast<int32_t>(pages.comp.row_of(j));
     }
   }
-  // o: [n, H, D]
-  float* o = scratch_of(scratch.o, n * hd);
   SparseAttentionArgs sa;
   sa.q = q;
   sa.n_q = n;
@@ -186,6 +159,44 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
     const int64_t slot = pos[t] % window_;
     std::copy_n(kv + t * D, D, st.ring_kv.data() + slot * D);
     st.ring_pos[slot] = pos[t];
+  }
+}
+
+void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n_rows,
+                          const int32_t* pos, std::span<const V4SequenceRows> seqs, float* out,
+                          V4Scratch& scratch) const {
+  const int64_t n = n_rows;
+  const int64_t H = n_heads_, D = head_dim_, rd = rope_dim_, hd = H * D;
+  // qr: [n, q_lora] normed query latent; q: [n, H, D]
+  float* qa = scratch_of(scratch.qa, n * q_lora_);
+  float* qr = scratch_of(scratch.qr, n * q_lora_);
+  float* q = scratch_of(scratch.q, n * hd);
+  linear(ctx, wq_a_.w, x, n, hidden_, qa, q_lora_);
+  rmsnorm(ctx.isa, qa, n, q_lora_, q_lora_, q_norm_.data(), eps_, qr, q_lora_);
+  num.round_inplace(qr, n * q_lora_);
+  linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
+  for (int64_t r = 0; r < n * H; ++r) {  // per-head RMS normalisation, no weight, not rounded
+    float* v = q + r * D;
+    double ss = 0;
+    for (int64_t c = 0; c < D; ++c) ss += static_cast<double>(v[c]) * v[c];
+    const float inv = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(D) + eps_));
+    for (int64_t c = 0; c < D; ++c) v[c] *= inv;
+  }
+  rope_interleaved(ctx.isa, q, n, hd, H, D, D - rd, pos, inv_freq_);
+  // kv: [n, D] shared K=V latent of the chunk's tokens
+  float* kva = scratch_of(scratch.kva, n * D);
+  float* kv = scratch_of(scratch.kv, n * D);
+  linear(ctx, wkv_.w, x, n, hidden_, kva, D);
+  rmsnorm(ctx.isa, kva, n, D, D, kv_norm_.data(), eps_, kv, D);
+  num.round_inplace(kv, n * D);
+  rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
+  v4_kv_store_sim(ctx.isa, num, kv, n, D, rd);
+
+  // o: [n_rows, H, D] the attention output of every row
+  float* o = scratch_of(scratch.o, n * hd);
+  for (const V4SequenceRows& s : seqs) {
+    attend(ctx, num, x + s.first_row * hidden_, qr + s.first_row * q_lora_, q + s.first_row * hd,
+           kv + s.first_row * D, s.n, pos + s.first_row, *s.state, s.pages, o + s.first_row * hd, scratch);
   }
   rope_interleaved(ctx.isa, o, n, hd, H, D, D - rd, pos, inv_freq_, /*inverse=*/true);
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -29,18 +30,26 @@ class V4Attention {
   static Result<V4Attention> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
                                   int layer);
 
-  // x: [n, hidden] the normed attention input of one sequence's chunk at positions pos[0..n);
-  // out: [n, hidden]. Reads and advances `st` (ring, compressors).
-  // Reads the sequence's compressed entries and indexer keys from `pages` and writes the ones
-  // this chunk completes. x and out must not be in the attention's scratch fields.
-  void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-               const int32_t* pos, V4LayerState& st, const V4LayerPages& pages, float* out,
+  // x: [n_rows, hidden] the normed attention input of the chunks of `seqs` (rows consecutive, in
+  // order) at positions pos[0..n_rows); out: [n_rows, hidden]. The query/KV and output
+  // projections run over all rows at once (weights read once per step); compressors, indexer and
+  // the attention itself per sequence: each reads and advances its `state` (ring, compressors),
+  // reads its compressed entries and indexer keys from its `pages` and writes the ones its chunk
+  // completes. x and out must not be in the attention's scratch fields.
+  void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n_rows,
+               const int32_t* pos, std::span<const V4SequenceRows> seqs, float* out,
                V4Scratch& scratch) const;
 
   int32_t ratio() const { return ratio_; }
   bool csa() const { return indexer_.has_value(); }
 
  private:
+  // One sequence's part of forward: its compressor and indexer, window keys and sparse attention
+  // over its rows (x [n, hidden], qr [n, q_lora], q [n, H, D], kv [n, D] from the projections);
+  // o: [n, H, D] before the inverse RoPE. Advances the ring.
+  void attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
+              const float* q, const float* kv, int64_t n, const int32_t* pos, V4LayerState& st,
+              const V4LayerPages& pages, float* o, V4Scratch& scratch) const;
   void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
 
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;

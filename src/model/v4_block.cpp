@@ -35,9 +35,10 @@ void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, cons
   num.round_inplace(x_norm, n * d);
 }
 
-void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n,
-                      const int32_t* pos, const int32_t* tokens, V4LayerState& st, const V4LayerPages& pages,
+void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
+                      const int32_t* pos, const int32_t* tokens, std::span<const V4SequenceRows> seqs,
                       V4Scratch& scratch) const {
+  const int64_t n = n_rows;
   const int64_t hc = dims_.hc, d = dims_.hidden;
   float* f = scratch_of(scratch.f, n * d);  // f: [n, d] the sublayer's output
   auto mix_back = [&](const MhcMixer& mixer) {
@@ -49,7 +50,7 @@ void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* s
     });
   };
   sublayer_io(ctx, num, hc_attn_, attn_norm_, streams, n, scratch);
-  attn_.forward(ctx, num, scratch.x_norm.data(), n, pos, st, pages, f, scratch);
+  attn_.forward(ctx, num, scratch.x_norm.data(), n, pos, seqs, f, scratch);
   mix_back(hc_attn_);
   sublayer_io(ctx, num, hc_ffn_, ffn_norm_, streams, n, scratch);
   ffn_.forward(ctx, num, scratch.x_norm.data(), n, tokens, f, scratch);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,13 @@ class V4Block {
   static Result<V4Block> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
                               int layer, bool hash_layer);
 
-  // streams: [n, hc, hidden] of one sequence's chunk, updated in place.
-  void forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n,
-               const int32_t* pos, const int32_t* tokens, V4LayerState& st, const V4LayerPages& pages,
+  // streams: [n_rows, hc, hidden], the rows of every sequence in `seqs` (consecutive, in order),
+  // updated in place; pos, tokens: [n_rows]. The mHC mixing and norms run over all rows, the MoE
+  // over all rows at once (its weights are read once per step), attention (with its projections,
+  // compressors and indexer) per sequence. All of it is per-row arithmetic with batch-invariant
+  // kernels, so a sequence's rows do not depend on the others.
+  void forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
+               const int32_t* pos, const int32_t* tokens, std::span<const V4SequenceRows> seqs,
                V4Scratch& scratch) const;
 
  private:

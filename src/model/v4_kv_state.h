@@ -64,6 +64,15 @@ struct V4LayerPages {
   V4EntryPages idx;   // indexer keys (CSA)
 };
 
+// One sequence's rows [first_row, first_row + n) of a step's rows, with its state and pages for
+// the layer being run.
+struct V4SequenceRows {
+  int64_t first_row = 0;
+  int64_t n = 0;
+  V4LayerState* state = nullptr;
+  V4LayerPages pages;
+};
+
 struct V4SequenceSlot {
   int64_t n_tokens = 0;      // main-model positions this slot's state has consumed
   int64_t n_mtp_tokens = 0;  // MTP positions consumed

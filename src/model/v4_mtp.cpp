@@ -41,7 +41,8 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
         float& v = h0[(t * hc + k) * d + c];
         v = num.round(ep[t * d + c] + v);
       }
-  block_.forward(ctx, num, h0.data(), n, pos, next_tokens, st, pages, scratch);
+  const V4SequenceRows rows{0, n, &st, pages};
+  block_.forward(ctx, num, h0.data(), n, pos, next_tokens, {&rows, 1}, scratch);
   std::vector<float> col(static_cast<size_t>(n * d));
   for (int64_t t = 0; t < n; ++t) head_.collapse(num, h0.data() + t * hc * d, col.data() + t * d);
   rmsnorm(ctx.isa, col.data(), n, d, d, norm_.data(), eps_, h_out, d);
