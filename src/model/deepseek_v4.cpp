@@ -286,6 +286,12 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     first_row.push_back(first_row.back() + n);
   }
   const int64_t n_rows = first_row.back();
+  if (n_rows == 0) {  // an empty batch: no rows, no logits
+    out.row_begin.assign(1, 0);
+    out.hidden.reshape(Shape{0, d});
+    out.logits.reshape(Shape{0, cfg_.vocab_size});
+    return ok_status();
+  }
   // streams: [n_rows, hc, d], every stream starts as the token's embedding
   std::vector<float> streams(static_cast<size_t>(n_rows * hc * d)), e(static_cast<size_t>(n_rows * d));
   embed_.lookup(ids.data(), n_rows, e.data(), d);

@@ -168,6 +168,10 @@ TEST(V4Model, StateSlotErrorsAreBadInput) {
   b.state_slot = c.state_slot = 1;
   std::vector<ForwardRequest> two{{&b, {ids.data(), 1}, false}, {&c, {ids.data(), 1}, false}};
   EXPECT_EQ(m->forward(two, out).code(), ErrorCode::model_bad_input);
+  // An empty batch is fine and yields no rows.
+  ASSERT_TRUE(m->forward({}, out).ok());
+  EXPECT_EQ(out.logits.numel(), 0);
+  EXPECT_EQ(out.row_begin, std::vector<int64_t>{0});
 }
 
 // f32 engine vs float64 reference, both without the bf16 rounding points: the difference is
