@@ -21,7 +21,7 @@ function startServer(deepinfer, modelDir, extraArgs = [], startTimeoutMs = 12000
       const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
       if (m) {
         clearTimeout(timer);
-        resolve({ proc, pid: proc.pid, base: `http://127.0.0.1:${m[1]}`, stderr: () => err });
+        resolve({ proc, pid: proc.pid, port: Number(m[1]), base: `http://127.0.0.1:${m[1]}`, stderr: () => err });
       }
     });
     proc.stderr.on('data', (d) => {

@@ -8,46 +8,26 @@
 // Each case starts its own server on an ephemeral port (--port 0; the port is read from the
 // "listening on" line) and stops it with SIGTERM, which must exit 0.
 'use strict';
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const path = require('node:path');
 const assert = require('node:assert/strict');
 const OpenAI = require('openai').default;
 const Anthropic = require('@anthropic-ai/sdk').default;
+const serverProcess = require('../../bench/serve/server_process.js');
 
 const [deepinfer, workdir, caseName] = process.argv.slice(2);
 const modelDir = path.join(workdir, 'tiny_v3');
 const KEY = 'sk-test-e2e-key-0123456789';
 
+// `deepinfer serve` on an ephemeral loopback port (bench/serve/server_process.js), stopped with
+// SIGTERM, which must exit 0.
 function startServer(extraArgs = []) {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(deepinfer, ['serve', '--model', modelDir, '--host', '127.0.0.1', '--port', '0',
-                                   '--threads', '1', '--max-model-len', '1024', ...extraArgs],
-                       { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error('server did not start in 60 s: ' + err)), 60000);
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]), stderr: () => err });
-      }
-    });
-    proc.stderr.on('data', (d) => { err += d; });
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${err}`)); });
-  });
+  return serverProcess.startServer(deepinfer, modelDir, ['--threads', '1', '--max-model-len', '1024', ...extraArgs],
+                                   60000);
 }
-
-function stopServer(server) {
-  return new Promise((resolve) => {
-    server.proc.removeAllListeners('exit');
-    server.proc.on('exit', (code, signal) => resolve({ code, signal }));
-    server.proc.kill('SIGTERM');
-  });
-}
+const { stopServer } = serverProcess;
 
 function client(port, apiKey = KEY) {
   return new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey, maxRetries: 0, timeout: 60000 });

@@ -12,12 +12,13 @@
 // usage: node serve_tools_e2e_test.js DEEPINFER WORKDIR CASE
 //   CASE make_model | openai_tools | openai_followup | anthropic_tools | responses_tools | thinking_switch
 'use strict';
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const assert = require('node:assert/strict');
 const OpenAI = require('openai').default;
 const Anthropic = require('@anthropic-ai/sdk').default;
+const serverProcess = require('../../bench/serve/server_process.js');
 
 const [deepinfer, workdir, caseName] = process.argv.slice(2);
 const modelDir = path.join(workdir, 'tiny_v4');
@@ -69,35 +70,14 @@ const TOOL = {
 };
 const OPENAI_TOOLS = [{ type: 'function', function: TOOL }];
 
+// `deepinfer serve` with the scripted outputs, on an ephemeral loopback port
+// (bench/serve/server_process.js).
 function startServer() {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(deepinfer, ['serve', '--model', modelDir, '--host', '127.0.0.1', '--port', '0',
-                                   '--threads', '1', '--max-model-len', '2048', '--default-max-tokens', '300',
-                                   '--testing-scripted-output', scriptFile],
-                       { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    const timer = setTimeout(() => reject(new Error('server did not start in 60 s: ' + err)), 60000);
-    proc.stdout.on('data', (d) => {
-      out += d;
-      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
-      if (m) {
-        clearTimeout(timer);
-        resolve({ proc, port: Number(m[1]), stderr: () => err });
-      }
-    });
-    proc.stderr.on('data', (d) => { err += d; });
-    proc.on('exit', (code) => { clearTimeout(timer); reject(new Error(`server exited ${code}: ${err}`)); });
-  });
+  return serverProcess.startServer(deepinfer, modelDir, ['--threads', '1', '--max-model-len', '2048',
+                                                         '--default-max-tokens', '300',
+                                                         '--testing-scripted-output', scriptFile], 60000);
 }
-
-function stopServer(server) {
-  return new Promise((resolve) => {
-    server.proc.removeAllListeners('exit');
-    server.proc.on('exit', (code, signal) => resolve({ code, signal }));
-    server.proc.kill('SIGTERM');
-  });
-}
+const { stopServer } = serverProcess;
 
 async function withServer(fn) {
   const server = await startServer();
