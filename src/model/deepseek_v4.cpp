@@ -1,7 +1,6 @@
 #include "model/deepseek_v4.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 
 #include "kernels/norm.h"
@@ -28,6 +27,16 @@ Status check_config(const ModelConfig& c) {
                   "config.json: more than one draft layer (DSpark) is not supported");
   }
   return ok_status();
+}
+
+int32_t swa_replay_tokens_for(const ModelConfig& c) {
+  // The window, and at least one group of every overlapping (CSA) compressor: at a block-aligned
+  // hit H its state is the raw group [H - ratio, H), which the replay must have seen.
+  int32_t w = c.sliding_window;
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
+    if (c.attention_kind(layer) == AttentionKind::csa) w = std::max(w, c.compress_ratio(layer));
+  }
+  return w;
 }
 
 }  // namespace
@@ -58,6 +67,7 @@ Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(Checkpoint ckpt, const Mode
 
 Status DeepSeekV4::build() {
   const ModelConfig& c = cfg_;
+  replay_tokens_ = swa_replay_tokens_for(c);
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(V4Block b,
@@ -92,22 +102,12 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
   }
   l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
   l.bytes_per_sequence = per_seq;
-  l.swa_replay_tokens = swa_replay_tokens();
+  l.swa_replay_tokens = replay_tokens_;
   return l;
 }
 
-int32_t DeepSeekV4::swa_replay_tokens() const {
-  // The window, and at least one group of every overlapping (CSA) compressor: at a block-aligned
-  // hit H its state is the raw group [H - ratio, H), which the replay must have seen.
-  int32_t w = cfg_.sliding_window;
-  for (int layer = 0; layer < cfg_.num_hidden_layers; ++layer) {
-    if (cfg_.attention_kind(layer) == AttentionKind::csa) w = std::max(w, cfg_.compress_ratio(layer));
-  }
-  return w;
-}
-
 bool DeepSeekV4::starts_replay(const SequenceState& seq, int64_t replay_end) const {
-  return replay_end > 0 && seq.n_tokens == replay_end - swa_replay_tokens();
+  return replay_end > 0 && seq.n_tokens == replay_end - replay_tokens_;
 }
 
 Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
@@ -213,9 +213,9 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
 
 Status DeepSeekV4::check_replay(const SequenceState& seq, int64_t replay_end,
                                 const std::string& which) const {
-  const int64_t w = swa_replay_tokens();
+  const int64_t w = replay_tokens_;
   const int32_t multiple = cfg_.kv_block_size_multiple();
-  if (has_mtp() && kv_config_.mtp_layer) {
+  if (keeps_mtp_state()) {
     return bad_input(which +
                      "SWA bounded replay needs the KV cache without the MTP layer (mtp_layer false): "
                      "the MTP state is not replayed");
@@ -292,49 +292,50 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     out.logits.reshape(Shape{0, cfg_.vocab_size});
     return ok_status();
   }
-  // streams: [n_rows, hc, d], every stream starts as the token's embedding
-  std::vector<float> streams(static_cast<size_t>(n_rows * hc * d)), e(static_cast<size_t>(n_rows * d));
-  embed_.lookup(ids.data(), n_rows, e.data(), d);
+  // streams: [n_rows, hc, d], every stream starts as the token's embedding e: [n_rows, d]
+  float* streams = scratch_of(scratch_.streams, n_rows * hc * d);
+  float* e = scratch_of(scratch_.embedded, n_rows * d);
+  embed_.lookup(ids.data(), n_rows, e, d);
   for (int64_t t = 0; t < n_rows; ++t)
-    for (int64_t k = 0; k < hc; ++k) std::copy_n(e.data() + t * d, d, streams.data() + (t * hc + k) * d);
+    for (int64_t k = 0; k < hc; ++k) std::copy_n(e + t * d, d, streams + (t * hc + k) * d);
   std::vector<V4SequenceRows> rows(requests.size());
   for (size_t l = 0; l < layers_.size(); ++l) {
     for (size_t r = 0; r < requests.size(); ++r) {
       rows[r] = V4SequenceRows{first_row[r], first_row[r + 1] - first_row[r], &slots[r]->layers[l],
                                pages_for(static_cast<int>(l), seqs[r]->block_table.data())};
     }
-    layers_[l].forward(ctx_, num_, streams.data(), n_rows, pos.data(), ids.data(), rows, scratch_);
+    layers_[l].forward(ctx_, num_, streams, n_rows, pos.data(), ids.data(), rows, scratch_);
   }
-  // h: [n_rows, d] the final normed rows
-  std::vector<float> col(static_cast<size_t>(n_rows * d)), h(col.size());
-  pool_->parallel_range(n_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
-    for (int64_t t = t0; t < t1; ++t)
-      hc_head_.collapse(num_, streams.data() + t * hc * d, col.data() + t * d);
-  });
-  rmsnorm(ctx_.isa, col.data(), n_rows, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
-          h.data(), d);
-  num_.round_inplace(h.data(), n_rows * d);
-
-  std::vector<float> sel;  // [R, d] the rows that get logits
+  // The rows that get logits: each request's last row, or all of them (out.row_begin).
   out.row_begin.assign(1, 0);
   for (size_t r = 0; r < requests.size(); ++r) {
     const int64_t n = first_row[r + 1] - first_row[r];
+    out.row_begin.push_back(out.row_begin.back() + (requests[r].all_logits ? n : 1));
+  }
+  // col: [n_rows, d] the collapsed streams; h: [n_rows, d] the final normed rows
+  float* col = scratch_of(scratch_.collapsed, n_rows * d);
+  float* h = scratch_of(scratch_.final_rows, n_rows * d);
+  pool_->parallel_range(n_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
+    for (int64_t t = t0; t < t1; ++t) hc_head_.collapse(num_, streams + t * hc * d, col + t * d);
+  });
+  rmsnorm(ctx_.isa, col, n_rows, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps), h, d);
+  num_.round_inplace(h, n_rows * d);
+
+  const int64_t R = out.row_begin.back();
+  out.hidden.reshape(Shape{R, d});  // [R, d] the rows that get logits
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t n = first_row[r + 1] - first_row[r];
+    const int64_t n_out = out.row_begin[r + 1] - out.row_begin[r];
+    std::copy_n(h + (first_row[r + 1] - n_out) * d, n_out * d, out.hidden.data() + out.row_begin[r] * d);
     if (keeps_mtp_state()) {
-      slots[r]->pending_streams.insert(slots[r]->pending_streams.end(),
-                                       streams.begin() + first_row[r] * hc * d,
-                                       streams.begin() + first_row[r + 1] * hc * d);
+      slots[r]->pending_streams.insert(slots[r]->pending_streams.end(), streams + first_row[r] * hc * d,
+                                       streams + first_row[r + 1] * hc * d);
     }
     slots[r]->n_tokens += n;
     seqs[r]->n_tokens += n;
-    const int64_t n_out = requests[r].all_logits ? n : 1;
-    sel.insert(sel.end(), h.begin() + (first_row[r + 1] - n_out) * d, h.begin() + first_row[r + 1] * d);
-    out.row_begin.push_back(out.row_begin.back() + n_out);
   }
-  const int64_t R = out.row_begin.back();
-  out.hidden.reshape(Shape{R, d});
-  if (R > 0) std::memcpy(out.hidden.data(), sel.data(), sel.size() * sizeof(float));
   out.logits.reshape(Shape{R, cfg_.vocab_size});
-  linear(ctx_, head_.w, sel.data(), R, d, out.logits.data(), cfg_.vocab_size);
+  linear(ctx_, head_.w, out.hidden.data(), R, d, out.logits.data(), cfg_.vocab_size);
   return ok_status();
 }
 

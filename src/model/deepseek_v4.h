@@ -65,8 +65,6 @@ class DeepSeekV4 final : public ModelRunner {
   // replay_ends: ForwardRequest::replay_end per request (empty for MTP batches).
   Status check_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
                      std::span<const int64_t> replay_ends, bool mtp);
-  // SWA bounded replay length W (kv_cache_layout().swa_replay_tokens).
-  int32_t swa_replay_tokens() const;
   // Whether a chunk at seq.n_tokens with this replay_end is the first one of a replay.
   bool starts_replay(const SequenceState& seq, int64_t replay_end) const;
   // model_bad_input (prefixed by `which`) unless a chunk at seq.n_tokens may carry replay_end.
@@ -98,7 +96,8 @@ class DeepSeekV4 final : public ModelRunner {
   // and indexer keys [n_blocks, bs / ratio, index_head_dim]; empty where the layer has none.
   std::vector<PagedLatentCache> comp_pages_, idx_pages_;
   BlockUseCheck block_check_;
-  V4Scratch scratch_;  // every layer's working buffers, reused across layers and calls
+  int32_t replay_tokens_ = 0;  // SWA bounded replay length W (kv_cache_layout().swa_replay_tokens)
+  V4Scratch scratch_;          // every layer's working buffers, reused across layers and calls
 };
 
 }  // namespace ds

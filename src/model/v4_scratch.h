@@ -11,6 +11,9 @@
 namespace ds {
 
 struct V4Scratch {
+  // DeepSeekV4::forward: the step's residual streams [rows, hc, d], embeddings, collapsed streams
+  // and final normed rows [rows, d].
+  std::vector<float> streams, embedded, collapsed, final_rows;
   // V4Block: the sublayer input (collapsed, normed), mHC post/comb, the sublayer output.
   std::vector<float> x, x_norm, post, comb, f;
   // V4Attention
