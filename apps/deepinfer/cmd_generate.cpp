@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "command_support.h"
 #include "commands.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "offline_batch.h"
 #include "recipe/encoding.h"
 #include "recipe/prompt.h"
@@ -29,6 +29,7 @@ struct GenerateOptions {
   int max_tokens = 64;
   float temperature = 0.0f;
   uint64_t seed = 0;
+  std::string numerics = "production";
   std::string isa = "auto";
   int threads = 0;
   std::string input;   // offline batch: JSONL prompts
@@ -114,6 +115,7 @@ int run_generate(const GenerateOptions& o) {
   ModelOptions mo;
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
+  mo.numerics = o.numerics;
   mo.max_seq_len = static_cast<int64_t>(prompt->size()) + o.max_tokens;
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
@@ -190,6 +192,7 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--temperature", o->temperature, "0 = greedy")->capture_default_str();
   sub->add_option("--seed", o->seed, "Sampling seed")->capture_default_str();
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
+  sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   sub->callback([o, &ctx] {

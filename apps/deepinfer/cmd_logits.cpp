@@ -9,7 +9,7 @@
 
 #include "command_support.h"
 #include "commands.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "npy_writer.h"
 
 namespace ds::cli {
@@ -94,20 +94,17 @@ int run_logits(const LogitsOptions& o) {
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
   if (o.mla != "absorbed" && o.mla != "plain")
     return report_usage_error(cmd, "--mla must be absorbed or plain");
-  if (o.numerics != "production" && o.numerics != "no-bf16")
-    return report_usage_error(cmd, "--numerics must be production or no-bf16");
   const size_t n_prefill = o.prefill == 0 ? ids.size() : static_cast<size_t>(o.prefill);
 
   ModelOptions mo;
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
+  mo.numerics = o.numerics;
   mo.mla_mode = o.mla == "plain" ? MlaMode::plain : MlaMode::absorbed;
   mo.max_seq_len = static_cast<int64_t>(ids.size());
   // no-bf16 drops V4's bf16 rounding points (the reference's --no-bf16) so the engine can be
-  // compared with it at an f32-noise bound; V3 has no such points and ignores the switch.
-  V4Numerics v4_num;
-  v4_num.bf16_rounding = o.numerics != "no-bf16";
-  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo, v4_num);
+  // compared with it at an f32-noise bound; V3 has no such points and ignores the options.
+  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
   if (!o.mtp_out_path.empty() && !m.has_mtp()) {
@@ -157,10 +154,7 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   sub->add_option("--mla", o->mla, "absorbed | plain attention form")->capture_default_str();
-  sub->add_option(
-         "--numerics", o->numerics,
-         "production | no-bf16 (V4: without the bf16 rounding points, for the tight reference check)")
-      ->capture_default_str();
+  sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_logits(*o);

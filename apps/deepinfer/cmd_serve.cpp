@@ -19,7 +19,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/testing/scripted_output_runner.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
 #include "server/http_server.h"
@@ -53,6 +53,7 @@ struct ServeOptions {
   size_t max_connections = 10000;
   recipe::RequestLimits limits;
   int io_threads = 1;
+  std::string numerics = "production";
   std::string isa = "auto";
   int threads = 0;
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
@@ -117,6 +118,7 @@ int run_serve(const ServeOptions& o) {
   ModelOptions mo;
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
+  mo.numerics = o.numerics;
   mo.max_seq_len = max_model_len;
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
@@ -256,6 +258,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--io-threads", o->io_threads, "HTTP io threads")->capture_default_str();
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
+  sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,

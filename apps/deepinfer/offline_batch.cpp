@@ -21,7 +21,7 @@
 
 #include "base/clock.h"
 #include "command_support.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 
 namespace ds::cli {
 

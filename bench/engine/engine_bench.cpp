@@ -24,7 +24,7 @@
 #include "engine/testing/fake_model_runner.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 
 namespace {
 

@@ -22,7 +22,7 @@
 #include "machine/bench_timing.h"
 #include "machine/host_load.h"
 #include "machine/peaks.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "weights/checkpoint.h"
 
 namespace {

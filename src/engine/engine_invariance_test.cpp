@@ -17,7 +17,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/engine.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "modelgen/make_model.h"
 
 namespace ds {

@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "kernels/norm.h"
-#include "model/deepseek_v3.h"
+#include "model/v4_norm.h"
 
 namespace ds {
 
@@ -318,8 +318,7 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   pool_->parallel_range(n_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
     for (int64_t t = t0; t < t1; ++t) hc_head_.collapse(num_, streams + t * hc * d, col + t * d);
   });
-  rmsnorm(ctx_.isa, col, n_rows, d, d, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps), h, d);
-  num_.round_inplace(h, n_rows * d);
+  v4_rmsnorm(num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
 
   const int64_t R = out.row_begin.back();
   out.hidden.reshape(Shape{R, d});  // [R, d] the rows that get logits
@@ -375,21 +374,6 @@ Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
   out.logits.reshape(Shape{R, cfg_.vocab_size});
   linear(ctx_, head_.w, h_all.data(), R, d, out.logits.data(), cfg_.vocab_size);
   return ok_status();
-}
-
-}  // namespace ds
-
-namespace ds {
-
-Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const ModelOptions& opts,
-                                                       const V4Numerics& v4_num) {
-  DS_ASSIGN_OR_RETURN(ModelConfig cfg, load_model_config(dir));
-  if (cfg.is_v4()) {
-    DS_ASSIGN_OR_RETURN(std::unique_ptr<DeepSeekV4> m, DeepSeekV4::load(dir, opts, v4_num));
-    return std::unique_ptr<ModelRunner>(std::move(m));
-  }
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<DeepSeekV3> m, DeepSeekV3::load(dir, opts));
-  return std::unique_ptr<ModelRunner>(std::move(m));
 }
 
 }  // namespace ds

@@ -101,12 +101,3 @@ class DeepSeekV4 final : public ModelRunner {
 };
 
 }  // namespace ds
-
-namespace ds {
-
-// The model a checkpoint's config.json asks for: DeepSeekV4 for deepseek_v4, DeepSeekV3
-// otherwise (which rejects the model types it does not run).
-Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const ModelOptions& opts,
-                                                       const V4Numerics& v4_num = {});
-
-}  // namespace ds

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/isa.h"
 
@@ -23,6 +24,9 @@ struct ModelOptions {
   MlaMode mla_mode = MlaMode::absorbed;
   MtpInput mtp_input = MtpInput::post_norm;
   int64_t max_seq_len = 4096;  // per sequence; longer is model_bad_input
+  // The model's numerics options as `--numerics` spells them ("" = production); each model's
+  // factory (model_registry.cpp) parses its own (V4: v4_numerics_options.h; docs/numerics.md).
+  std::string numerics;
 };
 
 }  // namespace ds

@@ -1,4 +1,5 @@
 #include "model/v4_attention.h"
+#include "model/v4_norm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -151,7 +152,7 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
   if (n_comp_idx > 0) sa.compressed = SparseKvSet{pages.comp.view.blocks, D, comp_idx.data(), n_comp_idx};
   sa.sink = sink_.data();
   sa.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
-  sa.round_probs_bf16 = num.bf16_rounding;
+  sa.round_probs_bf16 = num.rounds(Bf16Point::attn_probs);
   sa.out = o;
   sparse_attention(ctx.isa, *ctx.pool, sa);
 
@@ -172,8 +173,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   float* qr = scratch_of(scratch.qr, n * q_lora_);
   float* q = scratch_of(scratch.q, n * hd);
   linear(ctx, wq_a_.w, x, n, hidden_, qa, q_lora_);
-  rmsnorm(ctx.isa, qa, n, q_lora_, q_lora_, q_norm_.data(), eps_, qr, q_lora_);
-  num.round_inplace(qr, n * q_lora_);
+  v4_rmsnorm(num, Bf16Point::q_norm, qa, n, q_lora_, q_norm_.data(), eps_, qr);
   linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
   for (int64_t r = 0; r < n * H; ++r) {  // per-head RMS normalisation, no weight, not rounded
     float* v = q + r * D;
@@ -187,8 +187,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   float* kva = scratch_of(scratch.kva, n * D);
   float* kv = scratch_of(scratch.kv, n * D);
   linear(ctx, wkv_.w, x, n, hidden_, kva, D);
-  rmsnorm(ctx.isa, kva, n, D, D, kv_norm_.data(), eps_, kv, D);
-  num.round_inplace(kv, n * D);
+  v4_rmsnorm(num, Bf16Point::kv_norm, kva, n, D, kv_norm_.data(), eps_, kv);
   rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
   v4_kv_store_sim(ctx.isa, num, kv, n, D, rd);
 

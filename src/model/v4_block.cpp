@@ -1,4 +1,5 @@
 #include "model/v4_block.h"
+#include "model/v4_norm.h"
 
 #include "kernels/norm.h"
 
@@ -24,15 +25,14 @@ void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, cons
   // x, x_norm: [n, d]; post: [n, hc]; comb: [n, hc, hc]
   float* x = scratch_of(s.x, n * d);
   float* x_norm = scratch_of(s.x_norm, n * d);
-  float* post = scratch_of(s.post, n * hc);
-  float* comb = scratch_of(s.comb, n * hc * hc);
+  double* post = scratch_of(s.post, n * hc);
+  double* comb = scratch_of(s.comb, n * hc * hc);
   // Tokens are independent (per-token arithmetic): the pool splits them, results do not change.
   ctx.pool->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t)
       mixer.pre(num, streams + t * hc * d, x + t * d, post + t * hc, comb + t * hc * hc);
   });
-  rmsnorm(Isa::reference, x, n, d, d, norm_w.data(), eps_, x_norm, d);
-  num.round_inplace(x_norm, n * d);
+  v4_rmsnorm(num, Bf16Point::sub_norm, x, n, d, norm_w.data(), eps_, x_norm);
 }
 
 void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
@@ -42,8 +42,8 @@ void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* s
   const int64_t hc = dims_.hc, d = dims_.hidden;
   float* f = scratch_of(scratch.f, n * d);  // f: [n, d] the sublayer's output
   auto mix_back = [&](const MhcMixer& mixer) {
-    const float* post = scratch.post.data();
-    const float* comb = scratch.comb.data();
+    const double* post = scratch.post.data();
+    const double* comb = scratch.comb.data();
     ctx.pool->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
         mixer.post(num, f + t * d, post + t * hc, comb + t * hc * hc, streams + t * hc * d);

@@ -1,4 +1,5 @@
 #include "model/v4_compressor.h"
+#include "model/v4_norm.h"
 
 #include <cmath>
 #include <limits>
@@ -80,8 +81,7 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
   new_entries.resize(static_cast<size_t>(n_new * d_c));
   if (n_new == 0) return;
   float* out = new_entries.data();  // out: [n_new, d_c]
-  rmsnorm(ctx.isa, pooled.data(), n_new, d_c, d_c, norm_.data(), dims_.eps, out, d_c);
-  num.round_inplace(out, n_new * d_c);
+  v4_rmsnorm(num, Bf16Point::comp_norm, pooled.data(), n_new, d_c, norm_.data(), dims_.eps, out);
   rope_interleaved(ctx.isa, out, n_new, d_c, 1, d_c, d_c - dims_.rope_dim, entry_pos.data(), inv_freq);
   if (dims_.index_keys) {
     hadamard_rows(ctx.isa, out, n_new, d_c, d_c, hadamard_default_scale(d_c));

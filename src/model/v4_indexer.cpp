@@ -48,7 +48,7 @@ void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const f
   quant_sim_rows(ctx.isa, q.data(), n * n_heads_, head_dim_, head_dim_, v4_indexer_fp4_spec());
   linear(ctx, weights_proj_.w, x, n, hidden_, w.data(), n_heads_);
   const float w_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_) * n_heads_));
-  for (float& v : w) v = num.round(v) * w_scale;
+  for (float& v : w) v = num.round(Bf16Point::index_w, v) * w_scale;
 
   const int64_t n_keys = st.n_idx_keys;
   std::vector<int64_t> n_visible(static_cast<size_t>(n));

@@ -6,23 +6,28 @@ namespace ds {
 
 namespace {
 
-float sigmoid(float v) { return 1.0f / (1.0f + std::exp(-v)); }
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 // mixes [n_out] = (fn · v) · rho, rho = 1 / sqrt(mean(v²) + eps), v = the streams flattened.
 // fn_t is fn transposed ([n, n_out]): every output still sums its products in increasing i, one
-// f32 accumulator each, exactly as a row-by-row dot product would, but the n_out independent sums
+// accumulator each, exactly as a row-by-row dot product would, but the n_out independent sums
 // advance together (contiguous, so the loop over o vectorises without reordering any sum) instead
 // of one latency-bound chain of n additions after another.
-void mix(const MhcDims& d, const std::vector<float>& fn_t, int64_t n_out, const float* v, float* mixes) {
+// All mHC arithmetic is double (docs/numerics.md "V4 ablation"): its results are rounded to bf16
+// into the stream state, and f32 errors there (1e-7 relative over a 4·hidden dot product and 20
+// Sinkhorn rounds) flipped enough of those roundings to move the engine as far from the reference
+// as bf16 itself; it is ~(2+hc)·hc·hc·hidden MACs per sublayer and token, a rounding error next to
+// the sublayer's GEMMs.
+void mix(const MhcDims& d, const std::vector<float>& fn_t, int64_t n_out, const float* v, double* mixes) {
   const int64_t n = d.hc * d.hidden;
   double ss = 0;
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(v[i]) * v[i];
-  const float rho = static_cast<float>(1.0 / std::sqrt(ss / static_cast<double>(n) + d.norm_eps));
+  const double rho = 1.0 / std::sqrt(ss / static_cast<double>(n) + d.norm_eps);
   for (int64_t o = 0; o < n_out; ++o) mixes[o] = 0;
   for (int64_t i = 0; i < n; ++i) {
     const float* w = fn_t.data() + i * n_out;
-    const float vi = v[i];
-    for (int64_t o = 0; o < n_out; ++o) mixes[o] += w[o] * vi;
+    const double vi = v[i];
+    for (int64_t o = 0; o < n_out; ++o) mixes[o] += static_cast<double>(w[o]) * vi;
   }
   for (int64_t o = 0; o < n_out; ++o) mixes[o] *= rho;
 }
@@ -54,39 +59,49 @@ Result<MhcMixer> MhcMixer::load(const Checkpoint& ckpt, const std::string& prefi
   return m;
 }
 
-void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, float* post, float* comb) const {
+MhcMixer MhcMixer::from_params(const MhcDims& dims, const std::vector<float>& fn, std::vector<float> base,
+                               std::vector<float> scale) {
+  MhcMixer m;
+  m.dims_ = dims;
+  m.fn_t_ = transposed(fn, (2 + dims.hc) * dims.hc, dims.hc * dims.hidden);
+  m.base_ = std::move(base);
+  m.scale_ = std::move(scale);
+  return m;
+}
+
+void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const {
   const int64_t hc = dims_.hc;
-  const float eps = dims_.eps;
-  std::vector<float> mixes(static_cast<size_t>((2 + hc) * hc));
+  const double eps = dims_.eps;
+  std::vector<double> mixes(static_cast<size_t>((2 + hc) * hc));
   mix(dims_, fn_t_, (2 + hc) * hc, streams, mixes.data());
-  std::vector<float> pre(static_cast<size_t>(hc));
+  std::vector<double> pre(static_cast<size_t>(hc));
   for (int64_t k = 0; k < hc; ++k) {
     pre[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + eps;
-    post[k] = 2.0f * sigmoid(mixes[hc + k] * scale_[1] + base_[hc + k]);
+    post[k] = 2.0 * sigmoid(mixes[hc + k] * scale_[1] + base_[hc + k]);
   }
   // comb: softmax over each row (output streams j of input i), + eps, then alternate column and
   // row normalisation (Sinkhorn), iters - 1 more rounds after the first column pass.
   for (int64_t i = 0; i < hc; ++i) {
-    float* r = comb + i * hc;
-    float mx = -INFINITY;
+    double* r = comb + i * hc;
+    double mx = -INFINITY;
     for (int64_t j = 0; j < hc; ++j) {
       r[j] = mixes[2 * hc + i * hc + j] * scale_[2] + base_[2 * hc + i * hc + j];
       mx = std::max(mx, r[j]);
     }
-    float s = 0;
+    double s = 0;
     for (int64_t j = 0; j < hc; ++j) s += (r[j] = std::exp(r[j] - mx));
     for (int64_t j = 0; j < hc; ++j) r[j] = r[j] / s + eps;
   }
   auto col_norm = [&] {
     for (int64_t j = 0; j < hc; ++j) {
-      float s = 0;
+      double s = 0;
       for (int64_t i = 0; i < hc; ++i) s += comb[i * hc + j];
       for (int64_t i = 0; i < hc; ++i) comb[i * hc + j] /= s + eps;
     }
   };
   auto row_norm = [&] {
     for (int64_t i = 0; i < hc; ++i) {
-      float s = 0;
+      double s = 0;
       for (int64_t j = 0; j < hc; ++j) s += comb[i * hc + j];
       for (int64_t j = 0; j < hc; ++j) comb[i * hc + j] /= s + eps;
     }
@@ -97,21 +112,21 @@ void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, float*
     col_norm();
   }
   for (int64_t c = 0; c < dims_.hidden; ++c) {
-    float acc = 0;
+    double acc = 0;
     for (int64_t k = 0; k < hc; ++k) acc += pre[k] * streams[k * dims_.hidden + c];
-    x[c] = num.round(acc);
+    x[c] = num.round(Bf16Point::mhc_collapse, acc);
   }
 }
 
-void MhcMixer::post(const V4Numerics& num, const float* f, const float* post, const float* comb,
+void MhcMixer::post(const V4Numerics& num, const float* f, const double* post, const double* comb,
                     float* streams) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
   std::vector<float> out(static_cast<size_t>(hc * d));
   for (int64_t j = 0; j < hc; ++j) {
     for (int64_t c = 0; c < d; ++c) {
-      float acc = 0;
+      double acc = 0;
       for (int64_t i = 0; i < hc; ++i) acc += comb[i * hc + j] * streams[i * d + c];
-      out[j * d + c] = num.round(post[j] * f[c] + acc);
+      out[j * d + c] = num.round(Bf16Point::mhc_expand, post[j] * f[c] + acc);
     }
   }
   std::copy(out.begin(), out.end(), streams);
@@ -130,13 +145,13 @@ Result<MhcHead> MhcHead::load(const Checkpoint& ckpt, const std::string& prefix,
 
 void MhcHead::collapse(const V4Numerics& num, const float* streams, float* out) const {
   const int64_t hc = dims_.hc;
-  std::vector<float> mixes(static_cast<size_t>(hc));
+  std::vector<double> mixes(static_cast<size_t>(hc));
   mix(dims_, fn_t_, hc, streams, mixes.data());
   for (int64_t k = 0; k < hc; ++k) mixes[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + dims_.eps;
   for (int64_t c = 0; c < dims_.hidden; ++c) {
-    float acc = 0;
+    double acc = 0;
     for (int64_t k = 0; k < hc; ++k) acc += mixes[k] * streams[k * dims_.hidden + c];
-    out[c] = num.round(acc);
+    out[c] = num.round(Bf16Point::head_collapse, acc);
   }
 }
 

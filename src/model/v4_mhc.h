@@ -27,12 +27,15 @@ struct MhcDims {
 class MhcMixer {
  public:
   static Result<MhcMixer> load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims);
+  // From the parameters themselves: fn [(2+hc)·hc, hc·hidden], base [(2+hc)·hc], scale [3].
+  static MhcMixer from_params(const MhcDims& dims, const std::vector<float>& fn, std::vector<float> base,
+                              std::vector<float> scale);
 
   // streams: [hc, hidden] of one token -> x [hidden] (the collapse, rounded), post [hc], comb
   // [hc, hc] (comb[i·hc + j]: input stream i to output stream j).
-  void pre(const V4Numerics& num, const float* streams, float* x, float* post, float* comb) const;
+  void pre(const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const;
   // streams [hc, hidden] in place: X'_j = round(post_j·f + Σ_i comb[i][j]·X_i).
-  void post(const V4Numerics& num, const float* f, const float* post, const float* comb,
+  void post(const V4Numerics& num, const float* f, const double* post, const double* comb,
             float* streams) const;
 
  private:

@@ -128,7 +128,7 @@ TEST(V4Model, VectorIsaMatchesReferenceIsa) {
   const Isa isa = best_isa();
   if (isa == Isa::reference) GTEST_SKIP() << "no vector ISA on this CPU";
   V4Numerics num;
-  num.bf16_rounding = false;
+  num.bf16_points = 0;
   auto ref_m = load(num, Isa::reference);
   auto vec_m = load(num, isa);
   ASSERT_TRUE(ref_m && vec_m);
@@ -184,7 +184,7 @@ TEST(V4Model, StateSlotErrorsAreBadInput) {
 // by 1e-2 or more (the reference's self-test: dropping top-k moves them by 1.3).
 TEST(V4Model, MatchesReferenceWithoutBf16Points) {
   V4Numerics num;
-  num.bf16_rounding = false;
+  num.bf16_points = 0;
   auto m = load(num);
   ASSERT_TRUE(m);
   const auto ids = test_ids();

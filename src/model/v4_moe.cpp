@@ -110,7 +110,7 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
         }
         float hi = gi / (1.0f + std::exp(-gi)) * ui;
         if (jb.weights != nullptr) hi *= jb.weights[r];
-        h[r * w + i] = num.round(hi);
+        h[r * w + i] = num.round(Bf16Point::expert_h, hi);
       }
     }
   });

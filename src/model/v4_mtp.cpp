@@ -1,4 +1,5 @@
 #include "model/v4_mtp.h"
+#include "model/v4_norm.h"
 
 #include "kernels/norm.h"
 
@@ -28,25 +29,22 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
   // e: [n, d] enorm(embedding); hx: [n·hc, d] hnorm per stream; h0: [n, hc, d]
   std::vector<float> e(static_cast<size_t>(n * d)), en(e.size()), ep(e.size());
   embed.lookup(next_tokens, n, e.data(), d);
-  rmsnorm(ctx.isa, e.data(), n, d, d, enorm_.data(), eps_, en.data(), d);
-  num.round_inplace(en.data(), n * d);
+  v4_rmsnorm(num, Bf16Point::mtp_norm, e.data(), n, d, enorm_.data(), eps_, en.data());
   std::vector<float> hx(static_cast<size_t>(n * hc * d)), h0(hx.size());
-  rmsnorm(ctx.isa, main_streams, n * hc, d, d, hnorm_.data(), eps_, hx.data(), d);
-  num.round_inplace(hx.data(), n * hc * d);
+  v4_rmsnorm(num, Bf16Point::mtp_norm, main_streams, n * hc, d, hnorm_.data(), eps_, hx.data());
   linear(ctx, e_proj_.w, en.data(), n, d, ep.data(), d);
   linear(ctx, h_proj_.w, hx.data(), n * hc, d, h0.data(), d);
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < hc; ++k)
       for (int64_t c = 0; c < d; ++c) {
         float& v = h0[(t * hc + k) * d + c];
-        v = num.round(ep[t * d + c] + v);
+        v = num.round(Bf16Point::mtp_h0, ep[t * d + c] + v);
       }
   const V4SequenceRows rows{0, n, &st, pages};
   block_.forward(ctx, num, h0.data(), n, pos, next_tokens, {&rows, 1}, scratch);
   std::vector<float> col(static_cast<size_t>(n * d));
   for (int64_t t = 0; t < n; ++t) head_.collapse(num, h0.data() + t * hc * d, col.data() + t * d);
-  rmsnorm(ctx.isa, col.data(), n, d, d, norm_.data(), eps_, h_out, d);
-  num.round_inplace(h_out, n * d);
+  v4_rmsnorm(num, Bf16Point::final_norm, col.data(), n, d, norm_.data(), eps_, h_out);
 }
 
 }  // namespace ds

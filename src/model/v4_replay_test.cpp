@@ -193,7 +193,7 @@ TEST(V4Replay, MisuseIsBadInput) {
 // visible entries at the hit).
 TEST(V4Replay, MatchesReferenceReplayWithoutBf16Points) {
   V4Numerics num;
-  num.bf16_rounding = false;
+  num.bf16_points = 0;
   auto m = load(num, Isa::reference, /*mtp_layer=*/false);
   ASSERT_TRUE(m);
   const auto ids = test_ids(70);

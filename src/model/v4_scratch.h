@@ -15,7 +15,8 @@ struct V4Scratch {
   // and final normed rows [rows, d].
   std::vector<float> streams, embedded, collapsed, final_rows;
   // V4Block: the sublayer input (collapsed, normed), mHC post/comb, the sublayer output.
-  std::vector<float> x, x_norm, post, comb, f;
+  std::vector<float> x, x_norm, f;
+  std::vector<double> post, comb;  // double: see mix() in v4_mhc.cpp
   // V4Attention
   std::vector<float> qa, qr, q, kva, kv, new_kv, win_kv, o, z;
   // V4Moe (g, u, h: one expert's hidden rows)

@@ -52,6 +52,18 @@ inline uint16_t f32_to_bf16(float f) {
   return static_cast<uint16_t>(b >> 16);
 }
 inline float round_to_bf16(float f) { return bf16_to_f32(f32_to_bf16(f)); }
+// The bf16 value nearest to a double (ties to even), without the double rounding of
+// round_to_bf16(float(d)): d goes to f32 rounded to odd (a sticky last bit), which the f32 -> bf16
+// step then rounds correctly (f32 keeps more than 2 bits beyond bf16's 8).
+inline float round_to_bf16(double d) {
+  float f = static_cast<float>(d);
+  if (static_cast<double>(f) != d && std::isfinite(f) && f != 0.0f) {
+    uint32_t bits = f32_to_bits(f);
+    if ((bits & 1u) == 0) bits = std::fabs(d) > std::fabs(static_cast<double>(f)) ? bits + 1 : bits - 1;
+    f = bits_to_f32(bits);
+  }
+  return round_to_bf16(f);
+}
 
 // ---- f16 (IEEE half) ----
 float f16_to_f32(uint16_t h);

@@ -305,6 +305,14 @@ class V4Config:
             compress_ratios=ratios, fp8_block=tuple(qc.get("weight_block_size", (128, 128))))
 
 
+# The bf16 rounding points (README "V4", "Numerics"), each switchable on its own (--bf16-points) for
+# the ablation of docs/numerics.md. Norm points are named after the norm weight's module.
+BF16_POINTS = ("sub_norm", "q_norm", "kv_norm", "comp_norm", "final_norm", "mtp_norm", "mhc_collapse",
+               "mhc_expand", "head_collapse", "attn_probs", "expert_h", "index_w", "mtp_h0")
+NORM_POINTS = {"attn_norm": "sub_norm", "ffn_norm": "sub_norm", "q_norm": "q_norm", "kv_norm": "kv_norm",
+               "compressor": "comp_norm", "norm": "final_norm", "enorm": "mtp_norm", "hnorm": "mtp_norm"}
+
+
 @dataclasses.dataclass
 class V4Numerics:
     """Switches for the points the spec leaves open or lists as variants (defaults in README "V4").
@@ -326,10 +334,17 @@ class V4Numerics:
     bf16: bool = True
     index_score: str = "f64"
     f32_noise: bool = False
+    bf16_points: tuple = BF16_POINTS  # the points `bf16` enables (all by default)
 
     def __post_init__(self):
         if self.kv_sim not in ("fp8", "none") or self.index_score not in ("f64", "bf16"):
             raise ValueError(f"bad numerics {self}")
+        unknown = set(self.bf16_points) - set(BF16_POINTS)
+        if unknown:
+            raise ValueError(f"unknown bf16 points {sorted(unknown)}; known: {', '.join(BF16_POINTS)}")
+
+    def rounds(self, point):
+        return self.bf16 and point in self.bf16_points
 
 
 # ---------------------------------------------------------------- RoPE (§3)
@@ -435,8 +450,9 @@ class DeepseekV4Reference:
         self.freqs_comp = rope_freqs(cfg.rope_dim, cfg.compress_rope_theta, cfg.yarn)
 
     # ---- primitives
-    def round(self, x):
-        return bf16(x) if self.num.bf16 else x
+    def round(self, x, point):
+        """bf16 at rounding point `point` (BF16_POINTS) when the numerics enable it."""
+        return bf16(x) if self.num.rounds(point) else x
 
     def linear(self, x, prefix, weight=None):
         """x [T, in] -> [T, out], one row at a time with a fixed summation order so a row's result never
@@ -454,7 +470,9 @@ class DeepseekV4Reference:
     def norm(self, x, name):
         """RMSNorm in float64, rounded once to bf16 (§3)."""
         w = self.w.f64(name)
-        return self.round(w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.cfg.eps)))
+        parts = name.split(".")
+        point = NORM_POINTS["compressor" if parts[-3:-2] == ["compressor"] else parts[-2]]
+        return self.round(w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.cfg.eps)), point)
 
     def kv_store_sim(self, kv):
         """Window/compressed main KV: FP8 (64-blocks) on the non-RoPE channels, RoPE channels untouched."""
@@ -475,12 +493,12 @@ class DeepseekV4Reference:
         mixes = self.linear(v, None, self.w.f64(p + "fn")) * rho
         pre, post, comb = sinkhorn_split(mixes, self.w.f64(p + "scale"), self.w.f64(p + "base"), cfg.hc_mult,
                                          cfg.hc_iters, cfg.hc_eps)
-        return self.round(np.sum(pre[:, :, None] * streams, axis=1)), post, comb
+        return self.round(np.sum(pre[:, :, None] * streams, axis=1), "mhc_collapse"), post, comb
 
     def hc_post(self, f, streams, post, comb):
         """X'_j = post_j·f + Σ_i comb[i, j]·X_i, rounded to bf16. f: [T, d], streams: [T, hc, d]."""
         mixed = np.sum(comb[:, :, :, None] * streams[:, :, None, :], axis=1)  # [T, hc(out j), d]
-        return self.round(post[:, :, None] * f[:, None, :] + mixed)
+        return self.round(post[:, :, None] * f[:, None, :] + mixed, "mhc_expand")
 
     def hc_head(self, streams, p):
         """Hyper-head collapse (§4.9); the result is rounded like every other collapse (§4.2 step 4)."""
@@ -491,7 +509,7 @@ class DeepseekV4Reference:
         mixes = self.linear(v, None, self.w.f64(p + "hc_head_fn")) * rho
         pre = 1.0 / (1.0 + np.exp(-(mixes * self.w.f64(p + "hc_head_scale")[0] + self.w.f64(p + "hc_head_base"))))
         pre = pre + cfg.hc_eps
-        return self.round(np.sum(pre[:, :, None] * streams, axis=1))
+        return self.round(np.sum(pre[:, :, None] * streams, axis=1), "head_collapse")
 
     # ---- compressor (§4.4)
     def compress(self, p, x, positions, cs, d_c, freqs, index_keys):
@@ -536,7 +554,7 @@ class DeepseekV4Reference:
         q = self.linear(qr, p + "wq_b").reshape(len(positions), cfg.index_heads, cfg.index_dim)
         q[..., -cfg.rope_dim:] = rope(q[..., -cfg.rope_dim:], positions, freqs)
         q = sim_fp4(hadamard(q), 32)
-        w = self.round(self.linear(x, p + "weights_proj")) * (cfg.index_dim ** -0.5 * cfg.index_heads ** -0.5)
+        w = self.round(self.linear(x, p + "weights_proj"), "index_w") * (cfg.index_dim ** -0.5 * cfg.index_heads ** -0.5)
         return q, w
 
     def index_select(self, q, w, keys, n_visible):
@@ -559,7 +577,7 @@ class DeepseekV4Reference:
         m = s.max(axis=1, keepdims=True)
         e = np.exp(s - m)
         denom = e.sum(axis=1) + np.exp(sink - m[:, 0])
-        return np.sum(self.round(e)[:, :, None] * keys[None, :, :], axis=1) / denom[:, None]
+        return np.sum(self.round(e, "attn_probs")[:, :, None] * keys[None, :, :], axis=1) / denom[:, None]
 
     def attention(self, p, x, positions, st):
         cfg = self.cfg
@@ -621,7 +639,7 @@ class DeepseekV4Reference:
         h = g / (1.0 + np.exp(-g)) * u
         if weight is not None:
             h = h * weight[:, None]
-        return self.linear(self.round(h), p + "w2")
+        return self.linear(self.round(h, "expert_h"), p + "w2")
 
     def moe(self, p, x, tokens, hash_layer):
         cfg = self.cfg
@@ -697,7 +715,7 @@ class DeepseekV4Reference:
         hx = self.norm(streams, p + "hnorm.weight").reshape(n * cfg.hc_mult, cfg.dim)  # per stream
         # The stream state is bf16 everywhere (embedding, every hc_post); H0 is rounded the same way.
         h0 = self.round(self.linear(e, p + "e_proj")[:, None, :]
-                        + self.linear(hx, p + "h_proj").reshape(n, cfg.hc_mult, cfg.dim))
+                        + self.linear(hx, p + "h_proj").reshape(n, cfg.hc_mult, cfg.dim), "mtp_h0")
         positions = first_pos + np.arange(n)
         out = self.block(p, h0, positions, next_tokens, state.mtp_layers[0], False)
         if state.dump is not None:
@@ -775,6 +793,14 @@ def chunk_sizes(n_tokens, prefill=None, chunks=None):
     return [n_tokens]
 
 
+def parse_points(text):
+    """--bf16-points: "a,b" = only those; "-a,b" = all but those; None = all."""
+    if text is None:
+        return BF16_POINTS
+    names = [t for t in text.lstrip("-").split(",") if t]
+    return tuple(p for p in BF16_POINTS if p not in names) if text.startswith("-") else tuple(names)
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", required=True)
@@ -788,6 +814,8 @@ def main(argv):
     ap.add_argument("--act-quant", action="store_true", help="FP8 activations in FP8/FP4 GEMMs, bf16 out")
     ap.add_argument("--no-bf16", action="store_true", help="skip the bf16 rounding points")
     ap.add_argument("--index-score", choices=["f64", "bf16"], default="f64")
+    ap.add_argument("--bf16-points", help="comma-separated bf16 rounding points to apply (default all: "
+                    + ",".join(BF16_POINTS) + "); a leading '-' applies all but those listed")
     ap.add_argument("--f32-noise", action="store_true", help="round linear outputs to f32 (tolerance sizing)")
     ap.add_argument("--dump-layers", help=".npz of the stream state after every block (layerN, mtp0): [n, hc, d]")
     ap.add_argument("--replay-hit", type=int, help="SWA bounded replay of a cached prefix of this many tokens: "
@@ -797,7 +825,7 @@ def main(argv):
     tokens = [int(t) for t in args.tokens.split(",")]
     numerics = V4Numerics(kv_sim=args.kv_sim, shared_expert_clamp=args.shared_expert_clamp == "on",
                           act_quant=args.act_quant, bf16=not args.no_bf16, index_score=args.index_score,
-                          f32_noise=args.f32_noise)
+                          f32_noise=args.f32_noise, bf16_points=parse_points(args.bf16_points))
     ref = DeepseekV4Reference(args.model, numerics)
     chunks = [int(c) for c in args.chunks.split(",")] if args.chunks else None
     if args.replay_hit:

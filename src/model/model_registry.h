@@ -1,0 +1,33 @@
+// Which model class runs a checkpoint: one factory per config.json model_type. A new model
+// (deepseek_v41) is one more row in model_registry.cpp; callers only see ModelRunner.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "base/status.h"
+#include "model/model_options.h"
+#include "model/model_runner.h"
+#include "weights/model_config.h"
+
+namespace ds {
+
+// Builds the model of `cfg` (already parsed from dir/config.json) with `opts`; each factory reads
+// the model-specific part of `opts` itself (opts.numerics, docs/numerics.md).
+using ModelFactory = Result<std::unique_ptr<ModelRunner>> (*)(const std::string& dir, const ModelConfig& cfg,
+                                                              const ModelOptions& opts);
+
+struct ModelRegistration {
+  std::string_view model_type;  // config.json "model_type"
+  ModelFactory factory;
+};
+
+// Every model_type the engine runs (a fixed table, no registration at run time).
+std::span<const ModelRegistration> registered_models();
+
+// The model dir/config.json asks for; model_unsupported naming the model_type when none runs it.
+Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const ModelOptions& opts);
+
+}  // namespace ds
