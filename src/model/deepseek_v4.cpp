@@ -29,12 +29,12 @@ Status check_config(const ModelConfig& c) {
   return ok_status();
 }
 
-int32_t swa_replay_tokens_for(const ModelConfig& c) {
+int32_t swa_replay_tokens_for(const ModelConfig& c, const std::vector<LayerSpec>& specs) {
   // The window, and at least one group of every overlapping (CSA) compressor: at a block-aligned
   // hit H its state is the raw group [H - ratio, H), which the replay must have seen.
   int32_t w = c.sliding_window;
   for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
-    if (c.attention_kind(layer) == AttentionKind::csa) w = std::max(w, c.compress_ratio(layer));
+    if (specs[layer].overlap) w = std::max(w, specs[layer].compress_ratio);
   }
   return w;
 }
@@ -67,11 +67,12 @@ Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(Checkpoint ckpt, const Mode
 
 Status DeepSeekV4::build() {
   const ModelConfig& c = cfg_;
-  replay_tokens_ = swa_replay_tokens_for(c);
+  DS_ASSIGN_OR_RETURN(specs_, v4_layer_specs(c));
+  replay_tokens_ = swa_replay_tokens_for(c, specs_);
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    DS_ASSIGN_OR_RETURN(V4Block b,
-                        V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, l, c.is_hash_layer(l)));
+    DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
+                                                 c.is_hash_layer(l)));
     layers_.push_back(std::move(b));
   }
   DS_ASSIGN_OR_RETURN(hc_head_, MhcHead::load(ckpt_, "", mhc_dims(c)));
@@ -79,7 +80,7 @@ Status DeepSeekV4::build() {
   const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
   DS_ASSIGN_OR_RETURN(head_, load_linear_layer(ckpt_, "head", c.vocab_size, c.hidden_size, block));
   if (c.num_draft_layers() == 1) {
-    DS_ASSIGN_OR_RETURN(mtp_, V4Mtp::load(ckpt_, c, 0));
+    DS_ASSIGN_OR_RETURN(mtp_, V4Mtp::load(ckpt_, c, 0, specs_[c.num_hidden_layers]));
   }
   return ok_status();
 }
@@ -91,10 +92,10 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
   int64_t per_seq = 0;
   const int64_t lcm = l.block_size_multiple;
   for (int layer = 0; layer < n_layer_slots(); ++layer) {
-    const int ratio = cfg_.compress_ratio(layer);
+    const int ratio = specs_[layer].compress_ratio;
     per_seq += int64_t{cfg_.sliding_window} * (cfg_.head_dim * 4 + 8);  // ring rows + positions
     if (ratio == 0) continue;
-    const bool csa = cfg_.attention_kind(layer) == AttentionKind::csa;
+    const bool csa = specs_[layer].owns_indexer();
     per_token_x_lcm += lcm / ratio * 4 * (cfg_.head_dim + (csa ? cfg_.index_head_dim : 0));
     // compressor partial groups: kv + score, rows × coff·d_c
     per_seq += int64_t{2} * 4 * (csa ? 2 * ratio : ratio) * (csa ? 2 : 1) * cfg_.head_dim;
@@ -123,7 +124,7 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   }
   for (int layer = 0; layer < n_layer_slots(); ++layer) {
     // Readers index entries by their row in the layer's pool (int32, V4EntryPages::row_of).
-    const int ratio = cfg_.compress_ratio(layer);
+    const int ratio = specs_[layer].compress_ratio;
     if (ratio > 0 &&
         int64_t{cfg.n_blocks} * (cfg.block_size_tokens / ratio) > std::numeric_limits<int32_t>::max())
       return Status(ErrorCode::invalid_argument, "n_blocks: more compressed entries than int32 row ids");
@@ -133,11 +134,11 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   // Everything is allocated before anything is replaced, so an error leaves the old cache.
   std::vector<PagedLatentCache> comp(static_cast<size_t>(n_layer_slots())), idx(comp.size());
   for (int layer = 0; layer < n_layer_slots(); ++layer) {
-    const int ratio = cfg_.compress_ratio(layer);
+    const int ratio = specs_[layer].compress_ratio;
     if (ratio == 0 || (layer >= cfg_.num_hidden_layers && !cfg.mtp_layer)) continue;
     const KvCacheConfig entry_cfg{cfg.block_size_tokens / ratio, cfg.n_blocks, 0};
     DS_ASSIGN_OR_RETURN(comp[layer], PagedLatentCache::allocate(1, cfg_.head_dim, entry_cfg, 1, limit));
-    if (cfg_.attention_kind(layer) == AttentionKind::csa) {
+    if (specs_[layer].owns_indexer()) {
       DS_ASSIGN_OR_RETURN(idx[layer],
                           PagedLatentCache::allocate(1, cfg_.index_head_dim, entry_cfg, 1, limit));
     }
@@ -151,7 +152,7 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
 
 V4LayerPages DeepSeekV4::pages_for(int layer, const int32_t* block_table) const {
   V4LayerPages p;
-  const int ratio = cfg_.compress_ratio(layer);
+  const int ratio = specs_[layer].compress_ratio;
   if (!comp_pages_[layer].empty()) p.comp = V4EntryPages{comp_pages_[layer].slot(0), ratio, block_table};
   if (!idx_pages_[layer].empty()) p.idx = V4EntryPages{idx_pages_[layer].slot(0), ratio, block_table};
   return p;
@@ -242,18 +243,17 @@ V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq, int64_t replay_end) {
     slot.pending_streams.clear();
     auto make = [&](int layer) {
       V4LayerState st;
-      const int ratio = cfg_.compress_ratio(layer);
-      st.reset(cfg_.sliding_window, cfg_.head_dim, ratio, cfg_.attention_kind(layer) == AttentionKind::csa,
-               cfg_.index_head_dim);
+      const int ratio = specs_[layer].compress_ratio;
+      st.reset(cfg_.sliding_window, cfg_.head_dim, ratio, specs_[layer].owns_indexer(), cfg_.index_head_dim);
       return st;
     };
     slot.layers.clear();
     for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
       slot.layers.push_back(make(l));
-      const int ratio = cfg_.compress_ratio(l);
+      const int ratio = specs_[l].compress_ratio;
       if (replay && ratio > 0) {  // the prefix's entries are in the shared blocks already
         slot.layers.back().n_entries = replay_end / ratio;
-        if (cfg_.attention_kind(l) == AttentionKind::csa) slot.layers.back().n_idx_keys = replay_end / ratio;
+        if (specs_[l].owns_indexer()) slot.layers.back().n_idx_keys = replay_end / ratio;
       }
     }
     slot.mtp_layers.clear();

@@ -39,6 +39,7 @@
 #include "model/v4_numerics.h"
 #include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
+#include "weights/layer_spec.h"
 #include "weights/model_config.h"
 
 namespace ds {
@@ -85,6 +86,7 @@ class DeepSeekV4 final : public ModelRunner {
   std::unique_ptr<ThreadPool> pool_;
   ForwardContext ctx_;
   Embedding embed_;
+  std::vector<LayerSpec> specs_;  // every layer slot's role (main layers, then MTP)
   std::vector<V4Block> layers_;
   MhcHead hc_head_;
   std::vector<float> final_norm_;

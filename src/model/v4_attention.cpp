@@ -11,7 +11,7 @@
 namespace ds {
 
 Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                                      int layer) {
+                                      const LayerSpec& spec) {
   V4Attention a;
   a.hidden_ = c.hidden_size;
   a.n_heads_ = c.num_attention_heads;
@@ -21,7 +21,8 @@ Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string&
   a.o_groups_ = c.o_groups;
   a.o_lora_ = c.o_lora_rank;
   a.window_ = c.sliding_window;
-  a.ratio_ = c.compress_ratio(layer);
+  a.ratio_ = spec.compress_ratio;
+  a.window_quant_ = spec.window_kv;
   a.eps_ = static_cast<float>(c.rms_norm_eps);
   const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
 
@@ -53,11 +54,11 @@ Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string&
   a.slice_wo_a();
   DS_ASSIGN_OR_RETURN(a.sink_, load_f32_param(ckpt, prefix + "attn_sink", Shape{a.n_heads_}));
   if (a.ratio_ > 0) {
-    const bool csa = c.attention_kind(layer) == AttentionKind::csa;
-    V4CompressorDims cd{a.ratio_, csa, a.head_dim_, a.rope_dim_, a.hidden_, a.eps_, false};
+    V4CompressorDims cd{a.ratio_,  spec.overlap, a.head_dim_, a.rope_dim_,
+                        a.hidden_, a.eps_,       false,       spec.compressed_kv};
     DS_ASSIGN_OR_RETURN(a.compressor_, V4Compressor::load(ckpt, prefix + "compressor.", cd));
-    if (csa) {
-      DS_ASSIGN_OR_RETURN(a.indexer_, V4Indexer::load(ckpt, prefix + "indexer.", c, a.ratio_));
+    if (spec.owns_indexer()) {
+      DS_ASSIGN_OR_RETURN(a.indexer_, V4Indexer::load(ckpt, prefix + "indexer.", c, spec));
     }
   }
   return a;
@@ -189,7 +190,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   linear(ctx, wkv_.w, x, n, hidden_, kva, D);
   v4_rmsnorm(num, Bf16Point::kv_norm, kva, n, D, kv_norm_.data(), eps_, kv);
   rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
-  v4_kv_store_sim(ctx.isa, num, kv, n, D, rd);
+  v4_cache_quant_sim(ctx.isa, num, window_quant_, kv, n, D, rd);
 
   // o: [n_rows, H, D] the attention output of every row
   float* o = scratch_of(scratch.o, n * hd);

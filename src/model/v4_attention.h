@@ -20,15 +20,16 @@
 #include "model/v4_numerics.h"
 #include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
+#include "weights/layer_spec.h"
 #include "weights/model_config.h"
 
 namespace ds {
 
 class V4Attention {
  public:
-  // `<prefix>` = "layers.N.attn." / "mtp.K.attn."; `layer` indexes compress_ratios.
+  // `<prefix>` = "layers.N.attn." / "mtp.K.attn."; `spec`: the layer's role (weights/layer_spec.h).
   static Result<V4Attention> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                                  int layer);
+                                  const LayerSpec& spec);
 
   // x: [n_rows, hidden] the normed attention input of the chunks of `seqs` (rows consecutive, in
   // order) at positions pos[0..n_rows); out: [n_rows, hidden]. The query/KV and output
@@ -54,6 +55,7 @@ class V4Attention {
 
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
   int32_t window_ = 0, ratio_ = 0;
+  CacheQuant window_quant_ = CacheQuant::none;  // the window ring's storage (LayerSpec::window_kv)
   float eps_ = 0;
   std::vector<float> inv_freq_;  // SWA layers: rope_theta; compressed layers: compress_rope_theta + YaRN
   Linear wq_a_, wq_b_, wkv_, wo_b_;

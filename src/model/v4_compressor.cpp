@@ -23,10 +23,25 @@ Result<V4Compressor> V4Compressor::load(const Checkpoint& ckpt, const std::strin
   return c;
 }
 
-void v4_kv_store_sim(Isa isa, const V4Numerics& num, float* kv, int64_t n_rows, int64_t head_dim,
-                     int64_t rope_dim) {
-  if (!num.kv_fp8_sim || n_rows == 0) return;
-  quant_sim_rows(isa, kv, n_rows, head_dim - rope_dim, head_dim, v4_kv_fp8_spec());
+void v4_cache_quant_sim(Isa isa, const V4Numerics& num, CacheQuant quant, float* rows, int64_t n_rows,
+                        int64_t width, int64_t rope_dim) {
+  if (n_rows == 0) return;
+  switch (quant) {
+    case CacheQuant::none:
+      return;
+    case CacheQuant::fp8_64_pow2_nope:
+      if (num.kv_fp8_sim) quant_sim_rows(isa, rows, n_rows, width - rope_dim, width, v4_kv_fp8_spec());
+      return;
+    case CacheQuant::fp8_32_pow2:
+      if (num.kv_fp8_sim) quant_sim_rows(isa, rows, n_rows, width, width, v41_window_fp8_spec());
+      return;
+    case CacheQuant::fp4_32_pow2:
+      quant_sim_rows(isa, rows, n_rows, width, width, v4_indexer_fp4_spec());
+      return;
+    case CacheQuant::fp4_16_e4m3:
+      quant_sim_rows(isa, rows, n_rows, width, width, v41_compressed_fp4_spec());
+      return;
+  }
 }
 
 void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
@@ -83,12 +98,8 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
   float* out = new_entries.data();  // out: [n_new, d_c]
   v4_rmsnorm(num, Bf16Point::comp_norm, pooled.data(), n_new, d_c, norm_.data(), dims_.eps, out);
   rope_interleaved(ctx.isa, out, n_new, d_c, 1, d_c, d_c - dims_.rope_dim, entry_pos.data(), inv_freq);
-  if (dims_.index_keys) {
-    hadamard_rows(ctx.isa, out, n_new, d_c, d_c, hadamard_default_scale(d_c));
-    quant_sim_rows(ctx.isa, out, n_new, d_c, d_c, v4_indexer_fp4_spec());
-  } else {
-    v4_kv_store_sim(ctx.isa, num, out, n_new, d_c, dims_.rope_dim);
-  }
+  if (dims_.index_keys) hadamard_rows(ctx.isa, out, n_new, d_c, d_c, hadamard_default_scale(d_c));
+  { v4_cache_quant_sim(ctx.isa, num, dims_.quant, out, n_new, d_c, dims_.rope_dim); }
 }
 
 }  // namespace ds

@@ -15,6 +15,7 @@
 #include "model/v4_kv_state.h"
 #include "model/v4_numerics.h"
 #include "weights/checkpoint.h"
+#include "weights/layer_spec.h"
 
 namespace ds {
 
@@ -25,7 +26,8 @@ struct V4CompressorDims {
   int64_t rope_dim = 0;
   int64_t hidden = 0;
   float eps = 0;
-  bool index_keys = false;  // Hadamard + FP4 instead of the FP8 KV simulation
+  bool index_keys = false;              // Hadamard before the storage simulation (indexer keys)
+  CacheQuant quant = CacheQuant::none;  // the entries' storage (LayerSpec::compressed_kv / index_keys)
 };
 
 class V4Compressor {
@@ -50,8 +52,10 @@ class V4Compressor {
   std::vector<float> ape_, norm_;
 };
 
-// FP8 simulation of a main KV row's non-RoPE channels [0, head_dim - rope_dim) (64-blocks).
-void v4_kv_store_sim(Isa isa, const V4Numerics& num, float* kv, int64_t n_rows, int64_t head_dim,
-                     int64_t rope_dim);
+// The storage simulation `quant` of rows [n_rows, width] in place (model-spec §3). The main-KV
+// FP8 ones (fp8_64_pow2_nope: channels [0, width - rope_dim); fp8_32_pow2: all) follow
+// num.kv_fp8_sim; the FP4 ones always run (they are the stored format of the indexer / V4.1 KV).
+void v4_cache_quant_sim(Isa isa, const V4Numerics& num, CacheQuant quant, float* rows, int64_t n_rows,
+                        int64_t width, int64_t rope_dim);
 
 }  // namespace ds

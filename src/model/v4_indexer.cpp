@@ -11,7 +11,8 @@
 namespace ds {
 
 Result<V4Indexer> V4Indexer::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                                  int32_t ratio) {
+                                  const LayerSpec& spec) {
+  const int32_t ratio = spec.compress_ratio;
   V4Indexer ix;
   ix.n_heads_ = c.index_n_heads;
   ix.head_dim_ = c.index_head_dim;
@@ -25,8 +26,10 @@ Result<V4Indexer> V4Indexer::load(const Checkpoint& ckpt, const std::string& pre
       ix.wq_b_, load_linear_layer(ckpt, prefix + "wq_b", ix.n_heads_ * ix.head_dim_, ix.q_lora_, block));
   DS_ASSIGN_OR_RETURN(ix.weights_proj_,
                       load_linear_layer(ckpt, prefix + "weights_proj", ix.n_heads_, ix.hidden_, block));
-  V4CompressorDims cd{ratio, true, ix.head_dim_, ix.rope_dim_, ix.hidden_, static_cast<float>(c.rms_norm_eps),
-                      true};
+  ix.quant_ = spec.index_keys;
+  V4CompressorDims cd{ratio,        spec.overlap,   ix.head_dim_,
+                      ix.rope_dim_, ix.hidden_,     static_cast<float>(c.rms_norm_eps),
+                      true,         spec.index_keys};
   DS_ASSIGN_OR_RETURN(ix.compressor_, V4Compressor::load(ckpt, prefix + "compressor.", cd));
   return ix;
 }
@@ -45,7 +48,7 @@ void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const f
   linear(ctx, wq_b_.w, qr, n, q_lora_, q.data(), hd);
   rope_interleaved(ctx.isa, q.data(), n, hd, n_heads_, head_dim_, head_dim_ - rope_dim_, pos, inv_freq);
   hadamard_rows(ctx.isa, q.data(), n * n_heads_, head_dim_, head_dim_, hadamard_default_scale(head_dim_));
-  quant_sim_rows(ctx.isa, q.data(), n * n_heads_, head_dim_, head_dim_, v4_indexer_fp4_spec());
+  v4_cache_quant_sim(ctx.isa, num, quant_, q.data(), n * n_heads_, head_dim_, rope_dim_);
   linear(ctx, weights_proj_.w, x, n, hidden_, w.data(), n_heads_);
   const float w_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_) * n_heads_));
   for (float& v : w) v = num.round(Bf16Point::index_w, v) * w_scale;

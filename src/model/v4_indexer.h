@@ -22,8 +22,9 @@ namespace ds {
 class V4Indexer {
  public:
   // `<prefix>{wq_b, weights_proj, compressor.*}` (prefix "layers.N.attn.indexer.").
+  // `spec`: the owning layer (its ratio, and index_keys: the keys' and queries' storage).
   static Result<V4Indexer> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                                int32_t ratio);
+                                const LayerSpec& spec);
 
   // Feeds the chunk into the indexer's compressor and writes the keys it completes to `keys` (the
   // sequence's paged indexer keys [n_keys, index_dim]; st.n_idx_keys counts them), then selects
@@ -37,6 +38,7 @@ class V4Indexer {
 
  private:
   int64_t n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, hidden_ = 0, q_lora_ = 0, top_k_ = 0;
+  CacheQuant quant_ = CacheQuant::none;  // keys and queries (LayerSpec::index_keys)
   int32_t ratio_ = 0;
   Linear wq_b_, weights_proj_;
   V4Compressor compressor_;

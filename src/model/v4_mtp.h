@@ -20,8 +20,8 @@ namespace ds {
 
 class V4Mtp {
  public:
-  // `mtp.<k>.*`; compress_ratios[num_hidden_layers + k] gives its attention kind.
-  static Result<V4Mtp> load(const Checkpoint& ckpt, const ModelConfig& c, int k);
+  // `mtp.<k>.*`; `spec`: its layer slot's role (num_hidden_layers + k).
+  static Result<V4Mtp> load(const Checkpoint& ckpt, const ModelConfig& c, int k, const LayerSpec& spec);
 
   // main_streams: [n, hc, hidden] main final streams at positions pos[0..n); next_tokens [n];
   // h_out: [n, hidden] normed rows for the head.

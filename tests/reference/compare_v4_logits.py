@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Compares `deepinfer logits` on a DeepSeek-V4 checkpoint with tests/reference/deepseek_v4_ref.py.
 
-Two modes (--mode, default both). Each runs one prefill, token by token, and prefill 21 then decode,
+Three modes (--mode, default all). Each runs one prefill, token by token, and prefill 21 then decode,
 for the logits and the MTP logits, and requires the three engine runs to be bitwise equal (chunk
 invariance).
 
@@ -19,7 +19,10 @@ script's 70 ids measured 1.7e-6, and 0.8 with the bf16 points left on, far over 
   max |engine - reference| <= 1.5e-5 * max |reference| + 2e-6, and argmax agrees on every row.
 A logic error (wrong key, entry, expert or rotation) moves logits by 1e-2 or more.
 
-    compare_v4_logits.py --deepinfer BIN --model DIR --work DIR [--n-ids 70] [--mode both|production|no-bf16]
+switches: `--numerics no-bf16,kv_fp8_sim=off,shared_expert_clamp=off` against the reference's
+--no-bf16 --kv-sim none --shared-expert-clamp off, at the same tight bound (the options reach the model).
+
+    compare_v4_logits.py --deepinfer BIN --model DIR --work DIR [--n-ids 70] [--mode all|both|production|no-bf16|switches]
 """
 import argparse
 import os
@@ -56,11 +59,21 @@ def check(name, eng, ref):
     return ok
 
 
+# mode -> (deepinfer --numerics, reference switches, tight bound)
+MODES = {
+    "production": ("production", [], False),
+    "no-bf16": ("no-bf16", ["--no-bf16"], True),
+    # the April 2026 release's numerics (docs/numerics.md "V4 numerics options"), at the tight bound
+    "switches": ("no-bf16,kv_fp8_sim=off,shared_expert_clamp=off",
+                 ["--no-bf16", "--kv-sim", "none", "--shared-expert-clamp", "off"], True),
+}
+
+
 def compare_mode(args, mode, id_text):
-    tight = mode == "no-bf16"
+    numerics, ref_switches, tight = MODES[mode]
     ref_out, ref_mtp = os.path.join(args.work, f"ref_{mode}.npy"), os.path.join(args.work, f"ref_{mode}_mtp.npy")
     subprocess.run([sys.executable, os.path.join(HERE, "deepseek_v4_ref.py"), "--model", args.model, "--tokens",
-                    id_text, "--out", ref_out, "--mtp-out", ref_mtp] + (["--no-bf16"] if tight else []), check=True)
+                    id_text, "--out", ref_out, "--mtp-out", ref_mtp] + ref_switches, check=True)
     ref, ref_m = np.load(ref_out), np.load(ref_mtp)
     checker = check_tight if tight else check
     ok = True
@@ -69,7 +82,7 @@ def compare_mode(args, mode, id_text):
         out = os.path.join(args.work, f"eng_{mode}_{prefill}.npy")
         mtp = os.path.join(args.work, f"eng_{mode}_{prefill}_mtp.npy")
         subprocess.run([args.deepinfer, "logits", "--model", args.model, "--ids", id_text, "--prefill", str(prefill),
-                        "--numerics", mode, "--out", out, "--mtp-out", mtp], check=True)
+                        "--numerics", numerics, "--out", out, "--mtp-out", mtp], check=True)
         eng, eng_m = np.load(out), np.load(mtp)
         ok &= checker(f"{mode} prefill {prefill} logits", eng, ref)
         ok &= checker(f"{mode} prefill {prefill} mtp", eng_m, ref_m)
@@ -87,13 +100,14 @@ def main(argv):
     ap.add_argument("--model", required=True)
     ap.add_argument("--work", required=True)
     ap.add_argument("--n-ids", type=int, default=70)
-    ap.add_argument("--mode", choices=["both", "production", "no-bf16"], default="both")
+    ap.add_argument("--mode", choices=["all", "both"] + list(MODES), default="all",
+                    help="both = production and no-bf16; all = every mode")
     args = ap.parse_args(argv)
     os.makedirs(args.work, exist_ok=True)
     rng = random.Random(7)
     ids = [0] + [rng.randrange(129280) for _ in range(args.n_ids - 1)]
     id_text = ",".join(str(i) for i in ids)
-    modes = ["production", "no-bf16"] if args.mode == "both" else [args.mode]
+    modes = {"all": list(MODES), "both": ["production", "no-bf16"]}.get(args.mode, [args.mode])
     ok = True
     for mode in modes:
         ok &= compare_mode(args, mode, id_text)
