@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kvcache/disk_tier.h"
+#include "kvcache/redis_tier.h"
 #include "kvcache/tier_key.h"
 #include "weights/checkpoint.h"
 
@@ -20,6 +21,8 @@ void add_kv_tier_options(CLI::App* sub, KvTierOptions& o) {
   g->add_option("--kv-disk-dir", o.disk_dir, "Folder of the SSD tier (created; entries survive restarts)");
   g->add_option("--kv-disk-gib", o.disk_gib, "Capacity of the SSD tier (LRU beyond it)")
       ->capture_default_str();
+  g->add_option("--kv-redis", o.redis_url, "Redis tier shared by servers: redis://HOST:PORT or unix:///PATH");
+  g->add_option("--kv-redis-ttl-s", o.redis_ttl_s, "EXPIRE of the Redis entries")->capture_default_str();
   g->add_option("--kv-secret-file", o.secret_file,
                 "Secret that keys the tier entries (created on first use; default DIR/secret). Servers "
                 "sharing tiers share it");
@@ -48,20 +51,41 @@ Result<uint64_t> checkpoint_fingerprint(const std::string& model_dir) {
 }
 
 Status configure_kv_tiers(const KvTierOptions& o, const std::string& model_dir, KvTierConfig& cfg) {
-  if (o.disk_dir.empty()) return ok_status();
-  if (!(o.disk_gib > 0)) return Status(ErrorCode::invalid_argument, "--kv-disk-gib must be > 0");
+  if (o.disk_dir.empty() && o.redis_url.empty()) return ok_status();
+  if (!o.disk_dir.empty() && !(o.disk_gib > 0))
+    return Status(ErrorCode::invalid_argument, "--kv-disk-gib must be > 0");
+  if (o.disk_dir.empty() && o.secret_file.empty()) {
+    return Status(ErrorCode::invalid_argument,
+                  "--kv-redis without --kv-disk-dir needs --kv-secret-file (the same file on every server)");
+  }
+  if (!o.redis_url.empty() && o.redis_ttl_s < 1)
+    return Status(ErrorCode::invalid_argument, "--kv-redis-ttl-s must be >= 1");
   DS_ASSIGN_OR_RETURN(cfg.model_fingerprint, checkpoint_fingerprint(model_dir));
+  if (!o.disk_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(o.disk_dir, ec);
+    if (ec) return Status(ErrorCode::io_error, "--kv-disk-dir " + o.disk_dir + ": " + ec.message());
+  }
   const std::string secret_file = o.secret_file.empty() ? o.disk_dir + "/secret" : o.secret_file;
-  std::error_code ec;
-  std::filesystem::create_directories(o.disk_dir, ec);
-  if (ec) return Status(ErrorCode::io_error, "--kv-disk-dir " + o.disk_dir + ": " + ec.message());
   DS_ASSIGN_OR_RETURN(cfg.secret, load_or_create_tier_secret(secret_file));
   cfg.writes = o.writes;
-  const std::string dir = o.disk_dir;
+  // Checked now, so a bad URL is a start-up error naming the flag.
+  if (!o.redis_url.empty()) DS_TRY(RedisTier::open({.url = o.redis_url}).status());
   const auto capacity = static_cast<int64_t>(o.disk_gib * static_cast<double>(int64_t{1} << 30));
-  cfg.open = [dir, capacity](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
-    DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> disk, DiskTier::open({dir, capacity, namespace_id}));
-    return std::vector<std::shared_ptr<KvTier>>{std::shared_ptr<KvTier>(std::move(disk))};
+  cfg.open = [o, capacity](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
+    std::vector<std::shared_ptr<KvTier>> tiers;  // read in this order: the local SSD first
+    if (!o.disk_dir.empty()) {
+      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> disk,
+                          DiskTier::open({o.disk_dir, capacity, namespace_id}));
+      tiers.push_back(std::move(disk));
+    }
+    if (!o.redis_url.empty()) {
+      DS_ASSIGN_OR_RETURN(
+          std::unique_ptr<RedisTier> redis,
+          RedisTier::open({.url = o.redis_url, .namespace_id = namespace_id, .ttl_s = o.redis_ttl_s}));
+      tiers.push_back(std::move(redis));
+    }
+    return tiers;
   };
   return ok_status();
 }

@@ -1,5 +1,6 @@
 // `deepinfer serve` KV tier flags (docs/kvcache.md, Tiers): --kv-disk-dir, --kv-disk-gib,
-// --kv-secret-file, --kv-tier-writes; and the checkpoint fingerprint that keys the tiers.
+// --kv-redis, --kv-redis-ttl-s, --kv-secret-file, --kv-tier-writes; and the checkpoint fingerprint that keys
+// the tiers.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -14,7 +15,9 @@ namespace ds::cli {
 struct KvTierOptions {
   std::string disk_dir;  // "" = no SSD tier
   double disk_gib = 16.0;
-  std::string secret_file;  // "" = DIR/secret
+  std::string redis_url;  // "" = no Redis tier
+  int64_t redis_ttl_s = 86400;
+  std::string secret_file;  // "" = DIR/secret (required with Redis alone)
   bool writes = true;
 };
 

@@ -511,7 +511,6 @@ void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
   const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
   std::vector<TierBlockRef> blocks;
   for (size_t i = static_cast<size_t>(r.n_blocks_tiered); i < hashes.size(); ++i) {
-    if (tiers_->count_prefix(std::span(&hashes[i], 1)) == 1) continue;  // stored already (or restored)
     TierBlockRef& b = blocks.emplace_back();
     b.key = hashes[i];
     b.prev_key = i == 0 ? 0 : hashes[i - 1];
@@ -521,7 +520,9 @@ void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
   }
   r.n_blocks_tiered = static_cast<int64_t>(hashes.size());
   if (blocks.empty()) return;
-  // Pinned until the writer has copied them: nothing reallocates a block meanwhile.
+  // Pinned until the writer has copied them: nothing reallocates a block meanwhile. Blocks a tier
+  // holds already (restored ones, a shared prefix) are skipped by the writer, not here: asking a
+  // remote tier would be a round trip on the engine thread.
   for (const TierBlockRef& b : blocks) kv_.pin(b.block_id);
   std::vector<int32_t> pinned;
   for (const TierBlockRef& b : blocks) pinned.push_back(b.block_id);

@@ -1,5 +1,6 @@
 #include "kvcache/tier_store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -34,13 +35,9 @@ TierStore::~TierStore() {
 }
 
 int64_t TierStore::count_prefix(std::span<const uint64_t> keys) const {
+  // The longest run one tier holds (a restore reads each block from the first tier holding it).
   int64_t n = 0;
-  for (const uint64_t key : keys) {
-    bool held = false;
-    for (const auto& tier : tiers_) held = held || tier->contains(key);
-    if (!held) break;
-    ++n;
-  }
+  for (const auto& tier : tiers_) n = std::max(n, tier->count_prefix(keys));
   return n;
 }
 

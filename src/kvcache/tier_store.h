@@ -71,7 +71,7 @@ class TierStore {
   TierStore(const TierStore&) = delete;
   TierStore& operator=(const TierStore&) = delete;
 
-  // Leading keys some tier holds (each key from any tier).
+  // Leading keys one tier holds (the longest run over the tiers).
   int64_t count_prefix(std::span<const uint64_t> keys) const;
 
   // False (and counted) when the queue is full: the caller unpins at once.

@@ -7,7 +7,11 @@
 //                 the restored tokens reported as cached
 //        corrupt  a flipped byte in every entry: every entry is a miss, the text is still the cold one
 //        kill9    SIGKILL during heavy writes, then a restart on the folder: every answer is the cold one
+//        redis_shared  two servers (no disk tier) share one redis-server the test starts: B hits what A wrote
+//        redis_killed  redis-server killed mid-run: every request still succeeds with the cold text
 'use strict';
+const { spawn } = require('node:child_process');
+const net = require('node:net');
 const fs = require('node:fs');
 const path = require('node:path');
 const assert = require('node:assert/strict');
@@ -145,7 +149,73 @@ async function caseKill9() {
   }
 }
 
-const cases = { restart: caseRestart, corrupt: caseCorrupt, kill9: caseKill9 };
+// A real redis-server on a free loopback port, no persistence; resolves once it answers PING.
+async function startRedis() {
+  const port = await new Promise((resolve) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => { const p = srv.address().port; srv.close(() => resolve(p)); });
+  });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+                     { stdio: 'ignore' });
+  const deadline = Date.now() + 10000;
+  while (Date.now() < deadline) {
+    const pong = await new Promise((resolve) => {
+      const sock = net.connect(port, '127.0.0.1', () => sock.write('PING\r\n'));
+      sock.on('data', (d) => { sock.destroy(); resolve(String(d).startsWith('+PONG')); });
+      sock.on('error', () => resolve(false));
+    });
+    if (pong) return { proc, port, url: `redis://127.0.0.1:${port}` };
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  proc.kill('SIGKILL');
+  throw new Error('redis-server did not start');
+}
+
+function redisArgs(url) {
+  fs.mkdirSync(diskDir, { recursive: true });
+  return ['--kv-redis', url, '--kv-secret-file', path.join(diskDir, 'shared_secret')];
+}
+
+async function caseRedisShared() {
+  const [cold] = await coldAnswers([2]);
+  const redis = await startRedis();
+  try {
+    const a = await startServer(redisArgs(redis.url));
+    const first = await ask(a.port, 2);
+    await stop(a);
+    assert.equal(first.text, cold.text);
+    assert.equal(first.hit, 0);
+    const b = await startServer(redisArgs(redis.url));
+    try {
+      const again = await ask(b.port, 2);
+      assert.equal(again.text, cold.text, 'B restores what A wrote');
+      assert.ok(again.hit >= 128, `B reports the restored tokens as cached: ${again.hit}`);
+    } finally {
+      await stop(b);
+    }
+  } finally {
+    redis.proc.kill('SIGKILL');
+  }
+}
+
+async function caseRedisKilled() {
+  const ids = [3, 4, 5, 6];
+  const cold = await coldAnswers(ids);
+  const redis = await startRedis();
+  const a = await startServer(redisArgs(redis.url));
+  try {
+    assert.equal((await ask(a.port, ids[0])).text, cold[0].text);
+    redis.proc.kill('SIGKILL');
+    await new Promise((resolve) => redis.proc.on('exit', resolve));
+    // Redis is gone: lookups, restores and writes fail fast and are skipped; requests never fail.
+    for (let k = 0; k < ids.length; ++k) assert.equal((await ask(a.port, ids[k])).text, cold[k].text);
+  } finally {
+    await stop(a);
+  }
+}
+
+const cases = { restart: caseRestart, corrupt: caseCorrupt, kill9: caseKill9, redis_shared: caseRedisShared,
+                redis_killed: caseRedisKilled };
 (async () => {
   fs.rmSync(diskDir, { recursive: true, force: true });
   try {
