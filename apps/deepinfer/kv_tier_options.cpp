@@ -23,6 +23,9 @@ void add_kv_tier_options(CLI::App* sub, KvTierOptions& o) {
       ->capture_default_str();
   g->add_option("--kv-redis", o.redis_url, "Redis tier shared by servers: redis://HOST:PORT or unix:///PATH");
   g->add_option("--kv-redis-ttl-s", o.redis_ttl_s, "EXPIRE of the Redis entries")->capture_default_str();
+  g->add_option(
+      "--kv-ttl", o.ttl,
+      "TTL per traffic class of the tier entries, e.g. chat=7d,agent=3d,default=1d (units s m h d)");
   g->add_option("--kv-secret-file", o.secret_file,
                 "Secret that keys the tier entries (created on first use; default DIR/secret). Servers "
                 "sharing tiers share it");
@@ -60,6 +63,11 @@ Status configure_kv_tiers(const KvTierOptions& o, const std::string& model_dir, 
   }
   if (!o.redis_url.empty() && o.redis_ttl_s < 1)
     return Status(ErrorCode::invalid_argument, "--kv-redis-ttl-s must be >= 1");
+  // Checked now, so a bad URL is a start-up error naming the flag.
+  if (!o.redis_url.empty()) DS_TRY(RedisTier::open({.url = o.redis_url}).status());
+  if (!o.ttl.empty()) {
+    DS_ASSIGN_OR_RETURN(cfg.ttl, TierTtlPolicy::parse(o.ttl));
+  }
   DS_ASSIGN_OR_RETURN(cfg.model_fingerprint, checkpoint_fingerprint(model_dir));
   if (!o.disk_dir.empty()) {
     std::error_code ec;
@@ -69,14 +77,12 @@ Status configure_kv_tiers(const KvTierOptions& o, const std::string& model_dir, 
   const std::string secret_file = o.secret_file.empty() ? o.disk_dir + "/secret" : o.secret_file;
   DS_ASSIGN_OR_RETURN(cfg.secret, load_or_create_tier_secret(secret_file));
   cfg.writes = o.writes;
-  // Checked now, so a bad URL is a start-up error naming the flag.
-  if (!o.redis_url.empty()) DS_TRY(RedisTier::open({.url = o.redis_url}).status());
   const auto capacity = static_cast<int64_t>(o.disk_gib * static_cast<double>(int64_t{1} << 30));
   cfg.open = [o, capacity](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
     std::vector<std::shared_ptr<KvTier>> tiers;  // read in this order: the local SSD first
     if (!o.disk_dir.empty()) {
       DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> disk,
-                          DiskTier::open({o.disk_dir, capacity, namespace_id}));
+                          DiskTier::open({o.disk_dir, capacity, namespace_id, {}}));
       tiers.push_back(std::move(disk));
     }
     if (!o.redis_url.empty()) {

@@ -1,6 +1,6 @@
 // `deepinfer serve` KV tier flags (docs/kvcache.md, Tiers): --kv-disk-dir, --kv-disk-gib,
-// --kv-redis, --kv-redis-ttl-s, --kv-secret-file, --kv-tier-writes; and the checkpoint fingerprint that keys
-// the tiers.
+// --kv-redis, --kv-redis-ttl-s, --kv-ttl, --kv-secret-file, --kv-tier-writes; and the checkpoint fingerprint
+// that keys the tiers.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,6 +17,7 @@ struct KvTierOptions {
   double disk_gib = 16.0;
   std::string redis_url;  // "" = no Redis tier
   int64_t redis_ttl_s = 86400;
+  std::string ttl;          // --kv-ttl chat=7d,agent=3d,default=1d ("" = default 1d for every class)
   std::string secret_file;  // "" = DIR/secret (required with Redis alone)
   bool writes = true;
 };

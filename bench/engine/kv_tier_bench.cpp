@@ -88,7 +88,8 @@ TierEngine make_engine(ModelRunner& model, const Args& a, const std::string* dis
     cfg.kv_tiers.secret = *secret;
     cfg.kv_tiers.writes = writes;
     cfg.kv_tiers.open = [&t, disk_dir](uint64_t ns) -> Result<std::vector<std::shared_ptr<KvTier>>> {
-      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> d, DiskTier::open({*disk_dir, int64_t{64} << 30, ns}));
+      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> d,
+                          DiskTier::open({*disk_dir, int64_t{64} << 30, ns, {}}));
       d->wait_for_scan();
       t.disk = std::move(d);
       return std::vector<std::shared_ptr<KvTier>>{t.disk};

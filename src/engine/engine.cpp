@@ -509,12 +509,18 @@ void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
   const std::vector<BlockId>& table = kv_.block_table(id);
   const std::span<const int32_t> tokens = scheduler_.tokens(id);
   const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
+  const int64_t now_s = config_.kv_tiers.now_unix_s ? config_.kv_tiers.now_unix_s()
+                                                    : std::chrono::duration_cast<std::chrono::seconds>(
+                                                          std::chrono::system_clock::now().time_since_epoch())
+                                                          .count();
+  const int64_t expires_at_unix_s = now_s + config_.kv_tiers.ttl.ttl_for(r.request.cache_class);
   std::vector<TierBlockRef> blocks;
   for (size_t i = static_cast<size_t>(r.n_blocks_tiered); i < hashes.size(); ++i) {
     TierBlockRef& b = blocks.emplace_back();
     b.key = hashes[i];
     b.prev_key = i == 0 ? 0 : hashes[i - 1];
     b.block_id = table[i];
+    b.expires_at_unix_s = expires_at_unix_s;
     const auto block_tokens = tokens.subspan(i * block_size, block_size);
     b.tokens.assign(block_tokens.begin(), block_tokens.end());
   }

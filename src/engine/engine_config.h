@@ -10,6 +10,7 @@
 
 #include "engine/scheduler.h"
 #include "kvcache/kv_tier.h"
+#include "kvcache/tier_ttl.h"
 
 namespace ds {
 
@@ -22,8 +23,10 @@ struct KvTierConfig {
   uint64_t model_fingerprint = 0;  // config + tensor table of the checkpoint (the caller computes it)
   std::vector<std::byte> secret;   // load_or_create_tier_secret()
   std::function<Result<std::vector<std::shared_ptr<KvTier>>>(uint64_t namespace_id)> open;
-  bool writes = true;              // false: tiers are only read (the benchmark's baseline)
-  int32_t max_queued_writes = 64;  // write jobs queued beyond this are dropped and counted
+  bool writes = true;                   // false: tiers are only read (the benchmark's baseline)
+  int32_t max_queued_writes = 64;       // write jobs queued beyond this are dropped and counted
+  TierTtlPolicy ttl;                    // entry TTL by Request::cache_class
+  std::function<int64_t()> now_unix_s;  // expiry clock; empty = the system clock (tests inject one)
 };
 
 struct EngineConfig {

@@ -96,7 +96,7 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, int n_runs = 1) {
     cfg.kv_tiers.model_fingerprint = 1234;
     cfg.kv_tiers.secret = *secret;
     cfg.kv_tiers.open = [&](uint64_t ns) -> Result<std::vector<std::shared_ptr<KvTier>>> {
-      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> opened, DiskTier::open({*tier_dir, 1 << 28, ns}));
+      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> opened, DiskTier::open({*tier_dir, 1 << 28, ns, {}}));
       opened->wait_for_scan();
       disk = std::move(opened);
       return std::vector<std::shared_ptr<KvTier>>{disk};

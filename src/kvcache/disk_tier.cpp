@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -74,6 +75,23 @@ DiskTier::~DiskTier() {
   if (scan_thread_.joinable()) scan_thread_.join();
 }
 
+int64_t DiskTier::now_unix_s() const {
+  if (cfg_.now_unix_s) return cfg_.now_unix_s();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool DiskTier::expire_locked(uint64_t key) {
+  const auto it = index_.find(key);
+  if (it == index_.end()) return false;
+  const int64_t expires = it->second.expires_at_unix_s;
+  if (expires == 0 || now_unix_s() < expires) return false;
+  index_erase_locked(key);
+  ::unlink(entry_path(key).c_str());
+  ++stats_.n_expired;
+  return true;
+}
+
 std::string DiskTier::entry_path(uint64_t key) const { return fmt::format("{}/{:016x}.kv", folder_, key); }
 
 void DiskTier::scan() {
@@ -81,7 +99,10 @@ void DiskTier::scan() {
     int64_t mtime_ns;
     uint64_t key;
     int64_t bytes;
+    int64_t expires_at_unix_s;
   };
+  const int64_t now_s = now_unix_s();
+  int64_t n_expired = 0;
   std::vector<Found> found;
   if (DIR* dir = ::opendir(folder_.c_str()); dir != nullptr) {
     while (const dirent* e = ::readdir(dir)) {
@@ -95,7 +116,25 @@ void DiskTier::scan() {
       }
       struct stat st {};
       if (::stat(path.c_str(), &st) != 0) continue;
-      found.push_back({int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec, key, st.st_size});
+      // The header's expiry: an expired entry is reclaimed now (a corrupt header is left to the
+      // read that finds it, which deletes it).
+      std::array<std::byte, kTierEntryHeaderBytes> header{};
+      int64_t expires = 0;
+      {
+        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+        if (fd.valid() &&
+            ::pread(fd.get(), header.data(), header.size(), 0) == static_cast<ssize_t>(header.size())) {
+          const Result<int64_t> peeked = peek_tier_entry_expiry(header);
+          if (peeked.ok()) expires = *peeked;
+        }
+      }
+      if (expires != 0 && now_s >= expires) {
+        ::unlink(path.c_str());
+        ++n_expired;
+        continue;
+      }
+      found.push_back(
+          {int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec, key, st.st_size, expires});
     }
     ::closedir(dir);
   }
@@ -106,10 +145,11 @@ void DiskTier::scan() {
     for (const Found& f : found) {
       // A write since start-up is newer than anything the scan found: keep its recency.
       if (index_.contains(f.key)) continue;
-      Item item{f.bytes, lru_.insert(lru_.end(), f.key)};
+      Item item{f.bytes, f.expires_at_unix_s, lru_.insert(lru_.end(), f.key)};
       index_.emplace(f.key, item);
       stats_.bytes_stored += f.bytes;
     }
+    stats_.n_expired += n_expired;
     // Entries found are older than writes made during the scan: move those to the back.
     evict_locked();
     scan_done_ = true;
@@ -122,9 +162,9 @@ void DiskTier::wait_for_scan() {
   scan_cv_.wait(lock, [this] { return scan_done_; });
 }
 
-void DiskTier::index_insert_locked(uint64_t key, int64_t bytes) {
+void DiskTier::index_insert_locked(uint64_t key, int64_t bytes, int64_t expires_at_unix_s) {
   index_erase_locked(key);
-  Item item{bytes, lru_.insert(lru_.end(), key)};
+  Item item{bytes, expires_at_unix_s, lru_.insert(lru_.end(), key)};
   index_.emplace(key, item);
   stats_.bytes_stored += bytes;
   evict_locked();
@@ -150,13 +190,17 @@ void DiskTier::evict_locked() {
 int64_t DiskTier::count_prefix(std::span<const uint64_t> keys) {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t n = 0;
-  while (n < static_cast<int64_t>(keys.size()) && index_.contains(keys[static_cast<size_t>(n)])) ++n;
+  while (n < static_cast<int64_t>(keys.size())) {
+    const uint64_t key = keys[static_cast<size_t>(n)];
+    if (!index_.contains(key) || expire_locked(key)) break;
+    ++n;
+  }
   return n;
 }
 
 bool DiskTier::contains(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
-  return index_.contains(key);
+  return index_.contains(key) && !expire_locked(key);
 }
 
 void DiskTier::drop_corrupt(uint64_t key) {
@@ -171,7 +215,7 @@ Result<TierEntry> DiskTier::read(uint64_t key) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const auto it = index_.find(key);
-    if (it == index_.end()) {
+    if (it == index_.end() || expire_locked(key)) {
       ++stats_.n_misses;
       return Status(ErrorCode::kvcache_tier_miss, fmt::format("kv disk tier: no entry {:016x}", key));
     }
@@ -204,6 +248,14 @@ Result<TierEntry> DiskTier::read(uint64_t key) {
     return Status(entry.status().code(), path + ": " + entry.status().message());
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (entry->expires_at_unix_s != 0 && now_unix_s() >= entry->expires_at_unix_s) {
+    // Expired between the lookup and the read (or the index was wrong): never served.
+    index_erase_locked(key);
+    ::unlink(path.c_str());
+    ++stats_.n_expired;
+    ++stats_.n_misses;
+    return Status(ErrorCode::kvcache_tier_miss, fmt::format("kv disk tier: {} expired", path));
+  }
   ++stats_.n_hits;
   stats_.bytes_read += static_cast<int64_t>(done);
   stats_.read_ns_total += now_ns() - start_ns;
@@ -228,7 +280,7 @@ Status DiskTier::write(const TierEntry& entry) {
     ++stats_.n_errors;
     return written;
   }
-  index_insert_locked(entry.key, static_cast<int64_t>(bytes.size()));
+  index_insert_locked(entry.key, static_cast<int64_t>(bytes.size()), entry.expires_at_unix_s);
   ++stats_.n_writes;
   stats_.bytes_written += static_cast<int64_t>(bytes.size());
   stats_.write_ns_total += now_ns() - start_ns;

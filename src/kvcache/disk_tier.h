@@ -10,12 +10,14 @@
 // The index (key -> size, LRU order) lives in memory. At start-up a background thread scans the
 // namespace folder (oldest mtime first) so a restarted server hits what the last one wrote;
 // lookups before the scan has reached an entry simply miss. Capacity: least recently used
-// entries are deleted once the total exceeds capacity_bytes.
+// entries are deleted once the total exceeds capacity_bytes. Expired entries (TierEntry::
+// expires_at_unix_s) are never served: deleted when the scan, a lookup or a read finds them.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -31,6 +33,8 @@ struct DiskTierConfig {
   std::string dir;
   int64_t capacity_bytes = 0;
   uint64_t namespace_id = 0;
+  // Unix seconds for expiry checks (tier_ttl.h); empty = the system clock (tests inject one).
+  std::function<int64_t()> now_unix_s;
 };
 
 class DiskTier final : public KvTier {
@@ -58,13 +62,17 @@ class DiskTier final : public KvTier {
   explicit DiskTier(const DiskTierConfig& cfg, std::string folder);
   void scan();
   // Adds or refreshes an entry as most recently used, then evicts over capacity. Lock held.
-  void index_insert_locked(uint64_t key, int64_t bytes);
+  void index_insert_locked(uint64_t key, int64_t bytes, int64_t expires_at_unix_s);
+  // True (and the entry deleted) when it is past its expiry. Lock held.
+  bool expire_locked(uint64_t key);
+  int64_t now_unix_s() const;
   void index_erase_locked(uint64_t key);
   void evict_locked();
   void drop_corrupt(uint64_t key);
 
   struct Item {
     int64_t bytes = 0;
+    int64_t expires_at_unix_s = 0;
     std::list<uint64_t>::iterator lru_pos;
   };
 

@@ -40,7 +40,7 @@ TierEntry make_entry(uint64_t key, uint64_t prev, size_t n_bytes, uint32_t seed)
 }
 
 std::unique_ptr<DiskTier> open_tier(const std::string& dir, int64_t capacity, uint64_t ns = 0xabc) {
-  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open({dir, capacity, ns});
+  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open({dir, capacity, ns, {}});
   EXPECT_TRUE(tier.ok()) << tier.status().to_string();
   (*tier)->wait_for_scan();
   return std::move(tier).value();

@@ -24,10 +24,11 @@ namespace ds {
 
 // One block of prefix KV as a tier stores it.
 struct TierEntry {
-  uint64_t key = 0;              // chain hash of the block (names its whole prefix)
-  uint64_t prev_key = 0;         // chain hash of the block before it (0 for the first block)
-  std::vector<int32_t> tokens;   // the block's token ids (block_size_tokens of them)
-  std::vector<std::byte> bytes;  // ModelRunner::export_kv_block's bytes
+  uint64_t key = 0;               // chain hash of the block (names its whole prefix)
+  uint64_t prev_key = 0;          // chain hash of the block before it (0 for the first block)
+  std::vector<int32_t> tokens;    // the block's token ids (block_size_tokens of them)
+  std::vector<std::byte> bytes;   // ModelRunner::export_kv_block's bytes
+  int64_t expires_at_unix_s = 0;  // never served at or after this time (0: no expiry; tier_ttl.h)
 };
 
 // Counters since construction (metrics; docs/kvcache.md).
@@ -39,6 +40,7 @@ struct TierStats {
   int64_t n_corrupt = 0;    // entries refused by their checks (and deleted)
   int64_t n_writes = 0;     // entries written
   int64_t n_evictions = 0;  // entries dropped for capacity
+  int64_t n_expired = 0;    // entries found past their expiry (never served; deleted)
   int64_t n_errors = 0;     // I/O or connection errors (the tier was skipped)
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;

@@ -174,7 +174,16 @@ Status RedisTier::write(const TierEntry& entry) {
   const int64_t start_ns = now_ns();
   const std::vector<std::byte> bytes = encode_tier_entry(cfg_.namespace_id, entry);
   const std::string name = redis_key(entry.key);
-  const std::string ttl = std::to_string(cfg_.ttl_s);
+  // The entry's own expiry (its traffic class's TTL) when it has one, else the tier's.
+  int64_t ttl_s = cfg_.ttl_s;
+  if (entry.expires_at_unix_s != 0) {
+    const int64_t now_s =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    if (entry.expires_at_unix_s <= now_s) return ok_status();  // already expired: nothing to keep
+    ttl_s = entry.expires_at_unix_s - now_s;
+  }
+  const std::string ttl = std::to_string(ttl_s);
   {
     std::lock_guard<std::mutex> lock(io_.mu);
     redisContext* ctx = connect_locked(io_);

@@ -1,8 +1,8 @@
 // RedisTier: prefix KV blocks in Redis, shared by replicas and machines (`--kv-redis URL`).
 //
 // One binary value per entry (tier_entry_format's bytes) under "dskv:<namespace hex>:<key hex>",
-// written with SET ... EX ttl_s (Redis expires and evicts; a server never serves what Redis no
-// longer holds). count_prefix() asks EXISTS for every key in one pipelined round trip.
+// written with SET ... EX (the entry's own TTL, else ttl_s; Redis expires and evicts; a server never serves
+// what Redis no longer holds). count_prefix() asks EXISTS for every key in one pipelined round trip.
 //
 // Redis down or slow never fails or stalls a request: every call has a short timeout
 // (lookup_timeout_ms on the engine thread's lookups, io_timeout_ms on the writer and restore

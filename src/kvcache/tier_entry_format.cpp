@@ -23,6 +23,7 @@ struct Header {
   uint32_t n_tokens;
   uint32_t reserved;
   uint64_t payload_bytes;
+  int64_t expires_at_unix_s;
 };
 static_assert(sizeof(Header) == kTierEntryHeaderBytes, "the header is packed by construction");
 
@@ -42,6 +43,7 @@ std::vector<std::byte> encode_tier_entry(uint64_t namespace_id, const TierEntry&
   h.prev_key = entry.prev_key;
   h.n_tokens = static_cast<uint32_t>(entry.tokens.size());
   h.payload_bytes = entry.bytes.size();
+  h.expires_at_unix_s = entry.expires_at_unix_s;
   const size_t token_bytes = entry.tokens.size() * sizeof(int32_t);
   std::vector<std::byte> out(sizeof(Header) + token_bytes + entry.bytes.size() + sizeof(uint64_t));
   std::byte* p = out.data();
@@ -54,6 +56,16 @@ std::vector<std::byte> encode_tier_entry(uint64_t namespace_id, const TierEntry&
   const uint64_t checksum = XXH3_64bits(out.data(), static_cast<size_t>(p - out.data()));
   std::memcpy(p, &checksum, sizeof(checksum));
   return out;
+}
+
+Result<int64_t> peek_tier_entry_expiry(std::span<const std::byte> header) {
+  if (header.size() < sizeof(Header)) return corrupt("truncated header");
+  Header h{};
+  std::memcpy(&h, header.data(), sizeof(h));
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kTierFormatVersion) {
+    return corrupt("bad magic or version");
+  }
+  return h.expires_at_unix_s;
 }
 
 Result<TierEntry> decode_tier_entry(uint64_t namespace_id, uint64_t expected_key,
@@ -82,6 +94,7 @@ Result<TierEntry> decode_tier_entry(uint64_t namespace_id, uint64_t expected_key
   TierEntry entry;
   entry.key = h.key;
   entry.prev_key = h.prev_key;
+  entry.expires_at_unix_s = h.expires_at_unix_s;
   entry.tokens.resize(h.n_tokens);
   const std::byte* p = bytes.data() + sizeof(Header);
   if (h.n_tokens > 0) std::memcpy(entry.tokens.data(), p, h.n_tokens * sizeof(int32_t));

@@ -43,6 +43,7 @@ struct TierBlockRef {
   uint64_t prev_key = 0;
   int32_t block_id = -1;
   std::vector<int32_t> tokens;
+  int64_t expires_at_unix_s = 0;  // writes: the entry's expiry (0: none)
 };
 
 struct TierCompletions {
