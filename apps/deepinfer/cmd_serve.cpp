@@ -19,6 +19,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/testing/scripted_output_runner.h"
+#include "kv_tier_metrics.h"
 #include "kv_tier_options.h"
 #include "model/deepseek_v4.h"
 #include "recipe/conversion_options.h"
@@ -161,6 +162,7 @@ int run_serve(const ServeOptions& o) {
          .prompt_tokens = static_cast<double>(s.prompt_tokens_total),
          .generation_tokens = static_cast<double>(s.generation_tokens_total)});
   });
+  if (engine_config.kv_tiers.open) add_kv_tier_metrics(registry, eng);
   const Logger log(LogLevel::info);
   const int64_t started_unix_s =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

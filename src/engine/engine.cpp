@@ -115,6 +115,7 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
   local_stats_.kv_blocks_free = kv_config.n_blocks;
   stats_ = local_stats_;
   if (config_.async_scheduling) executor_ = std::make_unique<StepExecutor>();
+  tier_list_ = tiers;
   if (!tiers.empty()) {
     TierBlockIo io;
     io.block_bytes = model.kv_block_bytes();
@@ -198,6 +199,12 @@ void Engine::cancel(RequestId id) {
     cancels_.push_back(id);
   }
   inbox_cv_.notify_all();
+}
+
+std::vector<std::pair<std::string, TierStats>> Engine::kv_tier_stats() const {
+  std::vector<std::pair<std::string, TierStats>> out;
+  for (const auto& tier : tier_list_) out.emplace_back(tier->name(), tier->stats());
+  return out;
 }
 
 EngineStats Engine::stats() const {

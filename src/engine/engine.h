@@ -23,8 +23,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -66,6 +68,8 @@ class Engine {
   void cancel(RequestId id);
 
   EngineStats stats() const;
+  // Each KV tier's name and counters (empty without tiers); any thread.
+  std::vector<std::pair<std::string, TierStats>> kv_tier_stats() const;
   const EngineConfig& config() const { return config_; }
   const KvCacheConfig& kv_cache_config() const { return kv_config_; }
   // Stops taking work, ends every open request (error engine_shutting_down) and joins the threads.
@@ -153,7 +157,8 @@ class Engine {
 
   // KV tiers (null without); its threads only copy blocks through the model (tier_store.h).
   std::unique_ptr<TierStore> tiers_;
-  int32_t n_tier_writes_pending_ = 0;  // write jobs whose blocks are pinned (engine thread)
+  std::vector<std::shared_ptr<KvTier>> tier_list_;  // the same tiers, for kv_tier_stats(); never reset
+  int32_t n_tier_writes_pending_ = 0;               // write jobs whose blocks are pinned (engine thread)
 
   std::mutex shutdown_mu_;
   // Last: started after everything above is ready; joined by shutdown().

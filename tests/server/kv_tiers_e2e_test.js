@@ -84,6 +84,11 @@ async function caseRestart() {
     const again = await ask(b.port, 0);
     assert.equal(again.text, cold.text, 'a restored prefix gives the cold text');
     assert.ok(again.hit >= 128 && again.hit < again.prompt, `restored tokens reported as cached: ${again.hit}`);
+    const metrics = await (await fetch(`http://127.0.0.1:${b.port}/metrics`)).text();
+    const value = (re) => Number((metrics.match(re) || [null, 'NaN'])[1]);
+    assert.ok(value(/^deepinfer:kv_tier_hits_total\{tier="disk"\} (\S+)$/m) >= 2, 'per-tier hits in /metrics');
+    assert.equal(value(/^deepinfer:kv_tier_restored_tokens_total (\S+)$/m), again.hit);
+    assert.ok(value(/^deepinfer:kv_tier_entries\{tier="disk"\} (\S+)$/m) >= 2);
   } finally {
     await stop(b);
   }
