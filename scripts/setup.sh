@@ -15,6 +15,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev libboost1.81-dev
   python3 python3-numpy
   clang-14 libclang-rt-14-dev clang-format
+  libhiredis-dev redis-server liburing-dev
 )
 missing=()
 for p in "${packages[@]}"; do

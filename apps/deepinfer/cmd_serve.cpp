@@ -19,6 +19,8 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/testing/scripted_output_runner.h"
+#include "kv_tier_metrics.h"
+#include "kv_tier_options.h"
 #include "model/model_registry.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
@@ -56,6 +58,7 @@ struct ServeOptions {
   std::string numerics = "production";
   std::string isa = "auto";
   int threads = 0;
+  KvTierOptions kv_tiers;
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
 };
 
@@ -138,6 +141,8 @@ int run_serve(const ServeOptions& o) {
   engine_config.scheduler.max_seq_len = max_model_len;
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
   engine_config.prefix_hash_seed = std::random_device{}();
+  if (Status st = configure_kv_tiers(o.kv_tiers, o.model_dir, engine_config.kv_tiers); !st.ok())
+    return report_error(cmd, st);
   Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);
   if (!engine.ok()) return report_error(cmd, engine.status());
   Engine& eng = **engine;
@@ -159,6 +164,7 @@ int run_serve(const ServeOptions& o) {
          .prompt_tokens = static_cast<double>(s.prompt_tokens_total),
          .generation_tokens = static_cast<double>(s.generation_tokens_total)});
   });
+  if (engine_config.kv_tiers.open) add_kv_tier_metrics(registry, eng);
   const Logger log(LogLevel::info);
   const int64_t started_unix_s =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -209,6 +215,16 @@ int run_serve(const ServeOptions& o) {
   std::fprintf(stderr, "deepinfer serve: signal %d, shutting down\n", signal_number);
   (*http)->shutdown();
   eng.shutdown();
+  if (engine_config.kv_tiers.open) {
+    const EngineStats s = eng.stats();
+    std::fprintf(
+        stderr,
+        "deepinfer serve: kv tiers: %lld restores, %lld restored tokens, %lld blocks written, %lld write "
+        "jobs dropped\n",
+        static_cast<long long>(s.kv_tier_restores), static_cast<long long>(s.kv_tier_restored_tokens),
+        static_cast<long long>(s.kv_tier_blocks_written),
+        static_cast<long long>(s.kv_tier_write_jobs_dropped));
+  }
   return 0;
 }
 
@@ -261,6 +277,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
+  add_kv_tier_options(sub, o->kv_tiers);
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,
                   "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
                   "tokens (docs/server.md, scripted output); never use in production")

@@ -26,6 +26,12 @@ const char* error_code_name(ErrorCode code) {
       return "weights_shape_mismatch";
     case ErrorCode::kvcache_out_of_blocks:
       return "kvcache_out_of_blocks";
+    case ErrorCode::kvcache_tier_miss:
+      return "kvcache_tier_miss";
+    case ErrorCode::kvcache_tier_corrupt:
+      return "kvcache_tier_corrupt";
+    case ErrorCode::kvcache_tier_unavailable:
+      return "kvcache_tier_unavailable";
     case ErrorCode::tokenizer_bad_file:
       return "tokenizer_bad_file";
     case ErrorCode::tokenizer_bad_input:

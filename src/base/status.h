@@ -27,6 +27,9 @@ enum class ErrorCode : int {
   weights_bad_config = 2004,      // config.json missing/invalid key
   weights_shape_mismatch = 2005,  // tensor present but wrong shape/dtype for the model
   kvcache_out_of_blocks = 3001,
+  kvcache_tier_miss = 3002,         // a KV tier does not hold the entry (or it expired)
+  kvcache_tier_corrupt = 3003,      // a KV tier entry failed its checksum or header checks
+  kvcache_tier_unavailable = 3004,  // a KV tier cannot be reached now (Redis down): skipped, retried later
   tokenizer_bad_file = 4001,
   tokenizer_bad_input = 4002,  // e.g. invalid UTF-8 text
   tokenizer_unknown_id = 4003,
@@ -47,6 +50,7 @@ enum class ErrorCode : int {
 constexpr ErrorKind error_kind(ErrorCode code) {
   switch (code) {
     case ErrorCode::kvcache_out_of_blocks:
+    case ErrorCode::kvcache_tier_unavailable:
     case ErrorCode::engine_overloaded:
     case ErrorCode::engine_shutting_down:
     case ErrorCode::engine_deadline_exceeded:

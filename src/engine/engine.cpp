@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "kvcache/tier_key.h"
 
 namespace ds {
 
@@ -61,11 +62,23 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
     if (layout.swa_replay_tokens == 0) engine_config.enable_prefix_caching = false;
   }
   DS_TRY(model.init_kv_cache(kv_config));
-  return std::unique_ptr<Engine>(new Engine(engine_config, model, tokenizer, kv_config));
+  std::vector<std::shared_ptr<KvTier>> tiers;
+  if (config.kv_tiers.open && engine_config.enable_prefix_caching) {
+    if (model.kv_block_bytes() <= 0) {
+      return Status(ErrorCode::invalid_argument, "KV tiers need a model that exports KV blocks");
+    }
+    const uint64_t namespace_id = tier_namespace({.model_fingerprint = config.kv_tiers.model_fingerprint,
+                                                  .kv_layout = model.kv_layout_tag(),
+                                                  .block_size_tokens = bs,
+                                                  .block_bytes = model.kv_block_bytes()});
+    engine_config.prefix_hash_seed = tier_prefix_seed(config.kv_tiers.secret, namespace_id);
+    DS_ASSIGN_OR_RETURN(tiers, config.kv_tiers.open(namespace_id));
+  }
+  return std::unique_ptr<Engine>(new Engine(engine_config, model, tokenizer, kv_config, std::move(tiers)));
 }
 
 Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* tokenizer,
-               const KvCacheConfig& kv_config)
+               const KvCacheConfig& kv_config, std::vector<std::shared_ptr<KvTier>> tiers)
     : config_(config),
       model_(model),
       tokenizer_(tokenizer),
@@ -102,6 +115,19 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
   local_stats_.kv_blocks_free = kv_config.n_blocks;
   stats_ = local_stats_;
   if (config_.async_scheduling) executor_ = std::make_unique<StepExecutor>();
+  tier_list_ = tiers;
+  if (!tiers.empty()) {
+    TierBlockIo io;
+    io.block_bytes = model.kv_block_bytes();
+    io.export_block = [this](int32_t block_id, std::span<std::byte> out) {
+      return model_.export_kv_block(block_id, out);
+    };
+    io.import_block = [this](int32_t block_id, std::span<const std::byte> in) {
+      return model_.import_kv_block(block_id, in);
+    };
+    tiers_ = std::make_unique<TierStore>(std::move(tiers), std::move(io), config_.kv_tiers.max_queued_writes);
+    scheduler_.set_tier_lookup([this](std::span<const uint64_t> keys) { return tiers_->count_prefix(keys); });
+  }
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -116,6 +142,10 @@ void Engine::shutdown() {
   inbox_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   executor_.reset();
+  // After the loop nothing submits any more; queued writes still reach the tiers, so a server
+  // stopped cleanly leaves its prefixes for the next one.
+  if (tiers_) tiers_->drain();
+  tiers_.reset();
 }
 
 Status Engine::validate(const Request& r) const {
@@ -171,6 +201,12 @@ void Engine::cancel(RequestId id) {
   inbox_cv_.notify_all();
 }
 
+std::vector<std::pair<std::string, TierStats>> Engine::kv_tier_stats() const {
+  std::vector<std::pair<std::string, TierStats>> out;
+  for (const auto& tier : tier_list_) out.emplace_back(tier->name(), tier->stats());
+  return out;
+}
+
 EngineStats Engine::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;
@@ -183,7 +219,9 @@ bool Engine::take_inbox(bool idle) {
     std::unique_lock<std::mutex> lock(inbox_mu_);
     const auto has_input = [this] { return stop_requested_ || !inbox_.empty() || !cancels_.empty(); };
     if (idle && !has_input()) {
-      const bool blocked = scheduler_.n_waiting() > 0 || scheduler_.n_running() > 0 || !unadmitted_.empty();
+      // Restores and tier writes in flight complete on other threads: poll for them too.
+      const bool blocked = scheduler_.n_waiting() > 0 || scheduler_.n_running() > 0 || !unadmitted_.empty() ||
+                           scheduler_.n_restoring() > 0 || n_tier_writes_pending_ > 0;
       if (blocked) {
         inbox_cv_.wait_for(lock, kBlockedPoll, has_input);
       } else {
@@ -261,7 +299,9 @@ void Engine::apply_cancel(RequestId id) {
 }
 
 Status Engine::plan_step(StepBatch& batch) {
+  if (tiers_) collect_tier_completions();
   StepPlan plan = scheduler_.schedule(std::chrono::steady_clock::now());
+  if (tiers_) start_restores(plan);
   for (SeqId seq : plan.expired) {
     auto it = active_.find(seq);
     if (it == active_.end()) continue;
@@ -354,6 +394,11 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     const SampleResult& sample = batch.samples[job.chunk_idx];
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);
+    // The first token means the whole prompt is computed and committed: its blocks go down now.
+    if (tiers_ && !r.prompt_tiered) {
+      r.prompt_tiered = true;
+      write_to_tiers(seq, r);
+    }
     ++local_stats_.generation_tokens_total;
     touched_.push_back(seq);
   }
@@ -383,6 +428,7 @@ void Engine::release_finished() {
       continue;
     }
     if (r.in_scheduler) {
+      if (tiers_ && scheduler_.contains(id) && scheduler_.is_running(id)) write_to_tiers(id, r);
       scheduler_.finish(id);
       r.in_scheduler = false;
     }
@@ -419,6 +465,14 @@ void Engine::publish_stats() {
       kv.n_blocks_total > 0 ? 1.0 - static_cast<double>(kv.n_blocks_free) / kv.n_blocks_total : 0.0;
   local_stats_.prefix_queries_tokens = kv.prefix_queries_tokens;
   local_stats_.prefix_hit_tokens = kv.prefix_hit_tokens;
+  if (tiers_) {
+    const SchedulerStats sched = scheduler_.stats();
+    const TierStoreStats tier = tiers_->stats();
+    local_stats_.kv_tier_restores = sched.n_restores;
+    local_stats_.kv_tier_restored_tokens = sched.n_restored_tokens;
+    local_stats_.kv_tier_blocks_written = tier.n_blocks_written;
+    local_stats_.kv_tier_write_jobs_dropped = tier.n_write_jobs_dropped;
+  }
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     n_scheduler_waiting_ = local_stats_.n_waiting;
@@ -426,6 +480,70 @@ void Engine::publish_stats() {
   }
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_ = local_stats_;
+}
+
+void Engine::collect_tier_completions() {
+  TierCompletions done = tiers_->take_completed();
+  for (const std::vector<int32_t>& blocks : done.written) {
+    for (const int32_t block_id : blocks) kv_.unpin(block_id);
+    --n_tier_writes_pending_;
+  }
+  for (const TierCompletions::Restore& restore : done.restored)
+    scheduler_.on_restored(restore.seq_id, restore.n_blocks_restored);
+}
+
+void Engine::start_restores(const StepPlan& plan) {
+  const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
+  for (const RestorePlan& restore : plan.restores) {
+    const std::vector<BlockId>& table = scheduler_.block_table(restore.seq_id);
+    const std::span<const int32_t> tokens = scheduler_.tokens(restore.seq_id);
+    std::vector<TierBlockRef> blocks(restore.keys.size());
+    for (size_t i = 0; i < blocks.size(); ++i) {
+      const size_t block_idx = static_cast<size_t>(restore.first_block) + i;
+      blocks[i].key = restore.keys[i];
+      blocks[i].prev_key = i == 0 ? restore.prev_key : restore.keys[i - 1];
+      blocks[i].block_id = table[block_idx];
+      const auto block_tokens = tokens.subspan(block_idx * block_size, block_size);
+      blocks[i].tokens.assign(block_tokens.begin(), block_tokens.end());
+    }
+    tiers_->submit_restore(restore.seq_id, std::move(blocks));
+  }
+}
+
+void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
+  if (!config_.kv_tiers.writes) return;
+  const std::vector<uint64_t>& hashes = kv_.block_hashes(id);
+  const std::vector<BlockId>& table = kv_.block_table(id);
+  const std::span<const int32_t> tokens = scheduler_.tokens(id);
+  const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
+  const int64_t now_s = config_.kv_tiers.now_unix_s ? config_.kv_tiers.now_unix_s()
+                                                    : std::chrono::duration_cast<std::chrono::seconds>(
+                                                          std::chrono::system_clock::now().time_since_epoch())
+                                                          .count();
+  const int64_t expires_at_unix_s = now_s + config_.kv_tiers.ttl.ttl_for(r.request.cache_class);
+  std::vector<TierBlockRef> blocks;
+  for (size_t i = static_cast<size_t>(r.n_blocks_tiered); i < hashes.size(); ++i) {
+    TierBlockRef& b = blocks.emplace_back();
+    b.key = hashes[i];
+    b.prev_key = i == 0 ? 0 : hashes[i - 1];
+    b.block_id = table[i];
+    b.expires_at_unix_s = expires_at_unix_s;
+    const auto block_tokens = tokens.subspan(i * block_size, block_size);
+    b.tokens.assign(block_tokens.begin(), block_tokens.end());
+  }
+  r.n_blocks_tiered = static_cast<int64_t>(hashes.size());
+  if (blocks.empty()) return;
+  // Pinned until the writer has copied them: nothing reallocates a block meanwhile. Blocks a tier
+  // holds already (restored ones, a shared prefix) are skipped by the writer, not here: asking a
+  // remote tier would be a round trip on the engine thread.
+  for (const TierBlockRef& b : blocks) kv_.pin(b.block_id);
+  std::vector<int32_t> pinned;
+  for (const TierBlockRef& b : blocks) pinned.push_back(b.block_id);
+  if (tiers_->submit_write(std::move(blocks))) {
+    ++n_tier_writes_pending_;
+  } else {
+    for (const int32_t block_id : pinned) kv_.unpin(block_id);  // the queue is full: dropped
+  }
 }
 
 void Engine::loop() {

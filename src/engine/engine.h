@@ -23,8 +23,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -37,6 +39,7 @@
 #include "engine/step_batch.h"
 #include "engine/step_executor.h"
 #include "kvcache/kv_cache_manager.h"
+#include "kvcache/tier_store.h"
 #include "model/model_runner.h"
 #include "sampling/sampler.h"
 #include "tokenizer/tokenizer.h"
@@ -65,6 +68,8 @@ class Engine {
   void cancel(RequestId id);
 
   EngineStats stats() const;
+  // Each KV tier's name and counters (empty without tiers); any thread.
+  std::vector<std::pair<std::string, TierStats>> kv_tier_stats() const;
   const EngineConfig& config() const { return config_; }
   const KvCacheConfig& kv_cache_config() const { return kv_config_; }
   // Stops taking work, ends every open request (error engine_shutting_down) and joins the threads.
@@ -83,13 +88,15 @@ class Engine {
     EventSink sink;
     RequestOutput output;
     PenaltyState penalties;
-    bool in_scheduler = false;  // Scheduler::finish still owed
-    bool in_flight = false;     // a row in the step being computed
+    bool in_scheduler = false;    // Scheduler::finish still owed
+    bool in_flight = false;       // a row in the step being computed
+    bool prompt_tiered = false;   // the prompt's blocks were handed to the KV tier writer
+    int64_t n_blocks_tiered = 0;  // blocks [0, n) of its table were handed to the writer
     ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
   };
 
   Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* tokenizer,
-         const KvCacheConfig& kv_config);
+         const KvCacheConfig& kv_config, std::vector<std::shared_ptr<KvTier>> tiers);
   Status validate(const Request& request) const;
 
   // Engine thread.
@@ -110,6 +117,11 @@ class Engine {
   void release_finished();
   void fail_all(const Status& error);
   void publish_stats();
+  // KV tiers: completions (unpin written blocks, hand restored ones to the scheduler), restores
+  // of the plan, and the write path of one request's committed blocks.
+  void collect_tier_completions();
+  void start_restores(const StepPlan& plan);
+  void write_to_tiers(RequestId id, ActiveRequest& r);
 
   EngineConfig config_;
   ModelRunner& model_;
@@ -142,6 +154,11 @@ class Engine {
   std::atomic<RequestId> next_id_{1};
   mutable std::mutex stats_mu_;
   EngineStats stats_;  // guarded by stats_mu_
+
+  // KV tiers (null without); its threads only copy blocks through the model (tier_store.h).
+  std::unique_ptr<TierStore> tiers_;
+  std::vector<std::shared_ptr<KvTier>> tier_list_;  // the same tiers, for kv_tier_stats(); never reset
+  int32_t n_tier_writes_pending_ = 0;               // write jobs whose blocks are pinned (engine thread)
 
   std::mutex shutdown_mu_;
   // Last: started after everything above is ready; joined by shutdown().

@@ -2,12 +2,32 @@
 // the metrics endpoint and benchmarks read.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "engine/scheduler.h"
+#include "kvcache/kv_tier.h"
+#include "kvcache/tier_ttl.h"
 
 namespace ds {
+
+// The KV tiers of an engine. The engine derives the tier namespace (kvcache/tier_key.h) from the
+// model fingerprint, the model's KV layout tag and bytes per block and the block size once its
+// cache exists, opens the tiers for it, and uses tier_prefix_seed(secret, namespace) as its prefix
+// hash seed (prefix_hash_seed is then ignored), so another process with the same secret and model
+// computes the same keys.
+struct KvTierConfig {
+  uint64_t model_fingerprint = 0;  // config + tensor table of the checkpoint (the caller computes it)
+  std::vector<std::byte> secret;   // load_or_create_tier_secret()
+  std::function<Result<std::vector<std::shared_ptr<KvTier>>>(uint64_t namespace_id)> open;
+  bool writes = true;                   // false: tiers are only read (the benchmark's baseline)
+  int32_t max_queued_writes = 64;       // write jobs queued beyond this are dropped and counted
+  TierTtlPolicy ttl;                    // entry TTL by Request::cache_class
+  std::function<int64_t()> now_unix_s;  // expiry clock; empty = the system clock (tests inject one)
+};
 
 struct EngineConfig {
   // max_seq_len 0 = the model's max_position_embeddings (capped by the KV cache's capacity).
@@ -24,6 +44,8 @@ struct EngineConfig {
   // Scheduler::check_integrity() after every step; a violation ends every request with `internal`.
   bool check_integrity = false;
   std::vector<int32_t> extra_eos_token_ids;  // besides config.json's and the tokenizer's EOS
+  // KV tiers below the pool (docs/kvcache.md, Tiers); off without kv_tiers.open.
+  KvTierConfig kv_tiers;
 };
 
 struct EngineStats {
@@ -45,6 +67,12 @@ struct EngineStats {
   int64_t step_gap_ns_total = 0;
   int64_t n_step_gaps = 0;
   int64_t forward_ns_total = 0;
+  // KV tiers (zeros without): sequences restored, tokens that arrived, blocks written, write jobs
+  // dropped because the queue was full.
+  int64_t kv_tier_restores = 0;
+  int64_t kv_tier_restored_tokens = 0;
+  int64_t kv_tier_blocks_written = 0;
+  int64_t kv_tier_write_jobs_dropped = 0;
 };
 
 }  // namespace ds

@@ -32,7 +32,8 @@ struct Request {
   std::optional<SteadyTime> deadline;  // past it the request is dropped and reported (deadline_exceeded)
   std::string cache_salt;              // prefix-cache scope: only requests with the same salt share blocks
   std::string tenant;                  // fair share between tenants (empty = the default tenant)
-  bool detokenize = true;              // fill TokenEvent::text (stop strings need it)
+  std::string cache_class;  // KV tier traffic class (TTL per class, kvcache/tier_ttl.h); "" = default
+  bool detokenize = true;   // fill TokenEvent::text (stop strings need it)
 };
 
 enum class FinishReason : uint8_t {

@@ -25,3 +25,10 @@ if(TARGET engine_invariance_test)
   target_compile_definitions(engine_invariance_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
 endif()
+
+# The KV tiers' write and read paths on a real model and disk folder (docs/kvcache.md, Tiers).
+ds_add_test(engine_tier_test SOURCES engine_tier_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+if(TARGET engine_tier_test)
+  target_compile_definitions(engine_tier_test PRIVATE
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
+endif()

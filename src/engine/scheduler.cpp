@@ -185,6 +185,7 @@ void Scheduler::admit(StepPlan& plan, int32_t& budget_tokens) {
     // is rebuilt by recomputing [H - replay_tokens, H). A shorter hit would replay from position 0
     // anyway, so it is not adopted (vLLM #56227 does the same).
     const PrefixProbe probe = kv_.probe(seq.tokens, seq.spec.cache_salt);
+    if (tier_lookup_ && !seq.restore_tried && try_start_restore(seq_id, seq, probe, plan)) continue;
     const bool adopt = probe.n_hit_tokens > replay_tokens;
     const int64_t n_hit_tokens = adopt ? probe.n_hit_tokens : 0;
     const int32_t n_revived_blocks = adopt ? probe.n_hit_blocks_free : 0;
@@ -212,6 +213,56 @@ void Scheduler::admit(StepPlan& plan, int32_t& budget_tokens) {
     ++stats_.n_admitted;
     add_chunk(seq_id, seq, static_cast<int32_t>(n_first_chunk), plan, budget_tokens);
   }
+}
+
+bool Scheduler::try_start_restore(SeqId seq_id, SeqState& seq, const PrefixProbe& probe, StepPlan& plan) {
+  seq.restore_tried = true;
+  const int64_t block_size = kv_.block_size_tokens();
+  // The one-token rule of the pool's match holds for the tiers too.
+  const int64_t max_blocks = (seq.n_known() - 1) / block_size;
+  const int64_t n_hit_blocks = probe.n_hit_tokens / block_size;
+  if (max_blocks <= n_hit_blocks) return false;
+  const std::vector<uint64_t> keys = kv_.chain_hashes(seq.tokens, seq.spec.cache_salt, max_blocks);
+  int64_t n_blocks = tier_lookup_(std::span<const uint64_t>(keys).subspan(static_cast<size_t>(n_hit_blocks)));
+  // Never evict for a restore beyond what is free now (minus the pool hit's revived blocks).
+  n_blocks = std::min<int64_t>(n_blocks, kv_.n_free_blocks() - probe.n_hit_blocks_free);
+  // A hit the SWA rule would not adopt saves nothing.
+  if (n_blocks <= 0 || (n_hit_blocks + n_blocks) * block_size <= cfg_.swa_replay_tokens) return false;
+
+  waiting_.erase(seq_id);
+  const int64_t n_opened = kv_.open_uncounted(seq_id, seq.tokens, seq.spec.cache_salt);
+  DS_ASSERT(n_opened == probe.n_hit_tokens, "prefix match changed between probe and open");
+  const Status grown = kv_.grow(seq_id, (n_hit_blocks + n_blocks) * block_size);
+  DS_ASSERT(grown.ok(), "restore grow failed after the free-block check");
+  seq.restoring = true;
+  ++n_restoring_;
+  ++stats_.n_restores;
+  RestorePlan restore;
+  restore.seq_id = seq_id;
+  restore.first_block = n_hit_blocks;
+  restore.prev_key = n_hit_blocks > 0 ? keys[static_cast<size_t>(n_hit_blocks - 1)] : 0;
+  restore.keys.assign(keys.begin() + n_hit_blocks, keys.begin() + n_hit_blocks + n_blocks);
+  plan.restores.push_back(std::move(restore));
+  return true;
+}
+
+void Scheduler::on_restored(SeqId seq_id, int32_t n_blocks_restored) {
+  const auto it = seqs_.find(seq_id);
+  if (it == seqs_.end() || !it->second.restoring) {
+    // Removed while its blocks were being filled: they could be released only now.
+    if (kv_.is_open(seq_id)) kv_.close(seq_id);
+    return;
+  }
+  SeqState& seq = it->second;
+  const int64_t block_size = kv_.block_size_tokens();
+  const int64_t n_blocks = static_cast<int64_t>(kv_.block_hashes(seq_id).size()) + n_blocks_restored;
+  // Only the blocks that arrived are registered; the rest go back to the free list uncached.
+  kv_.commit(seq_id, std::span<const int32_t>(seq.tokens).first(static_cast<size_t>(n_blocks * block_size)));
+  kv_.close(seq_id);
+  seq.restoring = false;
+  --n_restoring_;
+  stats_.n_restored_tokens += int64_t{n_blocks_restored} * block_size;
+  waiting_.push(seq_id, seq.spec.priority, seq.spec.tenant, seq.arrival_order, /*resumed=*/false);
 }
 
 void Scheduler::add_chunk(SeqId seq_id, SeqState& seq, int32_t n_tokens, StepPlan& plan,
@@ -261,6 +312,9 @@ void Scheduler::remove(SeqId seq_id) {
   if (it->second.running) {
     kv_.close(seq_id);
     running_.erase(std::find(running_.begin(), running_.end(), seq_id));
+  } else if (it->second.restoring) {
+    // The restore thread may still write its blocks: on_restored() releases them.
+    --n_restoring_;
   } else {
     const bool erased = waiting_.erase(seq_id);
     DS_ASSERT(erased, "a sequence neither running nor queued");
@@ -281,7 +335,8 @@ int32_t Scheduler::n_preemptions(SeqId seq_id) const { return state(seq_id).n_pr
 bool Scheduler::is_running(SeqId seq_id) const { return state(seq_id).running; }
 
 const std::vector<BlockId>& Scheduler::block_table(SeqId seq_id) const {
-  return state(seq_id).running ? kv_.block_table(seq_id) : empty_table_;
+  const SeqState& seq = state(seq_id);
+  return seq.running || seq.restoring ? kv_.block_table(seq_id) : empty_table_;
 }
 
 int32_t Scheduler::n_waiting() const { return waiting_.size(); }
@@ -298,9 +353,11 @@ Status Scheduler::check_integrity() const {
     return Status(ErrorCode::internal,
                   fmt::format("{} running > max_running {}", running_.size(), cfg_.max_running));
   }
-  if (running_.size() + static_cast<size_t>(waiting_.size()) != seqs_.size()) {
-    return Status(ErrorCode::internal, fmt::format("{} running + {} waiting != {} sequences", running_.size(),
-                                                   waiting_.size(), seqs_.size()));
+  if (running_.size() + static_cast<size_t>(waiting_.size()) + static_cast<size_t>(n_restoring_) !=
+      seqs_.size()) {
+    return Status(ErrorCode::internal,
+                  fmt::format("{} running + {} waiting + {} restoring != {} sequences", running_.size(),
+                              waiting_.size(), n_restoring_, seqs_.size()));
   }
   for (const SeqId seq_id : running_) {
     const auto it = seqs_.find(seq_id);
@@ -310,7 +367,15 @@ Status Scheduler::check_integrity() const {
   std::unordered_map<BlockId, const std::string*> salt_of_block;
   for (const auto& [seq_id, seq] : seqs_) {
     ++n_seqs_by_tenant[seq.spec.tenant];
-    if (seq.running != kv_.is_open(seq_id)) return bug(seq_id, "running state and KV table disagree");
+    if ((seq.running || seq.restoring) != kv_.is_open(seq_id))
+      return bug(seq_id, "running state and KV table disagree");
+    if (seq.restoring) {
+      if (seq.running || waiting_.contains(seq_id))
+        return bug(seq_id, "restoring but also running or queued");
+      if (seq.n_scheduled != 0 || seq.n_in_flight != 0)
+        return bug(seq_id, "restoring with positions in flight");
+      continue;
+    }
     if (seq.running == waiting_.contains(seq_id)) return bug(seq_id, "both running and queued, or neither");
     if (static_cast<int64_t>(seq.tokens.size()) !=
         static_cast<int64_t>(seq.spec.prompt_tokens.size()) + seq.n_generated) {

@@ -29,6 +29,14 @@
 // - Generation stops being scheduled once max_tokens tokens are sampled (known or pending); the
 //   engine calls finish() for it (and for EOS / stop strings, which the scheduler does not see).
 //
+// - KV tiers (docs/kvcache.md, Tiers; set_tier_lookup): on admission, after the pool's own prefix
+//   match, the blocks that follow it are looked up in the tiers. A continuation of n blocks puts the
+//   sequence in the "restoring" state: it leaves the queue holding its pool hit plus n fresh blocks,
+//   and the plan lists a RestorePlan the engine fetches in the background. on_restored() registers
+//   the blocks that arrived in the prefix index, releases the sequence's blocks (they stay cached)
+//   and puts it back at its place in the queue, where the next admission hits them in the pool like
+//   any cached prefix (SWA replay included). A sequence tries the tiers once.
+//
 // Async scheduling: schedule() for step N+1 may be called before on_step_done() of step N. A
 // sequence whose chunk in step N samples a token counts that token as pending; in step N+1 its
 // decode chunk consumes it (the engine fills in the value when step N's sample is known). A
@@ -39,6 +47,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <span>
@@ -81,11 +90,24 @@ struct ScheduledChunk {
   int64_t replay_end = 0;  // SWA bounded replay: positions < replay_end only rebuild the window ring
 };
 
+// Blocks [first_block, first_block + keys.size()) of a restoring sequence's table, to be filled from
+// the KV tiers with the entries stored under keys (prev_key: the chain hash of block first_block - 1).
+struct RestorePlan {
+  SeqId seq_id = 0;
+  int64_t first_block = 0;
+  uint64_t prev_key = 0;
+  std::vector<uint64_t> keys;
+};
+
+// How many leading keys the KV tiers hold (cheap; called on the scheduling thread).
+using TierLookup = std::function<int64_t(std::span<const uint64_t> keys)>;
+
 struct StepPlan {
   uint64_t step_index = 0;
   std::vector<ScheduledChunk> chunks;  // decode chunks first, then prefill chunks
   std::vector<SeqId> preempted;        // released their blocks this step; will recompute
   std::vector<SeqId> expired;          // deadline passed; removed from the scheduler
+  std::vector<RestorePlan> restores;   // sequences that entered the restoring state this step
   int32_t n_tokens = 0;                // sum of chunk sizes (<= max_step_tokens)
 };
 
@@ -96,6 +118,8 @@ struct SchedulerStats {
   int64_t n_preemptions = 0;
   int64_t n_expired = 0;
   int64_t n_refused_overloaded = 0;
+  int64_t n_restores = 0;         // sequences sent to the KV tiers for a continuation
+  int64_t n_restored_tokens = 0;  // tokens of blocks that arrived
 };
 
 class Scheduler {
@@ -115,6 +139,13 @@ class Scheduler {
   // returned (rows the engine dropped for sequences it is finishing, which it must then finish());
   // chunks of sequences already finished or expired are ignored.
   void on_step_done(const StepPlan& plan, std::span<const int32_t> sampled);
+
+  // Enables the KV tiers' read path (see the header comment); empty = off.
+  void set_tier_lookup(TierLookup lookup) { tier_lookup_ = std::move(lookup); }
+  // The restore of a RestorePlan finished: its first n_blocks_restored blocks hold their entries.
+  // For a sequence removed while restoring (cancelled, expired), this releases its blocks.
+  void on_restored(SeqId seq_id, int32_t n_blocks_restored);
+  int32_t n_restoring() const { return n_restoring_; }
 
   // Removes a sequence (finished, cancelled): its blocks are released now. No-op for an unknown
   // id (already expired or finished), so cancellation may race completion.
@@ -149,6 +180,8 @@ class Scheduler {
     int32_t n_in_flight = 0;      // plans holding a chunk of this sequence, not yet done
     uint64_t last_step_scheduled = std::numeric_limits<uint64_t>::max();  // latest plan holding a chunk
     bool running = false;
+    bool restoring = false;        // blocks are being filled from the KV tiers (neither queued nor running)
+    bool restore_tried = false;    // the tiers were asked once; not again for this sequence
     uint64_t arrival_order = 0;    // add() order
     uint64_t admission_order = 0;  // first-admission order; 0 until first admitted
     int64_t cached_prompt_tokens = 0;
@@ -175,6 +208,9 @@ class Scheduler {
   void preempt(SeqId seq_id, StepPlan& plan);
   void schedule_running(StepPlan& plan, int32_t& budget_tokens, bool decode_phase);
   void admit(StepPlan& plan, int32_t& budget_tokens);
+  // Starts a restore for the head of the queue when the tiers hold a continuation of its pool hit
+  // and the pool has blocks for it. True when the sequence left the queue for the restoring state.
+  bool try_start_restore(SeqId seq_id, SeqState& seq, const PrefixProbe& probe, StepPlan& plan);
   void add_chunk(SeqId seq_id, SeqState& seq, int32_t n_tokens, StepPlan& plan, int32_t& budget_tokens);
   void remove(SeqId seq_id);
 
@@ -190,6 +226,8 @@ class Scheduler {
   uint64_t next_admission_order_ = 1;
   SchedulerStats stats_;
   std::vector<BlockId> empty_table_;
+  TierLookup tier_lookup_;
+  int32_t n_restoring_ = 0;
 };
 
 }  // namespace ds

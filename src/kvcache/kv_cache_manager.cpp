@@ -84,6 +84,16 @@ int64_t KvCacheManager::open(SeqId seq_id, std::span<const TokenId> prompt, std:
 
 int64_t KvCacheManager::open(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt,
                              int64_t max_hit_tokens) {
+  return open_impl(seq_id, prompt, cache_salt, max_hit_tokens, /*counted=*/true);
+}
+
+int64_t KvCacheManager::open_uncounted(SeqId seq_id, std::span<const TokenId> prompt,
+                                       std::string_view cache_salt) {
+  return open_impl(seq_id, prompt, cache_salt, std::numeric_limits<int64_t>::max(), /*counted=*/false);
+}
+
+int64_t KvCacheManager::open_impl(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt,
+                                  int64_t max_hit_tokens, bool counted) {
   DS_ASSERT(!prompt.empty(), "kv cache: open with an empty prompt");
   const auto [it, inserted] = seqs_.try_emplace(seq_id);
   DS_ASSERT(inserted, "kv cache: open of a sequence that is already open");
@@ -91,7 +101,7 @@ int64_t KvCacheManager::open(SeqId seq_id, std::span<const TokenId> prompt, std:
   blocks.hash_key = prefix_hash_key(cfg_.process_seed, cache_salt);
   if (!cfg_.enable_prefix_caching) return 0;
 
-  prefix_queries_tokens_ += static_cast<int64_t>(prompt.size());
+  if (counted) prefix_queries_tokens_ += static_cast<int64_t>(prompt.size());
   const int64_t block_size = cfg_.block_size_tokens;
   const int64_t max_blocks = std::min((static_cast<int64_t>(prompt.size()) - 1) / block_size,
                                       std::max<int64_t>(max_hit_tokens, 0) / block_size);
@@ -111,7 +121,7 @@ int64_t KvCacheManager::open(SeqId seq_id, std::span<const TokenId> prompt, std:
     blocks.block_hashes.push_back(prev_hash);
   }
   const int64_t n_hit_tokens = static_cast<int64_t>(blocks.table.size()) * block_size;
-  prefix_hit_tokens_ += n_hit_tokens;
+  if (counted) prefix_hit_tokens_ += n_hit_tokens;
   return n_hit_tokens;
 }
 
@@ -170,6 +180,42 @@ void KvCacheManager::close(SeqId seq_id) {
 
 const std::vector<BlockId>& KvCacheManager::block_table(SeqId seq_id) const { return seq(seq_id).table; }
 
+const std::vector<uint64_t>& KvCacheManager::block_hashes(SeqId seq_id) const {
+  return seq(seq_id).block_hashes;
+}
+
+std::vector<uint64_t> KvCacheManager::chain_hashes(std::span<const TokenId> tokens,
+                                                   std::string_view cache_salt, int64_t n_blocks) const {
+  const int64_t block_size = cfg_.block_size_tokens;
+  n_blocks = std::min<int64_t>(n_blocks, static_cast<int64_t>(tokens.size()) / block_size);
+  return hash_full_blocks(prefix_hash_key(cfg_.process_seed, cache_salt),
+                          tokens.first(static_cast<size_t>(std::max<int64_t>(n_blocks, 0) * block_size)),
+                          cfg_.block_size_tokens);
+}
+
+void KvCacheManager::pin(BlockId block_id) {
+  DS_ASSERT(block_id >= 0 && block_id < pool_.n_blocks(), "kv cache: pin of an out-of-range block");
+  if (pool_.ref_count(block_id) == 0) {
+    pool_.revive(block_id);
+  } else {
+    pool_.add_ref(block_id);
+  }
+  ++pins_[block_id];
+}
+
+void KvCacheManager::unpin(BlockId block_id) {
+  const auto it = pins_.find(block_id);
+  DS_ASSERT(it != pins_.end(), "kv cache: unpin of a block that is not pinned");
+  if (--it->second == 0) pins_.erase(it);
+  pool_.release(block_id);
+}
+
+int64_t KvCacheManager::n_pins() const {
+  int64_t n = 0;
+  for (const auto& [block_id, n_block_pins] : pins_) n += n_block_pins;
+  return n;
+}
+
 bool KvCacheManager::is_open(SeqId seq_id) const { return seqs_.contains(seq_id); }
 
 KvCacheStats KvCacheManager::stats() const {
@@ -218,11 +264,19 @@ Status KvCacheManager::check_integrity() const {
       }
     }
   }
+  std::vector<int32_t> n_block_pins(n_blocks, 0);
+  for (const auto& [block_id, n_pins] : pins_) {
+    if (block_id < 0 || static_cast<size_t>(block_id) >= n_blocks || n_pins <= 0) {
+      return Status(ErrorCode::internal, fmt::format("block {} has {} pins", block_id, n_pins));
+    }
+    n_block_pins[static_cast<size_t>(block_id)] = n_pins;
+  }
   for (size_t idx = 0; idx < n_blocks; ++idx) {
     const auto block_id = static_cast<BlockId>(idx);
-    if (pool_.ref_count(block_id) != n_holders[idx]) {
-      return Status(ErrorCode::internal, fmt::format("block {} has ref count {} but {} tables hold it", idx,
-                                                     pool_.ref_count(block_id), n_holders[idx]));
+    if (pool_.ref_count(block_id) != n_holders[idx] + n_block_pins[idx]) {
+      return Status(ErrorCode::internal,
+                    fmt::format("block {} has ref count {} but {} tables hold it and {} pins", idx,
+                                pool_.ref_count(block_id), n_holders[idx], n_block_pins[idx]));
     }
     // Blocks are shared only through prefix matches, which hand out registered blocks; a
     // registered block in use is never evicted (only free blocks are reallocated).

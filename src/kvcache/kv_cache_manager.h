@@ -82,6 +82,10 @@ class KvCacheManager {
   int64_t open(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt,
                int64_t max_hit_tokens);
 
+  // open() with no cap, not counted in the prefix stats (a KV tier restore; the sequence is
+  // opened again, and counted, once its blocks arrived).
+  int64_t open_uncounted(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt);
+
   // The match open() would make now (same rules), changing nothing, not counted in stats.
   PrefixProbe probe(std::span<const TokenId> prompt, std::string_view cache_salt,
                     int64_t max_hit_tokens = std::numeric_limits<int64_t>::max()) const;
@@ -105,7 +109,19 @@ class KvCacheManager {
   void close(SeqId seq_id);
 
   const std::vector<BlockId>& block_table(SeqId seq_id) const;
+  // Chain hashes of the sequence's committed full blocks (block i's hash names positions
+  // [0, (i + 1) * block_size)); the keys the KV tiers store them under.
+  const std::vector<uint64_t>& block_hashes(SeqId seq_id) const;
+  // Chain hashes of full blocks [0, n_blocks) of `tokens` under `cache_salt` (tier lookups).
+  std::vector<uint64_t> chain_hashes(std::span<const TokenId> tokens, std::string_view cache_salt,
+                                     int64_t n_blocks) const;
   bool is_open(SeqId seq_id) const;
+
+  // Pins keep a block out of reuse while a KV tier copies it (the tier writer): each pin is a
+  // reference (a cached free block is revived). check_integrity() counts them with the tables.
+  void pin(BlockId block_id);
+  void unpin(BlockId block_id);
+  int64_t n_pins() const;
   KvCacheStats stats() const;
 
   // Introspection for tests and metrics.
@@ -128,11 +144,14 @@ class KvCacheManager {
   };
 
   const SeqBlocks& seq(SeqId seq_id) const;
+  int64_t open_impl(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt,
+                    int64_t max_hit_tokens, bool counted);
 
   KvCacheManagerConfig cfg_;
   BlockPool pool_;
   PrefixIndex index_;
   std::unordered_map<SeqId, SeqBlocks> seqs_;
+  std::unordered_map<BlockId, int32_t> pins_;
   int64_t prefix_queries_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
   int64_t n_evictions_ = 0;

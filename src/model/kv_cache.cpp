@@ -1,5 +1,7 @@
 #include "model/kv_cache.h"
 
+#include <cstring>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,6 +98,22 @@ LatentLayerView PagedLatentCache::slot(int i) const {
   v.block_size = cfg_.block_size_tokens;
   v.row_dim = row_dim_;
   return v;
+}
+
+int64_t PagedLatentCache::block_bytes(int n_slots) const {
+  return static_cast<int64_t>(sizeof(float)) * n_slots * cfg_.block_size_tokens * row_dim_;
+}
+
+void PagedLatentCache::export_block(int32_t block_id, int n_slots, std::byte* out) const {
+  DS_ASSERT(block_id >= 0 && block_id < cfg_.n_blocks && n_slots <= n_slots_, "block export out of range");
+  const size_t slot_bytes = sizeof(float) * static_cast<size_t>(cfg_.block_size_tokens * row_dim_);
+  for (int s = 0; s < n_slots; ++s) std::memcpy(out + s * slot_bytes, slot(s).block(block_id), slot_bytes);
+}
+
+void PagedLatentCache::import_block(int32_t block_id, int n_slots, const std::byte* in) {
+  DS_ASSERT(block_id >= 0 && block_id < cfg_.n_blocks && n_slots <= n_slots_, "block import out of range");
+  const size_t slot_bytes = sizeof(float) * static_cast<size_t>(cfg_.block_size_tokens * row_dim_);
+  for (int s = 0; s < n_slots; ++s) std::memcpy(slot(s).block(block_id), in + s * slot_bytes, slot_bytes);
 }
 
 int64_t physical_memory_bytes() {

@@ -7,6 +7,7 @@
 // model never includes it (block ids are plain int32_t here).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <memory>
@@ -112,6 +113,11 @@ class PagedLatentCache {
   bool empty() const { return data_ == nullptr; }
   // Layer slot i (layer index; the MTP layer is the slot after the last main layer).
   LatentLayerView slot(int i) const;
+  // KV tier export/import of one block: slots [0, n_slots) of block block_id, slot 0 first,
+  // block_bytes(n_slots) bytes. Preconditions: block id in range, n_slots <= n_slots().
+  int64_t block_bytes(int n_slots) const;
+  void export_block(int32_t block_id, int n_slots, std::byte* out) const;
+  void import_block(int32_t block_id, int n_slots, const std::byte* in);
 
  private:
   struct FreeDeleter {

@@ -2,8 +2,10 @@
 // (rows concatenated for the GEMMs, attention per sequence), plus the MTP head's forward.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "base/status.h"
@@ -70,6 +72,22 @@ class ModelRunner {
   // outside [0, n_blocks), or a block written by one request and used by another in the call.
   // Not re-entrant: one forward at a time per model (scratch buffers are reused).
   virtual Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) = 0;
+
+  // KV tiers (src/kvcache/tier_store.h): one block's bytes across every paged cache kind and layer
+  // the engine uses (V3: MLA latents; V4: compressed entries and indexer keys; the MTP layer's only
+  // with KvCacheConfig::mtp_layer), in a fixed order. kv_block_bytes() is 0 before init_kv_cache
+  // or for a model that cannot export. kv_layout_tag() names the layout and dtype of those bytes
+  // (part of the tier key). Export/import may run on another thread during a forward that neither
+  // writes (export) nor touches (import) the block. model_bad_input for a block id out of range or
+  // a buffer of the wrong size.
+  virtual int64_t kv_block_bytes() const { return 0; }
+  virtual std::string kv_layout_tag() const { return {}; }
+  virtual Status export_kv_block(int32_t /*block_id*/, std::span<std::byte> /*out*/) const {
+    return Status(ErrorCode::model_unsupported, "this model cannot export KV blocks");
+  }
+  virtual Status import_kv_block(int32_t /*block_id*/, std::span<const std::byte> /*in*/) {
+    return Status(ErrorCode::model_unsupported, "this model cannot import KV blocks");
+  }
 
   virtual bool has_mtp() const = 0;
   // MTP logits for every row of every request (model_unsupported without an MTP layer); the same

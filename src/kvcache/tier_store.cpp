@@ -1,0 +1,172 @@
+#include "kvcache/tier_store.h"
+
+#include <algorithm>
+#include <chrono>
+#include <utility>
+
+namespace ds {
+
+namespace {
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+TierStore::TierStore(std::vector<std::shared_ptr<KvTier>> tiers, TierBlockIo io,
+                     int32_t max_queued_write_jobs)
+    : tiers_(std::move(tiers)),
+      io_(std::move(io)),
+      max_queued_write_jobs_(max_queued_write_jobs),
+      writer_([this] { write_loop(); }),
+      restorer_([this] { restore_loop(); }) {}
+
+TierStore::~TierStore() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  work_cv_.notify_all();
+  writer_.join();
+  restorer_.join();
+}
+
+int64_t TierStore::count_prefix(std::span<const uint64_t> keys) const {
+  // The longest run one tier holds (a restore reads each block from the first tier holding it).
+  int64_t n = 0;
+  for (const auto& tier : tiers_) n = std::max(n, tier->count_prefix(keys));
+  return n;
+}
+
+bool TierStore::submit_write(std::vector<TierBlockRef> blocks) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stop_ || static_cast<int32_t>(write_queue_.size()) >= max_queued_write_jobs_) {
+      ++stats_.n_write_jobs_dropped;
+      return false;
+    }
+    write_queue_.push_back(std::move(blocks));
+  }
+  work_cv_.notify_all();
+  return true;
+}
+
+void TierStore::submit_restore(uint64_t seq_id, std::vector<TierBlockRef> blocks) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    restore_queue_.push_back(RestoreJob{seq_id, std::move(blocks)});
+  }
+  work_cv_.notify_all();
+}
+
+TierCompletions TierStore::take_completed() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::exchange(done_, {});
+}
+
+bool TierStore::has_pending_restores() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return !restore_queue_.empty() || !done_.restored.empty();
+}
+
+TierStoreStats TierStore::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void TierStore::drain() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return write_queue_.empty() && restore_queue_.empty() && n_busy_ == 0; });
+}
+
+void TierStore::write_loop() {
+  std::vector<std::byte> scratch(static_cast<size_t>(io_.block_bytes));
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    work_cv_.wait(lock, [this] { return stop_ || !write_queue_.empty(); });
+    if (stop_) return;
+    std::vector<TierBlockRef> job = std::move(write_queue_.front());
+    write_queue_.pop_front();
+    ++n_busy_;
+    lock.unlock();
+    write_blocks(job, scratch);
+    std::vector<int32_t> block_ids;
+    block_ids.reserve(job.size());
+    for (const TierBlockRef& b : job) block_ids.push_back(b.block_id);
+    lock.lock();
+    done_.written.push_back(std::move(block_ids));
+    --n_busy_;
+    idle_cv_.notify_all();
+  }
+}
+
+void TierStore::write_blocks(const std::vector<TierBlockRef>& blocks, std::vector<std::byte>& scratch) {
+  for (const TierBlockRef& b : blocks) {
+    bool everywhere = true;
+    for (const auto& tier : tiers_) everywhere = everywhere && tier->contains(b.key);
+    if (everywhere) {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++stats_.n_blocks_already_stored;
+      continue;
+    }
+    if (!io_.export_block(b.block_id, scratch).ok()) continue;
+    TierEntry entry{b.key, b.prev_key, b.tokens, scratch, b.expires_at_unix_s};
+    for (const auto& tier : tiers_) {
+      // A failing tier counts its own error and is skipped; the others still get the entry.
+      if (!tier->contains(b.key)) (void)tier->write(entry);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.n_blocks_written;
+  }
+}
+
+void TierStore::restore_loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    work_cv_.wait(lock, [this] { return stop_ || !restore_queue_.empty(); });
+    if (stop_) return;
+    RestoreJob job = std::move(restore_queue_.front());
+    restore_queue_.pop_front();
+    ++n_busy_;
+    lock.unlock();
+    const int32_t n_restored = restore_blocks(job.blocks);
+    lock.lock();
+    done_.restored.push_back({job.seq_id, n_restored});
+    --n_busy_;
+    idle_cv_.notify_all();
+  }
+}
+
+int32_t TierStore::restore_blocks(const std::vector<TierBlockRef>& blocks) {
+  const int64_t start_ns = now_ns();
+  int32_t n_restored = 0;
+  int64_t n_bytes = 0;
+  for (const TierBlockRef& b : blocks) {
+    bool restored = false;
+    for (const auto& tier : tiers_) {
+      Result<TierEntry> entry = tier->read(b.key);
+      if (!entry.ok()) continue;
+      // A 64-bit key collision (or a bug) must be a miss: the entry names its tokens and parent.
+      if (entry->prev_key != b.prev_key || entry->tokens != b.tokens ||
+          static_cast<int64_t>(entry->bytes.size()) != io_.block_bytes)
+        continue;
+      if (!io_.import_block(b.block_id, entry->bytes).ok()) continue;
+      restored = true;
+      n_bytes += static_cast<int64_t>(entry->bytes.size());
+      break;
+    }
+    if (!restored) break;
+    ++n_restored;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  stats_.n_blocks_restored += n_restored;
+  if (n_restored < static_cast<int32_t>(blocks.size())) ++stats_.n_restore_failures;
+  stats_.bytes_restored += n_bytes;
+  stats_.restore_ns_total += now_ns() - start_ns;
+  return n_restored;
+}
+
+}  // namespace ds
