@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <vector>
+
 namespace ds::grammar {
 
 size_t Grammar::n_elements() const {
@@ -11,10 +13,43 @@ size_t Grammar::n_elements() const {
   return n;
 }
 
+Status Grammar::prune_unproductive() {
+  // A rule is productive when some alternative derives a finite byte string: every element is a byte
+  // set, a star, or a productive rule. Fixpoint, then alternatives that need an unproductive rule go.
+  std::vector<uint8_t> productive(rules.size(), 0);
+  auto alt_ok = [&](const Alternative& a) {
+    for (const Element& e : a)
+      if (!e.star && e.kind == Element::Kind::rule && !productive[e.index]) return false;
+    return true;
+  };
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t r = 0; r < rules.size(); ++r) {
+      if (productive[r]) continue;
+      for (const Alternative& a : rules[r].alternatives)
+        if (alt_ok(a)) {
+          productive[r] = 1;
+          changed = true;
+          break;
+        }
+    }
+  }
+  if (rules.empty() || !productive[0])
+    return {ErrorCode::grammar_empty, "the grammar's language is empty (no finite output completes it)"};
+  for (Rule& rule : rules) {
+    std::erase_if(rule.alternatives, [&](const Alternative& a) { return !alt_ok(a); });
+    for (Alternative& a : rule.alternatives)
+      std::erase_if(a, [&](const Element& e) {
+        return e.star && e.kind == Element::Kind::rule && !productive[e.index];
+      });
+  }
+  return {};
+}
+
 Status Grammar::validate() const {
   if (rules.empty()) return {ErrorCode::internal, "grammar has no rules"};
   for (size_t r = 0; r < rules.size(); ++r) {
-    if (rules[r].alternatives.empty())
+    if (r == 0 && rules[r].alternatives.empty())
       return {ErrorCode::internal, fmt::format("grammar rule '{}' has no alternatives", rules[r].name)};
     for (const Alternative& a : rules[r].alternatives)
       for (const Element& e : a) {

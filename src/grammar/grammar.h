@@ -69,8 +69,11 @@ struct Grammar {
   std::vector<ByteSet> byte_sets;
 
   size_t n_elements() const;
-  // Checks rule/byte-set indices and that every rule has an alternative; internal error otherwise.
+  // Checks rule/byte-set indices and that the start rule has an alternative; internal error otherwise.
   Status validate() const;
+  // Drops alternatives that can never finish (they need a rule deriving no finite string), so the
+  // matcher never allows a byte it cannot complete. grammar_empty when the start rule itself cannot.
+  Status prune_unproductive();
   // 64-bit content hash (for the compiled-grammar cache).
   uint64_t hash() const;
   // A readable GBNF-like listing (tests, debugging).

@@ -122,6 +122,7 @@ Result<Grammar> GrammarBuilder::finish() {
     return Status{ErrorCode::grammar_too_large, fmt::format("grammar has {} elements, over the limit {}",
                                                             n_elements_, limits_.max_elements)};
   DS_TRY(grammar_.validate());
+  DS_TRY(grammar_.prune_unproductive());
   return std::move(grammar_);
 }
 

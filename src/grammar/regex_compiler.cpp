@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -17,8 +18,8 @@ const Ranges kSpace = {{'\t', '\r'}, {' ', ' '}};  // \t \n \v \f \r and space
 
 class RegexParser {
  public:
-  RegexParser(GrammarBuilder& b, std::string_view p, const GrammarLimits& limits)
-      : b_(b), p_(p), limits_(limits) {}
+  RegexParser(GrammarBuilder& b, std::string_view p, const GrammarLimits& limits, bool json_string_chars)
+      : b_(b), p_(p), limits_(limits), json_string_chars_(json_string_chars) {}
 
   Result<Element> parse_all() {
     DS_ASSIGN_OR_RETURN(Element e, parse_alternation(0));
@@ -272,7 +273,7 @@ class RegexParser {
       ranges.insert(ranges.end(), one.begin(), one.end());
     }
     ++pos_;  // ']'
-    return b_.char_class(negate ? complement_ranges(ranges) : ranges);
+    return char_class(negate ? complement_ranges(ranges) : ranges);
   }
 
   Result<Element> parse_group(size_t depth) {
@@ -305,7 +306,7 @@ class RegexParser {
         return parse_class();
       case '.':
         ++pos_;
-        return b_.char_class(complement_ranges({{'\n', '\n'}}));
+        return char_class(complement_ranges({{'\n', '\n'}}));
       case '*':
       case '+':
       case '?':
@@ -314,25 +315,42 @@ class RegexParser {
         ++pos_;
         Ranges r;
         DS_TRY(parse_escape(r));
-        return b_.char_class(r);
+        return char_class(r);
       }
       default: {
         DS_ASSIGN_OR_RETURN(uint32_t cp, next_codepoint());
-        return b_.char_class({{cp, cp}});
+        return char_class({{cp, cp}});
       }
     }
+  }
+
+  // One character out of `ranges` (restricted to what a JSON string holds unescaped, if asked).
+  Result<Element> char_class(const Ranges& ranges) {
+    if (!json_string_chars_) return b_.char_class(ranges);
+    Ranges banned = {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}};
+    Ranges allowed = complement_ranges(banned);
+    Ranges out;
+    for (const CodepointRange& r : normalize_ranges(ranges))
+      for (const CodepointRange& a : allowed) {
+        const uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
+        if (lo <= hi) out.push_back({lo, hi});
+      }
+    if (out.empty()) return error(ErrorCode::grammar_unsupported, "a character a JSON string must escape");
+    return b_.char_class(out);
   }
 
   GrammarBuilder& b_;
   std::string_view p_;
   const GrammarLimits& limits_;
+  bool json_string_chars_ = false;
   size_t pos_ = 0;
 };
 
 }  // namespace
 
-Result<Element> add_regex(GrammarBuilder& builder, std::string_view pattern, const GrammarLimits& limits) {
-  RegexParser parser(builder, pattern, limits);
+Result<Element> add_regex(GrammarBuilder& builder, std::string_view pattern, const GrammarLimits& limits,
+                          bool json_string_chars) {
+  RegexParser parser(builder, pattern, limits, json_string_chars);
   return parser.parse_all();
 }
 

@@ -15,8 +15,11 @@
 
 namespace ds::grammar {
 
-// Adds the regex's rules to `builder` and returns the element matching it.
-Result<Element> add_regex(GrammarBuilder& builder, std::string_view pattern, const GrammarLimits& limits);
+// Adds the regex's rules to `builder` and returns the element matching it. json_string_chars: every
+// character class leaves out '"', '\\' and control characters, so the match can sit inside a JSON string
+// unescaped (JSON Schema "pattern").
+Result<Element> add_regex(GrammarBuilder& builder, std::string_view pattern, const GrammarLimits& limits,
+                          bool json_string_chars = false);
 
 // A grammar whose language is exactly the regex's.
 Result<Grammar> compile_regex(std::string_view pattern, const GrammarLimits& limits = {});
