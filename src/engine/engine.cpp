@@ -20,7 +20,12 @@ constexpr auto kBlockedPoll = std::chrono::milliseconds(1);
 
 Engine::ActiveRequest::ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok,
                                      std::span<const int32_t> eos)
-    : request(std::move(req)), sink(std::move(s)), output(id, request, tok, eos) {}
+    : request(std::move(req)), sink(std::move(s)), output(id, request, tok, eos) {
+  if (request.grammar) {
+    matcher = std::make_unique<grammar::GrammarMatcher>(request.grammar);
+    grammar_active = request.grammar_after_token < 0;
+  }
+}
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, ModelRunner& model,
                                                const Tokenizer* tokenizer) {
@@ -138,6 +143,13 @@ Status Engine::validate(const Request& r) const {
                        std::to_string(config_.scheduler.max_seq_len));
   }
   if (Status st = RequestOutput::validate_stop_strings(r.stop); !st.ok()) return bad_request(st.message());
+  if (r.grammar && r.grammar->vocab().vocab_size() < sample_vocab_) {
+    return bad_request("the grammar was compiled for a vocabulary of " +
+                       std::to_string(r.grammar->vocab().vocab_size()) + " tokens, the model samples from " +
+                       std::to_string(sample_vocab_));
+  }
+  if (r.grammar_after_token >= static_cast<int32_t>(sample_vocab_))
+    return bad_request("grammar_after_token " + std::to_string(r.grammar_after_token) + " is not a token id");
   if (!r.stop.stop_strings.empty() && (tokenizer_ == nullptr || !r.detokenize)) {
     return bad_request("stop strings need detokenized output (a tokenizer and detokenize = true)");
   }
@@ -303,7 +315,8 @@ Status Engine::launch(StepBatch& batch) {
     r.in_flight = true;
     if (chunks[i].samples) {
       batch.sample_jobs.push_back(StepBatch::SampleJob{i, &r.request.sampling, &r.penalties,
-                                                       static_cast<uint64_t>(r.output.n_generated())});
+                                                       static_cast<uint64_t>(r.output.n_generated()),
+                                                       r.grammar_active ? r.matcher.get() : nullptr});
     }
   }
   batch.launch_ns = now_ns();
@@ -352,12 +365,35 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (r.output.finished()) continue;  // cancelled or stopped while in flight: its token is discarded
     if (r.output.first_token_at == SteadyTime{}) r.output.first_token_at = now;
     const SampleResult& sample = batch.samples[job.chunk_idx];
+    if (r.matcher && !advance_grammar(r, sample.token_id)) {
+      touched_.push_back(seq);
+      continue;
+    }
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);
+    // A complete grammar ends the request (the token that completed it is part of the output).
+    if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
     ++local_stats_.generation_tokens_total;
     touched_.push_back(seq);
   }
   return ok_status();
+}
+
+bool Engine::advance_grammar(ActiveRequest& r, int32_t token_id) {
+  if (!r.grammar_active) {
+    r.grammar_active = token_id == r.request.grammar_after_token;
+    return true;
+  }
+  if (token_id < 0 || !r.matcher->accept_token(token_id)) {
+    // StepBatch::run samples only allowed tokens; -1 means the mask allowed none.
+    r.output.finish(
+        FinishReason::error,
+        Status(ErrorCode::engine_bad_request,
+               token_id < 0 ? "the grammar allows no token of the vocabulary here"
+                            : "sampled token " + std::to_string(token_id) + " is outside the grammar"));
+    return false;
+  }
+  return true;
 }
 
 void Engine::emit_events() {

@@ -36,6 +36,7 @@
 #include "engine/sequence_slots.h"
 #include "engine/step_batch.h"
 #include "engine/step_executor.h"
+#include "grammar/grammar_matcher.h"
 #include "kvcache/kv_cache_manager.h"
 #include "model/model_runner.h"
 #include "sampling/sampler.h"
@@ -83,8 +84,10 @@ class Engine {
     EventSink sink;
     RequestOutput output;
     PenaltyState penalties;
-    bool in_scheduler = false;  // Scheduler::finish still owed
-    bool in_flight = false;     // a row in the step being computed
+    std::unique_ptr<grammar::GrammarMatcher> matcher;  // request.grammar's state; null without one
+    bool grammar_active = false;                       // past grammar_after_token (or from the start)
+    bool in_scheduler = false;                         // Scheduler::finish still owed
+    bool in_flight = false;                            // a row in the step being computed
     ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
   };
 
@@ -106,6 +109,9 @@ class Engine {
   Status wait_and_complete(StepBatch& batch);
   // Reports the step's samples to the scheduler and applies the cheap stop checks (add_token).
   Status complete_forward(StepBatch& batch, const Status& forward_status, int64_t done_ns);
+  // Feeds a sampled token to the request's grammar (activating it after grammar_after_token). false:
+  // the token is not allowed (the request is finished with an error).
+  bool advance_grammar(ActiveRequest& r, int32_t token_id);
   void emit_events();
   void release_finished();
   void fail_all(const Status& error);
