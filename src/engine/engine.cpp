@@ -379,6 +379,22 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
   return ok_status();
 }
 
+Result<std::shared_ptr<const grammar::CompiledGrammar>> Engine::compile_grammar(
+    const grammar::GrammarSpec& spec) {
+  grammar::GrammarCompiler* compiler = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(grammar_mu_);
+    if (!grammar_compiler_) {
+      if (tokenizer_ == nullptr) return bad_request("output constraints need the engine to have a tokenizer");
+      DS_ASSIGN_OR_RETURN(grammar::TokenTrie trie, grammar::TokenTrie::from_tokenizer(*tokenizer_));
+      grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(
+          std::make_shared<const grammar::TokenTrie>(std::move(trie)));
+    }
+    compiler = grammar_compiler_.get();
+  }
+  return compiler->compile(spec);  // the compiler locks for itself
+}
+
 bool Engine::advance_grammar(ActiveRequest& r, int32_t token_id) {
   if (!r.grammar_active) {
     r.grammar_active = token_id == r.request.grammar_after_token;

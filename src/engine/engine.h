@@ -36,6 +36,7 @@
 #include "engine/sequence_slots.h"
 #include "engine/step_batch.h"
 #include "engine/step_executor.h"
+#include "grammar/grammar_compiler.h"
 #include "grammar/grammar_matcher.h"
 #include "kvcache/kv_cache_manager.h"
 #include "model/model_runner.h"
@@ -64,6 +65,11 @@ class Engine {
   // Ends a request: its final event (finish_reason cancelled) follows shortly and its KV blocks are
   // freed in the next step. Unknown or finished ids are ignored.
   void cancel(RequestId id);
+
+  // Compiles an output constraint against this engine's tokenizer (thread-safe; compiled grammars
+  // are cached by their source). Put the result in Request::grammar. engine_bad_request without a
+  // tokenizer; otherwise the grammar compilers' errors (docs/grammar.md).
+  Result<std::shared_ptr<const grammar::CompiledGrammar>> compile_grammar(const grammar::GrammarSpec& spec);
 
   EngineStats stats() const;
   const EngineConfig& config() const { return config_; }
@@ -120,6 +126,9 @@ class Engine {
   EngineConfig config_;
   ModelRunner& model_;
   const Tokenizer* tokenizer_;
+  // Built on first use (the vocabulary trie costs a pass over the vocabulary); guarded by grammar_mu_.
+  std::mutex grammar_mu_;
+  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
   KvCacheConfig kv_config_;
   std::vector<int32_t> eos_ids_;
   size_t sample_vocab_ = 0;  // logits columns that can be sampled (model vocab ∩ tokenizer vocab)

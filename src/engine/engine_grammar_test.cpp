@@ -12,7 +12,6 @@
 #include "base/thread_pool.h"
 #include "engine/engine.h"
 #include "grammar/grammar_compiler.h"
-#include "kernels/isa.h"
 #include "model/deepseek_v4.h"
 #include "modelgen/make_model.h"
 
