@@ -80,8 +80,16 @@ Status GrammarBuilder::append_repeat(Alternative& alt, const Element& e, int64_t
     alt.push_back(star(e));
     return {};
   }
-  // (e (e (e)?)?)? built inside out: each optional level holds one more copy, so the grammar stays
-  // linear in max - min and unambiguous.
+  // Up to kFlatRepeat optional copies go flat into the alternative (e? e? e?): the Earley item then
+  // moves its dot instead of completing one nested rule per repetition, so consuming an element never
+  // completes an item from an earlier set (no escape, no completion chain; docs/grammar.md). Larger
+  // bounds nest, (e (e (e)?)?)?, which stays linear in size and unambiguous.
+  constexpr int64_t kFlatRepeat = 32;
+  if (max > min && max - min <= kFlatRepeat) {
+    const Element opt = optional(e);
+    for (int64_t i = 0; i < max - min; ++i) alt.push_back(opt);
+    return {};
+  }
   if (max > min) {
     Element tail{};
     bool have_tail = false;
