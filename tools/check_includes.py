@@ -23,7 +23,7 @@ ALLOWED = {
     "engine": {"base", "tensor", "model", "kvcache", "tokenizer", "sampling", "grammar"},
     "recipe": {"base", "tokenizer"},
     "transport": {"base"},
-    "server": {"base", "engine", "recipe", "tokenizer", "sampling", "transport"},
+    "server": {"base", "engine", "recipe", "tokenizer", "sampling", "transport", "grammar"},
     "cluster": {"base", "engine", "recipe", "tokenizer", "transport", "kvcache"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -62,6 +62,14 @@ const char* error_code_name(ErrorCode code) {
       return "server_not_found";
     case ErrorCode::server_payload_too_large:
       return "server_payload_too_large";
+    case ErrorCode::grammar_bad_input:
+      return "grammar_bad_input";
+    case ErrorCode::grammar_unsupported:
+      return "grammar_unsupported";
+    case ErrorCode::grammar_too_large:
+      return "grammar_too_large";
+    case ErrorCode::grammar_empty:
+      return "grammar_empty";
   }
   return "unknown";
 }

@@ -14,7 +14,7 @@ namespace ds {
 enum class ErrorKind { user, retryable, bug };
 
 // Subsystem ranges: 1xxx base/io, 2xxx weights, 3xxx kvcache, 4xxx tokenizer, 5xxx model,
-// 6xxx engine, 7xxx recipe/server, 8xxx kernels.
+// 6xxx engine, 7xxx recipe/server, 8xxx kernels, 9xxx grammar.
 enum class ErrorCode : int {
   ok = 0,
   io_error = 1001,          // open/read/mmap failed
@@ -45,6 +45,10 @@ enum class ErrorCode : int {
   server_unauthorized = 7101,
   server_not_found = 7102,
   server_payload_too_large = 7103,
+  grammar_bad_input = 9001,    // invalid regex, JSON Schema or grammar text (message has position/path)
+  grammar_unsupported = 9002,  // a valid keyword/construct the compilers do not enforce (named)
+  grammar_too_large = 9003,    // over a configured size or compile-time limit
+  grammar_empty = 9004,        // the language is empty or can never terminate
 };
 
 constexpr ErrorKind error_kind(ErrorCode code) {

@@ -21,7 +21,12 @@ constexpr auto kBlockedPoll = std::chrono::milliseconds(1);
 
 Engine::ActiveRequest::ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok,
                                      std::span<const int32_t> eos)
-    : request(std::move(req)), sink(std::move(s)), output(id, request, tok, eos) {}
+    : request(std::move(req)), sink(std::move(s)), output(id, request, tok, eos) {
+  if (request.grammar) {
+    matcher = std::make_unique<grammar::GrammarMatcher>(request.grammar);
+    grammar_active = request.grammar_after_token < 0;
+  }
+}
 
 Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, ModelRunner& model,
                                                const Tokenizer* tokenizer) {
@@ -168,6 +173,13 @@ Status Engine::validate(const Request& r) const {
                        std::to_string(config_.scheduler.max_seq_len));
   }
   if (Status st = RequestOutput::validate_stop_strings(r.stop); !st.ok()) return bad_request(st.message());
+  if (r.grammar && r.grammar->vocab().vocab_size() < sample_vocab_) {
+    return bad_request("the grammar was compiled for a vocabulary of " +
+                       std::to_string(r.grammar->vocab().vocab_size()) + " tokens, the model samples from " +
+                       std::to_string(sample_vocab_));
+  }
+  if (r.grammar_after_token >= static_cast<int32_t>(sample_vocab_))
+    return bad_request("grammar_after_token " + std::to_string(r.grammar_after_token) + " is not a token id");
   if (!r.stop.stop_strings.empty() && (tokenizer_ == nullptr || !r.detokenize)) {
     return bad_request("stop strings need detokenized output (a tokenizer and detokenize = true)");
   }
@@ -343,7 +355,8 @@ Status Engine::launch(StepBatch& batch) {
     r.in_flight = true;
     if (chunks[i].samples) {
       batch.sample_jobs.push_back(StepBatch::SampleJob{i, &r.request.sampling, &r.penalties,
-                                                       static_cast<uint64_t>(r.output.n_generated())});
+                                                       static_cast<uint64_t>(r.output.n_generated()),
+                                                       r.grammar_active ? r.matcher.get() : nullptr});
     }
   }
   batch.launch_ns = now_ns();
@@ -392,6 +405,10 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (r.output.finished()) continue;  // cancelled or stopped while in flight: its token is discarded
     if (r.output.first_token_at == SteadyTime{}) r.output.first_token_at = now;
     const SampleResult& sample = batch.samples[job.chunk_idx];
+    if (r.matcher && !advance_grammar(r, sample.token_id)) {
+      touched_.push_back(seq);
+      continue;
+    }
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);
     // The first token means the whole prompt is computed and committed: its blocks go down now.
@@ -399,10 +416,45 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
       r.prompt_tiered = true;
       write_to_tiers(seq, r);
     }
+    // A complete grammar ends the request (the token that completed it is part of the output).
+    if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
     ++local_stats_.generation_tokens_total;
     touched_.push_back(seq);
   }
   return ok_status();
+}
+
+Result<std::shared_ptr<const grammar::CompiledGrammar>> Engine::compile_grammar(
+    const grammar::GrammarSpec& spec) {
+  grammar::GrammarCompiler* compiler = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(grammar_mu_);
+    if (!grammar_compiler_) {
+      if (tokenizer_ == nullptr) return bad_request("output constraints need the engine to have a tokenizer");
+      DS_ASSIGN_OR_RETURN(grammar::TokenTrie trie, grammar::TokenTrie::from_tokenizer(*tokenizer_));
+      grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(
+          std::make_shared<const grammar::TokenTrie>(std::move(trie)));
+    }
+    compiler = grammar_compiler_.get();
+  }
+  return compiler->compile(spec);  // the compiler locks for itself
+}
+
+bool Engine::advance_grammar(ActiveRequest& r, int32_t token_id) {
+  if (!r.grammar_active) {
+    r.grammar_active = token_id == r.request.grammar_after_token;
+    return true;
+  }
+  if (token_id < 0 || !r.matcher->accept_token(token_id)) {
+    // StepBatch::run samples only allowed tokens; -1 means the mask allowed none.
+    r.output.finish(
+        FinishReason::error,
+        Status(ErrorCode::engine_bad_request,
+               token_id < 0 ? "the grammar allows no token of the vocabulary here"
+                            : "sampled token " + std::to_string(token_id) + " is outside the grammar"));
+    return false;
+  }
+  return true;
 }
 
 void Engine::emit_events() {

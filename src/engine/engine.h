@@ -38,6 +38,8 @@
 #include "engine/sequence_slots.h"
 #include "engine/step_batch.h"
 #include "engine/step_executor.h"
+#include "grammar/grammar_compiler.h"
+#include "grammar/grammar_matcher.h"
 #include "kvcache/kv_cache_manager.h"
 #include "kvcache/tier_store.h"
 #include "model/model_runner.h"
@@ -67,6 +69,11 @@ class Engine {
   // freed in the next step. Unknown or finished ids are ignored.
   void cancel(RequestId id);
 
+  // Compiles an output constraint against this engine's tokenizer (thread-safe; compiled grammars
+  // are cached by their source). Put the result in Request::grammar. engine_bad_request without a
+  // tokenizer; otherwise the grammar compilers' errors (docs/grammar.md).
+  Result<std::shared_ptr<const grammar::CompiledGrammar>> compile_grammar(const grammar::GrammarSpec& spec);
+
   EngineStats stats() const;
   // Each KV tier's name and counters (empty without tiers); any thread.
   std::vector<std::pair<std::string, TierStats>> kv_tier_stats() const;
@@ -88,10 +95,12 @@ class Engine {
     EventSink sink;
     RequestOutput output;
     PenaltyState penalties;
-    bool in_scheduler = false;    // Scheduler::finish still owed
-    bool in_flight = false;       // a row in the step being computed
-    bool prompt_tiered = false;   // the prompt's blocks were handed to the KV tier writer
-    int64_t n_blocks_tiered = 0;  // blocks [0, n) of its table were handed to the writer
+    std::unique_ptr<grammar::GrammarMatcher> matcher;  // request.grammar's state; null without one
+    bool grammar_active = false;                       // past grammar_after_token (or from the start)
+    bool in_scheduler = false;                         // Scheduler::finish still owed
+    bool in_flight = false;                            // a row in the step being computed
+    bool prompt_tiered = false;                        // the prompt's blocks were handed to the KV tier writer
+    int64_t n_blocks_tiered = 0;                       // blocks [0, n) of its table were handed to the writer
     ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
   };
 
@@ -113,6 +122,9 @@ class Engine {
   Status wait_and_complete(StepBatch& batch);
   // Reports the step's samples to the scheduler and applies the cheap stop checks (add_token).
   Status complete_forward(StepBatch& batch, const Status& forward_status, int64_t done_ns);
+  // Feeds a sampled token to the request's grammar (activating it after grammar_after_token). false:
+  // the token is not allowed (the request is finished with an error).
+  bool advance_grammar(ActiveRequest& r, int32_t token_id);
   void emit_events();
   void release_finished();
   void fail_all(const Status& error);
@@ -126,6 +138,9 @@ class Engine {
   EngineConfig config_;
   ModelRunner& model_;
   const Tokenizer* tokenizer_;
+  // Built on first use (the vocabulary trie costs a pass over the vocabulary); guarded by grammar_mu_.
+  std::mutex grammar_mu_;
+  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
   KvCacheConfig kv_config_;
   std::vector<int32_t> eos_ids_;
   size_t sample_vocab_ = 0;  // logits columns that can be sampled (model vocab ∩ tokenizer vocab)

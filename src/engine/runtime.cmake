@@ -8,7 +8,7 @@ add_library(ds_engine
   sequence_slots.cpp
   engine.cpp
 )
-target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache)
+target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar)
 ds_set_warnings(ds_engine)
 
 # Test double for the engine's tests and benchmarks (no tensors).
@@ -31,4 +31,12 @@ ds_add_test(engine_tier_test SOURCES engine_tier_test.cpp LIBS ds_engine ds_mode
 if(TARGET engine_tier_test)
   target_compile_definitions(engine_tier_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
+endif()
+
+# Structured output end to end on a generated tiny model (the `model` tier).
+ds_add_test(engine_grammar_test SOURCES engine_grammar_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+if(TARGET engine_grammar_test)
+  target_compile_definitions(engine_grammar_test PRIVATE
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
+  target_link_libraries(engine_grammar_test PRIVATE nlohmann_json::nlohmann_json)
 endif()

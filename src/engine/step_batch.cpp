@@ -1,5 +1,8 @@
 #include "engine/step_batch.h"
 
+#include "grammar/token_bitmask.h"
+
+#include <algorithm>
 #include <string>
 #include <utility>
 
@@ -95,7 +98,23 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
   DS_TRY(model.forward(requests_, out_));
   samples.resize(plan_.chunks.size());
   for (const SampleJob& job : sample_jobs) {
-    const std::span<const float> row(sample_row(job.chunk_idx), sample_vocab);
+    std::span<const float> row(sample_row(job.chunk_idx), sample_vocab);
+    if (job.matcher != nullptr) {
+      // Unconstrained rows skip this entirely; a grammar row pays one mask and one row copy.
+      grammar_mask_.resize(grammar::bitmask_words(job.matcher->grammar().vocab().vocab_size()));
+      job.matcher->fill_next_token_mask(grammar_mask_);
+      masked_row_.assign(row.begin(), row.end());
+      grammar::apply_bitmask(masked_row_, grammar_mask_);
+      const size_t words = std::min(grammar_mask_.size(), grammar::bitmask_words(sample_vocab));
+      bool any = false;
+      for (size_t w = 0; w < words && !any; ++w) any = grammar_mask_[w] != 0;
+      if (!any) {
+        samples[job.chunk_idx] = SampleResult{};
+        samples[job.chunk_idx].token_id = -1;  // the engine ends the request with an error
+        continue;
+      }
+      row = masked_row_;
+    }
     samples[job.chunk_idx] = sampler.sample(row, *job.params, *job.penalties, job.position, /*draft_slot=*/0);
   }
   return ok_status();

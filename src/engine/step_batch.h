@@ -14,6 +14,7 @@
 
 #include "base/status.h"
 #include "engine/scheduler.h"
+#include "grammar/grammar_matcher.h"
 #include "model/model_runner.h"
 #include "sampling/sampler.h"
 
@@ -46,6 +47,9 @@ class StepBatch {
     const SamplingParams* params = nullptr;
     const PenaltyState* penalties = nullptr;
     uint64_t position = 0;  // the output token's index in its request (the RNG counter)
+    // Structured output: the row is masked to the tokens this matcher allows before sampling. Read on
+    // the executor; the engine thread advances it only after the step completes.
+    grammar::GrammarMatcher* matcher = nullptr;
   };
   std::vector<SampleJob> sample_jobs;
   std::vector<SampleResult> samples;  // [n_chunks], filled for the chunks of sample_jobs
@@ -66,6 +70,9 @@ class StepBatch {
   std::vector<uint8_t> pending_;      // [n_chunks] 1 when the chunk's last token is pending
   std::vector<ForwardRequest> requests_;
   LogitsOutput out_;
+  // Grammar rows only: the token mask and the masked copy of the row (reused across jobs and steps).
+  std::vector<uint32_t> grammar_mask_;
+  std::vector<float> masked_row_;
 };
 
 }  // namespace ds

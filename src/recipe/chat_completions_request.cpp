@@ -4,6 +4,7 @@
 
 #include "recipe/request_checks.h"
 #include "recipe/request_error.h"
+#include "recipe/structured_output_fields.h"
 
 namespace ds::recipe {
 
@@ -213,6 +214,7 @@ Result<ResponseFormat> read_response_format(const Json& body) {
     out.schema_name = *name;
     DS_ASSIGN_OR_RETURN(const Json* schema, read_object(*js, "schema", "response_format.json_schema"));
     out.schema_json = schema->dump();
+    out.field = "response_format.json_schema.schema";
     DS_ASSIGN_OR_RETURN(std::optional<bool> strict, read_bool(*js, "strict", "response_format.json_schema"));
     out.strict = strict.value_or(false);
     return out;
@@ -271,6 +273,7 @@ Result<ChatRequest> convert_chat_completions_request(const Json& body, const Con
   resolve_thinking(req, thinking_switch, effort, options);
 
   DS_ASSIGN_OR_RETURN(req.response_format, read_response_format(body));
+  DS_TRY(read_structured_output_fields(body, req.response_format));
   DS_TRY(read_openai_sampling(body, options.limits, OpenAiApi::chat_completions, req.sampling));
 
   DS_ASSIGN_OR_RETURN(std::optional<bool> stream, read_bool(body, "stream", ""));

@@ -62,12 +62,19 @@ struct ToolChoice {
 enum class ReasoningEffort { low, high, xhigh, max };
 const char* reasoning_effort_name(ReasoningEffort effort);
 
-enum class ResponseFormatKind { text, json_object, json_schema };
+// The output constraint, enforced while decoding by the engine's grammar (docs/grammar.md): OpenAI's
+// response_format / text.format, or vLLM's / SGLang's fields (structured_output_fields.h).
+enum class ResponseFormatKind { text, json_object, json_schema, regex, grammar, choice };
 struct ResponseFormat {
   ResponseFormatKind kind = ResponseFormatKind::text;
-  std::string schema_name;  // json_schema only
-  std::string schema_json;  // json_schema only: the JSON Schema object text
-  bool strict = false;      // json_schema only (accepted; enforcement is the grammar backend's job)
+  std::string schema_name;           // json_schema only
+  std::string schema_json;           // json_schema only: the JSON Schema object text
+  bool strict = false;               // json_schema only; the schema is enforced either way (never loosened)
+  std::string pattern;               // regex: the pattern; grammar: the GBNF text
+  std::vector<std::string> choices;  // choice: the output is exactly one of them
+  // The request field the constraint came from ("response_format.json_schema.schema",
+  // "structured_outputs.regex", "guided_json", ...): compile errors name it as the 400's param.
+  std::string field;
 };
 
 // Sampling fields as the client sent them (validated for range, not applied). Absent means "engine
@@ -113,6 +120,7 @@ struct CompletionRequest {
   std::optional<std::string> prompt_text;  // exactly one of prompt_text / prompt_token_ids
   std::vector<int32_t> prompt_token_ids;
   SamplingFields sampling;
+  ResponseFormat response_format;  // vLLM / SGLang constraint fields (Completions has no response_format)
   bool echo = false;
   bool stream = false;
   bool include_usage = false;

@@ -4,6 +4,7 @@
 
 #include "recipe/request_checks.h"
 #include "recipe/request_error.h"
+#include "recipe/structured_output_fields.h"
 
 namespace ds::recipe {
 
@@ -70,6 +71,7 @@ Result<CompletionRequest> convert_completions_request(const Json& body, const Co
       bias != nullptr && !(bias->is_object() && bias->empty()))
     return unsupported_error("logit_bias", "not supported");
   DS_TRY(read_openai_sampling(body, options.limits, OpenAiApi::completions, req.sampling));
+  DS_TRY(read_structured_output_fields(body, req.response_format));
   DS_ASSIGN_OR_RETURN(std::optional<bool> echo, read_bool(body, "echo", ""));
   req.echo = echo.value_or(false);
   DS_ASSIGN_OR_RETURN(std::optional<bool> stream, read_bool(body, "stream", ""));

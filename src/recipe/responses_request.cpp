@@ -5,6 +5,7 @@
 #include "recipe/chat_completions_request.h"
 #include "recipe/request_checks.h"
 #include "recipe/request_error.h"
+#include "recipe/structured_output_fields.h"
 
 namespace ds::recipe {
 
@@ -178,6 +179,7 @@ Result<ResponseFormat> convert_text_format(const Json& body) {
     DS_ASSIGN_OR_RETURN(out.schema_name, required_string(*format, "name", "text.format"));
     DS_ASSIGN_OR_RETURN(const Json* schema, read_object(*format, "schema", "text.format"));
     out.schema_json = schema->dump();
+    out.field = "text.format.schema";
     DS_ASSIGN_OR_RETURN(std::optional<bool> strict, read_bool(*format, "strict", "text.format"));
     out.strict = strict.value_or(false);
     return out;
@@ -240,6 +242,7 @@ Result<ChatRequest> convert_responses_request(const Json& body, const Conversion
   }
   resolve_thinking(req, std::nullopt, effort, options);
   DS_ASSIGN_OR_RETURN(req.response_format, convert_text_format(body));
+  DS_TRY(read_structured_output_fields(body, req.response_format));
 
   DS_ASSIGN_OR_RETURN(req.sampling.temperature, read_number(body, "temperature", ""));
   if (req.sampling.temperature) DS_TRY(check_range(*req.sampling.temperature, 0.0, 2.0, "temperature"));

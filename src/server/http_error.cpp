@@ -72,6 +72,10 @@ HttpError http_error_from_status(const Status& status, ErrorStyle style, int ret
     case ErrorCode::model_unsupported:
     case ErrorCode::tokenizer_bad_input:
     case ErrorCode::tokenizer_unknown_id:
+    case ErrorCode::grammar_bad_input:
+    case ErrorCode::grammar_unsupported:
+    case ErrorCode::grammar_too_large:
+    case ErrorCode::grammar_empty:
       e = make(400, style, status.message(), error_code_name(code));
       e.param = recipe::error_field_path(status);
       return e;

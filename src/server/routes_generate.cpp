@@ -21,6 +21,7 @@
 #include "recipe/responses_request.h"
 #include "server/api_responders.h"
 #include "server/api_routes.h"
+#include "server/structured_output.h"
 
 namespace ds::server {
 
@@ -333,8 +334,12 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
                                                std::move(responder), chat->stream, chat->sampling.logprobs);
   const ContextFields fields = kind == ApiKind::responses ? ContextFields{"input", "max_output_tokens"}
                                                           : ContextFields{"messages", "max_tokens"};
-  run_generation(config, out, std::move(call),
-                 engine_request(chat->sampling, chat->user, std::move(ids).value(), *config), fields);
+  Request engine_req = engine_request(chat->sampling, chat->user, std::move(ids).value(), *config);
+  if (Status st = attach_output_constraint(chat->response_format, chat->thinking, *config->tokenizer,
+                                           *config->engine, engine_req);
+      !st.ok())
+    return out->send_error(st);
+  run_generation(config, out, std::move(call), std::move(engine_req), fields);
 }
 
 // Completions (legacy): the client's raw prompt, no template.
@@ -363,9 +368,13 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
   auto call = std::make_shared<GenerationCall>(config, out, recipe::completions_parser_options(*completion),
                                                std::move(responder), completion->stream,
                                                completion->sampling.logprobs);
-  run_generation(config, out, std::move(call),
-                 engine_request(completion->sampling, completion->user, std::move(ids).value(), *config),
-                 ContextFields{"prompt", "max_tokens"});
+  Request engine_req =
+      engine_request(completion->sampling, completion->user, std::move(ids).value(), *config);
+  if (Status st = attach_output_constraint(completion->response_format, false, *config->tokenizer,
+                                           *config->engine, engine_req);
+      !st.ok())
+    return out->send_error(st);
+  run_generation(config, out, std::move(call), std::move(engine_req), ContextFields{"prompt", "max_tokens"});
 }
 
 }  // namespace

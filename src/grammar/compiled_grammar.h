@@ -1,0 +1,54 @@
+// A grammar ready for decoding against one vocabulary: its parser tables, the shared vocabulary trie and
+// the per-state token cache. Immutable except for the cache (guarded by a mutex), so one CompiledGrammar
+// serves every request that uses it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "grammar/grammar.h"
+#include "grammar/parser_tables.h"
+#include "grammar/token_trie.h"
+
+namespace ds::grammar {
+
+// The context-independent part of one parser state's mask (xgrammar's adaptive token cache, computed
+// lazily): `accepted` holds tokens accepted whatever the parse below the state; `escape_nodes` are trie
+// nodes where the walk completed an item from an earlier set, whose subtrees are checked per request.
+struct StateMask {
+  std::vector<uint32_t> accepted;      // bitmask over the vocabulary
+  std::vector<uint32_t> escape_nodes;  // trie nodes, disjoint subtrees, preorder
+};
+
+class CompiledGrammar {
+ public:
+  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenTrie> vocab, size_t max_cached_states);
+
+  const Grammar& grammar() const { return grammar_; }
+  const ParserTables& tables() const { return tables_; }
+  const TokenTrie& vocab() const { return *vocab_; }
+  uint64_t hash() const { return hash_; }
+
+  // The cached StateMask for a state key (EarleyParser::state_key), or nullptr.
+  std::shared_ptr<const StateMask> find_state(const std::vector<uint64_t>& key) const;
+  // Stores it (kept while under max_cached_states; past that, masks are recomputed, never wrong).
+  void store_state(const std::vector<uint64_t>& key, std::shared_ptr<const StateMask> mask) const;
+  size_t n_cached_states() const;
+
+ private:
+  struct KeyHash {
+    size_t operator()(const std::vector<uint64_t>& k) const;
+  };
+  Grammar grammar_;
+  ParserTables tables_;
+  std::shared_ptr<const TokenTrie> vocab_;
+  uint64_t hash_;
+  size_t max_cached_states_;
+  mutable std::mutex mu_;  // guards states_
+  mutable std::unordered_map<std::vector<uint64_t>, std::shared_ptr<const StateMask>, KeyHash> states_;
+};
+
+}  // namespace ds::grammar

@@ -1,0 +1,57 @@
+// GrammarCompiler: the front door of the grammar module. Turns a request's constraint (JSON Schema,
+// any JSON object, regex, GBNF, a list of choices) into a CompiledGrammar for one vocabulary, and keeps
+// compiled grammars by the hash of their source so that repeated schemas compile once and share their
+// per-state token cache. Thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/status.h"
+#include "grammar/compiled_grammar.h"
+#include "grammar/json_schema_compiler.h"
+
+namespace ds::grammar {
+
+struct GrammarSpec {
+  enum class Kind { json_schema, json_object, regex, gbnf, choice };
+  Kind kind = Kind::json_object;
+  std::string source;                // schema JSON text, regex or GBNF text
+  std::vector<std::string> choices;  // Kind::choice: the output is exactly one of them
+  bool flexible_whitespace = false;  // JSON kinds
+};
+
+struct GrammarCompilerConfig {
+  GrammarLimits limits;
+  size_t max_cached_grammars = 256;  // least recently used go first
+  size_t max_cached_states = 8192;   // per grammar (each holds a 16 KB mask)
+};
+
+class GrammarCompiler {
+ public:
+  GrammarCompiler(std::shared_ptr<const TokenTrie> vocab, GrammarCompilerConfig config = {});
+
+  // Errors are the compilers' (grammar_bad_input / grammar_unsupported / grammar_too_large /
+  // grammar_empty), their messages naming the position or the JSON path.
+  Result<std::shared_ptr<const CompiledGrammar>> compile(const GrammarSpec& spec);
+  // The grammar alone (no vocabulary, no cache): what compile() builds.
+  static Result<Grammar> build_grammar(const GrammarSpec& spec, const GrammarLimits& limits);
+
+  size_t n_cached() const;
+  const TokenTrie& vocab() const { return *vocab_; }
+
+ private:
+  std::shared_ptr<const TokenTrie> vocab_;
+  GrammarCompilerConfig config_;
+  mutable std::mutex mu_;  // guards lru_ and index_
+  using Entry = std::pair<std::string, std::shared_ptr<const CompiledGrammar>>;
+  std::list<Entry> lru_;  // most recent first
+  std::unordered_map<std::string, std::list<Entry>::iterator> index_;
+};
+
+}  // namespace ds::grammar

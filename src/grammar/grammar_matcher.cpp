@@ -1,0 +1,135 @@
+#include "grammar/grammar_matcher.h"
+
+#include <algorithm>
+
+#include "grammar/token_bitmask.h"
+
+namespace ds::grammar {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar)
+    : grammar_(std::move(grammar)), parser_(grammar_->tables()), local_(grammar_->tables()) {}
+
+bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+  if (eos_accepted_) return false;
+  const size_t before = parser_.n_sets();
+  for (char c : bytes) {
+    if (!parser_.push_byte(static_cast<uint8_t>(c))) {
+      parser_.pop_to(before);
+      return false;
+    }
+  }
+  return true;
+}
+
+bool GrammarMatcher::accept_token(int32_t id) {
+  const TokenTrie& vocab = grammar_->vocab();
+  if (eos_accepted_ || id < 0 || static_cast<size_t>(id) >= vocab.vocab_size()) return false;
+  if (id == vocab.eos_id()) {
+    if (!parser_.is_accepting()) return false;
+    eos_accepted_ = true;
+    token_sets_.push_back(static_cast<uint32_t>(parser_.n_sets()));
+    return true;
+  }
+  const std::string& bytes = vocab.token_bytes(id);
+  if (bytes.empty() || !accept_bytes(bytes)) return false;
+  token_sets_.push_back(static_cast<uint32_t>(parser_.n_sets()));
+  return true;
+}
+
+bool GrammarMatcher::rollback(size_t n) {
+  if (n > token_sets_.size()) return false;
+  if (n == 0) return true;
+  token_sets_.resize(token_sets_.size() - n);
+  eos_accepted_ = false;  // EOS is always the last token, so any rollback removes it
+  parser_.pop_to(token_sets_.empty() ? 1 : token_sets_.back());
+  return true;
+}
+
+// Walks the trie nodes of `node`'s subtree; `parser` stands at node's parent. Full mode (escapes ==
+// nullptr): sets every accepted token. Local mode: a node whose push escaped is recorded and skipped.
+void GrammarMatcher::walk_subtree(EarleyParser& parser, uint32_t node, std::span<uint32_t> mask,
+                                  std::vector<uint32_t>* escapes) {
+  const TokenTrie& trie = grammar_->vocab();
+  const size_t base = parser.n_sets() - trie.depth(node);  // sets before node's first byte, minus one
+  const uint32_t end = trie.subtree_end(node);
+  for (uint32_t i = node; i < end;) {
+    parser.pop_to(base + trie.depth(i));
+    if (!parser.push_byte(trie.byte(i))) {
+      i = trie.subtree_end(i);
+      continue;
+    }
+    if (escapes != nullptr && parser.escaped()) {
+      escapes->push_back(i);
+      i = trie.subtree_end(i);
+      continue;
+    }
+    for (int32_t id : trie.tokens_at(i)) bitmask_set(mask, id);
+    ++i;
+  }
+  parser.pop_to(base + trie.depth(node));
+}
+
+std::shared_ptr<const StateMask> GrammarMatcher::compute_state_mask() {
+  auto state = std::make_shared<StateMask>();
+  const TokenTrie& trie = grammar_->vocab();
+  state->accepted.assign(bitmask_words(trie.vocab_size()), 0);
+  local_.reset_local(parser_);
+  // The first-level nodes are the roots of the trie's subtrees, in preorder.
+  for (uint32_t i = 0; i < trie.n_nodes(); i = trie.subtree_end(i))
+    walk_subtree(local_, i, state->accepted, &state->escape_nodes);
+  return state;
+}
+
+void GrammarMatcher::fill_next_token_mask(std::span<uint32_t> mask) {
+  const TokenTrie& trie = grammar_->vocab();
+  const size_t words = bitmask_words(trie.vocab_size());
+  if (eos_accepted_) {
+    std::fill(mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(words), 0u);
+    return;
+  }
+  parser_.state_key(key_);
+  std::shared_ptr<const StateMask> state = grammar_->find_state(key_);
+  if (state == nullptr) {
+    state = compute_state_mask();
+    grammar_->store_state(key_, state);
+  }
+  std::copy(state->accepted.begin(), state->accepted.end(), mask.begin());
+  for (uint32_t node : state->escape_nodes) {
+    // Push the bytes above the escape node, then walk its subtree with the real context. The local walk
+    // accepted every byte of that path, and the full parser's sets contain the local ones.
+    path_.clear();
+    for (uint32_t p = trie.parent(node); p != TokenTrie::kRoot; p = trie.parent(p)) path_.push_back(p);
+    const size_t before = parser_.n_sets();
+    bool ok = true;
+    for (size_t j = path_.size(); j-- > 0;)
+      if (!parser_.push_byte(trie.byte(path_[j]))) {
+        ok = false;
+        break;
+      }
+    if (ok) walk_subtree(parser_, node, mask, nullptr);
+    parser_.pop_to(before);
+  }
+  if (trie.eos_id() >= 0 && parser_.is_accepting()) bitmask_set(mask, trie.eos_id());
+}
+
+void GrammarMatcher::fill_next_token_mask_reference(std::span<uint32_t> mask) {
+  const TokenTrie& trie = grammar_->vocab();
+  std::fill(mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(bitmask_words(trie.vocab_size())), 0u);
+  if (eos_accepted_) return;
+  for (size_t id = 0; id < trie.vocab_size(); ++id) {
+    const std::string& bytes = trie.token_bytes(static_cast<int32_t>(id));
+    if (bytes.empty() || static_cast<int32_t>(id) == trie.eos_id()) continue;
+    const size_t before = parser_.n_sets();
+    bool ok = true;
+    for (char c : bytes)
+      if (!parser_.push_byte(static_cast<uint8_t>(c))) {
+        ok = false;
+        break;
+      }
+    parser_.pop_to(before);
+    if (ok) bitmask_set(mask, static_cast<int32_t>(id));
+  }
+  if (trie.eos_id() >= 0 && parser_.is_accepting()) bitmask_set(mask, trie.eos_id());
+}
+
+}  // namespace ds::grammar

@@ -1,0 +1,52 @@
+#include "grammar/parser_tables.h"
+
+namespace ds::grammar {
+
+ParserTables ParserTables::build(const Grammar& g) {
+  ParserTables t;
+  t.byte_sets = g.byte_sets;
+  t.rule_starts.resize(g.rules.size());
+  for (uint32_t r = 0; r < g.rules.size(); ++r) {
+    for (const Alternative& alt : g.rules[r].alternatives) {
+      const auto first = static_cast<uint32_t>(t.kinds.size());
+      t.rule_starts[r].push_back(first);
+      for (uint32_t d = 0; d <= alt.size(); ++d) {
+        ItemKind k;
+        k.rule = r;
+        k.advanced = first + d + 1;
+        if (d < alt.size()) {
+          k.next = alt[d].kind == Element::Kind::bytes ? ItemKind::Next::bytes : ItemKind::Next::rule;
+          k.star = alt[d].star;
+          k.index = alt[d].index;
+        } else {
+          k.advanced = first + d;  // an end item does not advance
+        }
+        t.kinds.push_back(k);
+      }
+    }
+  }
+  // Nullable rules by fixpoint: an alternative is nullable when each element is starred or a nullable rule.
+  t.nullable.assign(g.rules.size(), 0);
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (uint32_t r = 0; r < g.rules.size(); ++r) {
+      if (t.nullable[r]) continue;
+      for (const Alternative& alt : g.rules[r].alternatives) {
+        bool all = true;
+        for (const Element& e : alt)
+          if (!e.star && !(e.kind == Element::Kind::rule && t.nullable[e.index])) {
+            all = false;
+            break;
+          }
+        if (all) {
+          t.nullable[r] = 1;
+          changed = true;
+          break;
+        }
+      }
+    }
+  }
+  return t;
+}
+
+}  // namespace ds::grammar

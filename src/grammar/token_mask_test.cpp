@@ -1,0 +1,99 @@
+// The fast mask (trie walk + per-state cache + escape subtrees) against the plain reference (every
+// token's bytes tried), along random walks through random grammars and vocabularies, and on the real
+// DeepSeek-V3 vocabulary when it is present.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "grammar/regex_compiler.h"
+#include "grammar/testing/grammar_fixtures.h"
+#include "grammar/token_bitmask.h"
+#include "tokenizer/tokenizer.h"
+
+namespace ds::grammar {
+namespace {
+
+// Walks `steps` tokens, each drawn uniformly from the fast mask, checking it equals the reference mask.
+void check_walk(std::shared_ptr<const CompiledGrammar> g, std::mt19937& rng, int steps,
+                const std::string& what) {
+  GrammarMatcher m(g);
+  const size_t words = bitmask_words(g->vocab().vocab_size());
+  std::vector<uint32_t> fast(words), ref(words);
+  for (int step = 0; step < steps; ++step) {
+    m.fill_next_token_mask(fast);
+    m.fill_next_token_mask_reference(ref);
+    for (size_t w = 0; w < words; ++w) {
+      if (fast[w] == ref[w]) continue;
+      const uint32_t diff = fast[w] ^ ref[w];
+      const int bit = __builtin_ctz(diff);
+      const int32_t id = static_cast<int32_t>(w * 32 + static_cast<size_t>(bit));
+      FAIL() << what << ": step " << step << " token " << id << " '" << g->vocab().token_bytes(id)
+             << "' fast=" << ((fast[w] >> bit) & 1) << " reference=" << ((ref[w] >> bit) & 1);
+    }
+    std::vector<int32_t> allowed;
+    for (size_t id = 0; id < g->vocab().vocab_size(); ++id) {
+      if (bitmask_test(fast, static_cast<int32_t>(id))) allowed.push_back(static_cast<int32_t>(id));
+    }
+    if (allowed.empty()) {
+      EXPECT_TRUE(m.is_terminated()) << what << ": empty mask at step " << step << " in a live state";
+      return;
+    }
+    const int32_t id = allowed[std::uniform_int_distribution<size_t>(0, allowed.size() - 1)(rng)];
+    ASSERT_TRUE(m.accept_token(id)) << what << ": mask allowed token " << id
+                                    << " but accept_token refused it";
+    // Now and then roll back a few tokens: the next masks must still agree.
+    if (m.n_tokens() > 3 && std::uniform_int_distribution<int>(0, 9)(rng) == 0) {
+      ASSERT_TRUE(m.rollback(2));
+    }
+    if (m.is_terminated()) return;
+  }
+}
+
+TEST(TokenMask, FastEqualsReferenceOnRandomVocabularies) {
+  const char* patterns[] = {
+      R"(\{"a":(\d+|"[a-z ]*")(,"b":\[(\d+(,\d+)*)?\])?\})",
+      R"((ab|a|b)*c{2,4}(x|yz)?)",
+      R"([a-c]{0,6}"[^"]*"\d{1,3})",
+      R"(((a|b)(c|d)*)+e)",
+  };
+  std::mt19937 rng(1234);
+  for (const char* pattern : patterns) {
+    Result<Grammar> g = compile_regex(pattern);
+    ASSERT_TRUE(g.ok()) << pattern << ": " << g.status().to_string();
+    for (int trial = 0; trial < 4; ++trial) {
+      auto vocab = testing::random_vocab(rng, "abcdexyz{}[]\":, 0123456789", 600, 6);
+      auto cg = testing::compile_for(*g, vocab);
+      for (int walk = 0; walk < 6; ++walk) check_walk(cg, rng, 40, pattern);
+      EXPECT_GT(cg->n_cached_states(), 0u);
+    }
+  }
+}
+
+TEST(TokenMask, ApplyBitmaskClearsExactlyTheMaskedOutLogits) {
+  std::vector<uint32_t> mask(bitmask_words(70), 0);
+  for (int32_t id : {0, 5, 31, 32, 63, 69}) bitmask_set(mask, id);
+  std::vector<float> logits(70, 1.0f);
+  apply_bitmask(logits, mask);
+  for (int32_t i = 0; i < 70; ++i) EXPECT_EQ(std::isinf(logits[i]), !bitmask_test(mask, i)) << i;
+  EXPECT_EQ(bitmask_count(mask), 6u);
+}
+
+TEST(TokenMask, RealDeepSeekVocabulary) {
+  const std::string dir = DS_DEFAULT_TOKENIZER_DIR;
+  if (!std::filesystem::exists(dir + "/tokenizer.json")) GTEST_SKIP() << "no tokenizer at " << dir;
+  Result<Tokenizer> tok = Tokenizer::load(dir);
+  ASSERT_TRUE(tok.ok()) << tok.status().to_string();
+  Result<TokenTrie> trie = TokenTrie::from_tokenizer(*tok);
+  ASSERT_TRUE(trie.ok());
+  auto vocab = std::make_shared<const TokenTrie>(std::move(*trie));
+  EXPECT_EQ(vocab->vocab_size(), static_cast<size_t>(tok->vocab_size()));
+  Result<Grammar> g = compile_regex(
+      R"(\{"name": ?"[^"\\]{0,20}", ?"age": ?\d{1,3}, ?"tags": ?\[("[a-zé]*"(, ?"[a-zé]*")*)?\]\})");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  auto cg = testing::compile_for(std::move(*g), vocab);
+  std::mt19937 rng(7);
+  check_walk(cg, rng, 12, "real vocabulary");
+}
+
+}  // namespace
+}  // namespace ds::grammar
