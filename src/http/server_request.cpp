@@ -1,4 +1,4 @@
-#include "server/server_request.h"
+#include "http/server_request.h"
 
 #include <strings.h>
 

@@ -1,4 +1,4 @@
-#include "server/api_keys.h"
+#include "http/api_keys.h"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// Router: method + exact path -> handler. The app registers its routes before the server starts; the
+// RouteTable: method + exact path -> handler. The app registers its routes before the server starts; the
 // server owns the router afterwards and only reads it (no locking needed).
 //
 // Access is default-deny (serving-anchors §5.3): every route needs an API key when keys are configured,
@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "base/status.h"
-#include "server/http_error.h"
-#include "server/response_channel.h"
-#include "server/server_request.h"
+#include "http/http_error.h"
+#include "http/response_channel.h"
+#include "http/server_request.h"
 
 namespace ds::server {
 
@@ -44,7 +44,7 @@ struct Route {
   std::shared_ptr<RouteHandler> handler;
 };
 
-class Router {
+class RouteTable {
  public:
   // invalid_argument for a duplicate method+path, a path not starting with '/', or a null handler.
   Status add(std::string method, std::string path, RouteOptions options,

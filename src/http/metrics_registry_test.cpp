@@ -1,4 +1,4 @@
-#include "server/metrics_registry.h"
+#include "http/metrics_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <thread>
 #include <vector>
 
-#include "server/serving_metrics.h"
-#include "server/test_prometheus_parser.h"
+#include "http/serving_metrics.h"
+#include "http/test_prometheus_parser.h"
 
 namespace ds::server {
 namespace {

@@ -1,5 +1,5 @@
 // Internal to the server: one TCP connection (Session) and the state every connection shares
-// (ServerCore). Not part of the handler-facing API (that is router.h + response_channel.h).
+// (ServerCore). Not part of the handler-facing API (that is route_table.h + response_channel.h).
 //
 // Threading: a Session's members are touched only on its strand (one io thread at a time). Handlers
 // talk to it through an Exchange (the ResponseChannel of one request), which posts onto that strand.
@@ -29,10 +29,10 @@
 #include <vector>
 
 #include "base/log.h"
-#include "server/request_id.h"
-#include "server/router.h"
-#include "server/server_config.h"
-#include "server/serving_metrics.h"
+#include "http/request_id.h"
+#include "http/route_table.h"
+#include "http/server_config.h"
+#include "http/serving_metrics.h"
 
 namespace ds::server {
 
@@ -48,11 +48,11 @@ struct Liveness {
 class Session;
 
 struct ServerCore {
-  ServerCore(ServerConfig c, Router r, Logger l, ServingMetrics* m)
+  ServerCore(ServerConfig c, RouteTable r, Logger l, ServingMetrics* m)
       : config(std::move(c)), router(std::move(r)), log(l), metrics(m) {}
 
   ServerConfig config;
-  Router router;
+  RouteTable router;
   Logger log;
   ServingMetrics* metrics;  // may be null
   RequestIdGenerator request_ids;

@@ -1,4 +1,4 @@
-#include "server/server_config.h"
+#include "http/server_config.h"
 
 namespace ds::server {
 

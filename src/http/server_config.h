@@ -8,7 +8,7 @@
 #include <string>
 
 #include "base/status.h"
-#include "server/api_keys.h"
+#include "http/api_keys.h"
 
 namespace ds::server {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "server/metrics_registry.h"
+#include "http/metrics_registry.h"
 
 namespace ds::server {
 

@@ -1,4 +1,4 @@
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/strand.hpp>
 
-#include "server/http_session.h"
+#include "http/http_session.h"
 
 namespace ds::server {
 using boost::system::error_code;
@@ -58,7 +58,7 @@ struct HttpServer::Acceptor : std::enable_shared_from_this<HttpServer::Acceptor>
   net::steady_timer backoff;
 };
 
-Result<std::unique_ptr<HttpServer>> HttpServer::start(ServerConfig config, Router router, Logger log,
+Result<std::unique_ptr<HttpServer>> HttpServer::start(ServerConfig config, RouteTable router, Logger log,
                                                       ServingMetrics* metrics) {
   DS_TRY(validate_server_config(config));
   error_code ec;

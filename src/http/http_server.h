@@ -2,7 +2,7 @@
 //
 // - A fixed set of io threads (ServerConfig::n_io_threads) runs every connection as a state machine:
 //   thousands of idle keep-alive connections cost memory, never a thread each.
-// - Routes come from a Router built by the app; handlers answer through a ResponseChannel (whole body
+// - Routes come from a RouteTable built by the app; handlers answer through a ResponseChannel (whole body
 //   or SSE stream) and learn when the client went away.
 // - Limits: body size (413), header bytes and count (431), idle/read/write timeouts, connection cap.
 // - API keys (constant-time), request ids, Prometheus HTTP metrics.
@@ -19,9 +19,9 @@
 
 #include "base/log.h"
 #include "base/status.h"
-#include "server/router.h"
-#include "server/server_config.h"
-#include "server/serving_metrics.h"
+#include "http/route_table.h"
+#include "http/server_config.h"
+#include "http/serving_metrics.h"
 
 namespace ds::server {
 
@@ -31,7 +31,7 @@ class HttpServer {
  public:
   // io_error when the address cannot be bound (in use, not local); invalid_argument for a bad config.
   // `metrics` may be null; else it must outlive the server.
-  static Result<std::unique_ptr<HttpServer>> start(ServerConfig config, Router router, Logger log,
+  static Result<std::unique_ptr<HttpServer>> start(ServerConfig config, RouteTable router, Logger log,
                                                    ServingMetrics* metrics);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;

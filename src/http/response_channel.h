@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "server/http_error.h"
+#include "http/http_error.h"
 
 namespace ds::server {
 
@@ -42,6 +42,9 @@ class ResponseChannel {
   // "data: <data>\n\n", or with `event` non-empty "event: <event>\ndata: <data>\n\n". `data` must not
   // contain a newline (JSON from dump() never does); one that does is split over several data: lines.
   virtual void write_event(std::string_view data, std::string_view event = {}) = 0;
+  // Whole SSE events already framed elsewhere ("data: ...\n\n" or "event: ...\ndata: ...\n\n"), e.g.
+  // relayed from a worker by the router: sent as they are, never re-framed.
+  virtual void write_sse_bytes(std::string framed_events) = 0;
   // The error as an SSE event in the route's style, then the end of the stream.
   virtual void stream_error(const Status& status) = 0;
   virtual void end_stream() = 0;

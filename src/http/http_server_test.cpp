@@ -1,6 +1,6 @@
 // Black-box tests of HttpServer over real loopback sockets with stub handlers: protocol handling,
 // limits, timeouts, SSE and disconnects, auth, error shapes, metrics and shutdown.
-#include "server/http_server.h"
+#include "http/http_server.h"
 
 #include <gtest/gtest.h>
 #include <sys/resource.h>
@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "server/test_http_client.h"
-#include "server/test_prometheus_parser.h"
+#include "http/test_http_client.h"
+#include "http/test_prometheus_parser.h"
 
 namespace ds::server {
 namespace {
@@ -45,7 +45,7 @@ class HttpServerTest : public ::testing::Test {
   void start(ServerConfig config) {
     config.host = "127.0.0.1";
     config.port = 0;
-    Router router;
+    RouteTable router;
     RouteOptions anthropic{ErrorStyle::anthropic, RouteAccess::api_key};
     RouteOptions operational{ErrorStyle::openai, RouteAccess::operational};
     RouteOptions admin{ErrorStyle::openai, RouteAccess::admin};
@@ -647,7 +647,7 @@ TEST_F(HttpServerTest, ShutdownCutsOffStuckResponsesAndHandlersOutliveTheServer)
 }
 
 TEST(HttpServerConfig, HostMustBeExplicitAndAnAddress) {
-  Router router;
+  RouteTable router;
   ServerConfig config;
   auto no_host = HttpServer::start(config, router, Logger(LogLevel::off), nullptr);
   ASSERT_FALSE(no_host.ok());

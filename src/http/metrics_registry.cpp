@@ -1,4 +1,4 @@
-#include "server/metrics_registry.h"
+#include "http/metrics_registry.h"
 
 #include <fmt/format.h>
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "server/response_channel.h"
+#include "http/response_channel.h"
 
 namespace ds::server {
 

@@ -1,4 +1,4 @@
-#include "server/router.h"
+#include "http/route_table.h"
 
 #include <fmt/format.h>
 
@@ -22,8 +22,8 @@ std::shared_ptr<RouteHandler> make_handler(HandlerFn fn) {
   return std::make_shared<FnHandler>(std::move(fn));
 }
 
-Status Router::add(std::string method, std::string path, RouteOptions options,
-                   std::shared_ptr<RouteHandler> handler) {
+Status RouteTable::add(std::string method, std::string path, RouteOptions options,
+                       std::shared_ptr<RouteHandler> handler) {
   if (!handler)
     return Status(ErrorCode::invalid_argument, fmt::format("route {} {}: null handler", method, path));
   if (path.empty() || path.front() != '/') {
@@ -38,7 +38,8 @@ Status Router::add(std::string method, std::string path, RouteOptions options,
   return ok_status();
 }
 
-Router::Match Router::match(std::string_view method, std::string_view path, bool include_admin) const {
+RouteTable::Match RouteTable::match(std::string_view method, std::string_view path,
+                                    bool include_admin) const {
   Match m;
   for (const Route& r : routes_) {
     if (r.path != path) continue;

@@ -8,8 +8,8 @@
 #include <mutex>
 #include <string>
 
-#include "server/http_session.h"
-#include "server/response_channel.h"
+#include "http/http_session.h"
+#include "http/response_channel.h"
 
 namespace ds::server {
 
@@ -24,6 +24,7 @@ class Exchange final : public ResponseChannel {
   void send_http_error(const HttpError& error) override;
   void start_stream(HeaderList extra_headers) override;
   void write_event(std::string_view data, std::string_view event) override;
+  void write_sse_bytes(std::string framed_events) override;
   void stream_error(const Status& status) override;
   void end_stream() override;
   bool closed() const override { return closed_.load(std::memory_order_acquire); }

@@ -1,8 +1,8 @@
-#include "server/exchange.h"
+#include "http/exchange.h"
 
 #include <boost/asio/post.hpp>
 
-#include "server/http_wire.h"
+#include "http/http_wire.h"
 
 namespace ds::server {
 
@@ -57,6 +57,13 @@ void Exchange::start_stream(HeaderList extra_headers) {
 void Exchange::write_event(std::string_view data, std::string_view event) {
   if (closed()) return;  // cheap early out; the session drops late writes anyway
   post([seq = seq_, text = sse_event_text(data, event)](Session& s) mutable {
+    s.stream_write(seq, std::move(text));
+  });
+}
+
+void Exchange::write_sse_bytes(std::string framed_events) {
+  if (closed() || framed_events.empty()) return;
+  post([seq = seq_, text = std::move(framed_events)](Session& s) mutable {
     s.stream_write(seq, std::move(text));
   });
 }

@@ -1,10 +1,10 @@
-#include "server/http_error.h"
+#include "http/http_error.h"
 
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
-#include "recipe/request_error.h"
+#include "base/field_path.h"
 
 namespace ds::server {
 namespace {
@@ -73,7 +73,7 @@ HttpError http_error_from_status(const Status& status, ErrorStyle style, int ret
     case ErrorCode::tokenizer_bad_input:
     case ErrorCode::tokenizer_unknown_id:
       e = make(400, style, status.message(), error_code_name(code));
-      e.param = recipe::error_field_path(status);
+      e.param = status_field_path(status);
       return e;
     case ErrorCode::server_unauthorized:
       e = make(401, style, status.message(), "invalid_api_key");

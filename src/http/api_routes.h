@@ -5,7 +5,7 @@
 #include <array>
 #include <string_view>
 
-#include "server/http_error.h"
+#include "http/http_error.h"
 
 namespace ds::server {
 

@@ -1,4 +1,4 @@
-#include "server/test_prometheus_parser.h"
+#include "http/test_prometheus_parser.h"
 
 #include <cmath>
 #include <cstdlib>

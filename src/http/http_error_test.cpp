@@ -1,4 +1,4 @@
-#include "server/http_error.h"
+#include "http/http_error.h"
 
 #include <gtest/gtest.h>
 

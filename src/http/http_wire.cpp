@@ -1,4 +1,4 @@
-#include "server/http_wire.h"
+#include "http/http_wire.h"
 
 #include <fmt/format.h>
 

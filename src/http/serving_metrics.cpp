@@ -1,4 +1,4 @@
-#include "server/serving_metrics.h"
+#include "http/serving_metrics.h"
 
 #include <vector>
 

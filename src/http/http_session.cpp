@@ -1,4 +1,4 @@
-#include "server/http_session.h"
+#include "http/http_session.h"
 
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <exception>
 
 #include "base/clock.h"
-#include "server/exchange.h"
-#include "server/http_wire.h"
+#include "http/exchange.h"
+#include "http/http_wire.h"
 
 namespace ds::server {
 namespace beast = boost::beast;
@@ -253,12 +253,13 @@ void Session::dispatch() {
     return;
   }
 
-  const Router::Match match = core_.router.match(sreq.method, sreq.path, core_.config.enable_admin_routes);
-  if (match.kind == Router::Match::Kind::not_found) {
+  const RouteTable::Match match =
+      core_.router.match(sreq.method, sreq.path, core_.config.enable_admin_routes);
+  if (match.kind == RouteTable::Match::Kind::not_found) {
     respond_error(seq_, not_found_error(style_, sreq.method, sreq.path));
     return;
   }
-  if (match.kind == Router::Match::Kind::method_not_allowed) {
+  if (match.kind == RouteTable::Match::Kind::method_not_allowed) {
     HttpError e = method_not_allowed_error(style_, sreq.method, sreq.path);
     HeaderList h{{"Allow", match.allow}};
     response_started_ = true;

@@ -1,4 +1,4 @@
-#include "server/test_http_client.h"
+#include "http/test_http_client.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>

@@ -1,4 +1,4 @@
-#include "server/request_id.h"
+#include "http/request_id.h"
 
 #include <fmt/format.h>
 
