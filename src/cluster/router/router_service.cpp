@@ -120,6 +120,25 @@ Status RouterService::add_routes(server::RouteTable& routes) {
                     [this](ServerRequest req, std::shared_ptr<ResponseChannel> out) {
                       relay_plain(std::move(req), std::move(out));
                     }));
+  // /tokenize with "messages": the router's own rendering (what its block hashes are computed from),
+  // so a test or an operator can compare it with a worker's /tokenize. Everything else goes to a worker.
+  DS_TRY(routes.add(
+      "POST", "/tokenize", {server::ErrorStyle::openai, RouteAccess::api_key},
+      [this](ServerRequest req, std::shared_ptr<ResponseChannel> out) {
+        if (config_.rendering.tokenizer != nullptr) {
+          nlohmann::ordered_json j = nlohmann::ordered_json::parse(req.body, nullptr, false);
+          if (j.is_object() && j.contains("messages") && !j.contains("prompt")) {
+            if (!j.contains("model")) j["model"] = "router";
+            RequestPrompt p = request_prompt(server::ApiKind::chat_completions, j.dump(), config_.rendering);
+            if (!p.token_ids.empty()) {
+              out->send_json(200,
+                             nlohmann::json{{"tokens", p.token_ids}, {"count", p.token_ids.size()}}.dump());
+              return;
+            }
+          }
+        }
+        relay_plain(std::move(req), std::move(out));
+      }));
   const server::RouteOptions operational{server::ErrorStyle::openai, RouteAccess::operational};
   DS_TRY(
       routes.add("GET", "/health", operational, [this](ServerRequest, std::shared_ptr<ResponseChannel> out) {
