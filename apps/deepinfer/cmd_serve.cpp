@@ -19,16 +19,16 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/testing/scripted_output_runner.h"
+#include "http/http_server.h"
+#include "http/metrics_registry.h"
+#include "http/serving_metrics.h"
 #include "kv_tier_metrics.h"
 #include "kv_tier_options.h"
 #include "model/model_registry.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
-#include "server/http_server.h"
-#include "server/metrics_registry.h"
 #include "server/routes_generate.h"
 #include "server/routes_operational.h"
-#include "server/serving_metrics.h"
 #include "tokenizer/tokenizer.h"
 #include "weights/model_config.h"
 
@@ -177,7 +177,7 @@ int run_serve(const ServeOptions& o) {
   // A max_tokens that cannot fit the context is refused by the recipe with the field named.
   conversion.limits.max_tokens_cap = std::min(o.limits.max_tokens_cap, max_model_len);
 
-  server::Router router;
+  server::RouteTable router;
   if (Status st = server::add_operational_routes(router, {.model_id = model_id,
                                                           .max_model_len = max_model_len,
                                                           .created_unix_s = started_unix_s,

@@ -17,5 +17,6 @@ void add_inspect_command(CLI::App& app, CommandContext& ctx);
 void add_tokenize_commands(CLI::App& app, CommandContext& ctx);  // tokenize + detokenize
 void add_make_model_command(CLI::App& app, CommandContext& ctx);
 void add_serve_command(CLI::App& app, CommandContext& ctx);
+void add_route_command(CLI::App& app, CommandContext& ctx);  // links no model code (docs/router.md)
 
 }  // namespace ds::cli

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "engine/engine.h"
-#include "server/metrics_registry.h"
+#include "http/metrics_registry.h"
 
 namespace ds::cli {
 

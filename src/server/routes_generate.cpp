@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "http/api_routes.h"
 #include "recipe/anthropic_messages_request.h"
 #include "recipe/chat_completions_request.h"
 #include "recipe/completions_request.h"
@@ -20,7 +21,6 @@
 #include "recipe/response_common.h"
 #include "recipe/responses_request.h"
 #include "server/api_responders.h"
-#include "server/api_routes.h"
 #include "server/structured_output.h"
 
 namespace ds::server {
@@ -379,7 +379,7 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
 
 }  // namespace
 
-Status add_generate_routes(Router& router, const GenerateRoutesConfig& config) {
+Status add_generate_routes(RouteTable& router, const GenerateRoutesConfig& config) {
   if (config.engine == nullptr || config.tokenizer == nullptr)
     return Status(ErrorCode::invalid_argument, "generate routes need an engine and a tokenizer");
   // Handlers and in-flight calls share one copy of the config (calls may outlive the router).

@@ -16,10 +16,10 @@
 #include "base/log.h"
 #include "base/status.h"
 #include "engine/engine.h"
+#include "http/route_table.h"
+#include "http/serving_metrics.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
-#include "server/router.h"
-#include "server/serving_metrics.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ds::server {
@@ -37,6 +37,6 @@ struct GenerateRoutesConfig {
 
 // Registers the generation routes the engine serves; invalid_argument for a missing engine or
 // tokenizer or a route already registered.
-Status add_generate_routes(Router& router, const GenerateRoutesConfig& config);
+Status add_generate_routes(RouteTable& router, const GenerateRoutesConfig& config);
 
 }  // namespace ds::server

@@ -111,7 +111,7 @@ Result<std::string> detokenize_body(const OperationalRoutesConfig& c, const std:
 
 }  // namespace
 
-Status add_operational_routes(Router& router, const OperationalRoutesConfig& config) {
+Status add_operational_routes(RouteTable& router, const OperationalRoutesConfig& config) {
   auto c = std::make_shared<const OperationalRoutesConfig>(config);
   const RouteOptions operational{ErrorStyle::openai, RouteAccess::operational};
   const RouteOptions keyed{ErrorStyle::openai, RouteAccess::api_key};

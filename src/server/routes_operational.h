@@ -18,10 +18,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "http/metrics_registry.h"
+#include "http/route_table.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
-#include "server/metrics_registry.h"
-#include "server/router.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ds::server {
@@ -43,6 +43,6 @@ struct OperationalRoutesConfig {
 };
 
 // Registers the routes; invalid_argument if one is already registered.
-Status add_operational_routes(Router& router, const OperationalRoutesConfig& config);
+Status add_operational_routes(RouteTable& router, const OperationalRoutesConfig& config);
 
 }  // namespace ds::server

@@ -5,9 +5,9 @@
 #include <atomic>
 #include <nlohmann/json.hpp>
 
-#include "server/http_server.h"
-#include "server/test_http_client.h"
-#include "server/test_prometheus_parser.h"
+#include "http/http_server.h"
+#include "http/test_http_client.h"
+#include "http/test_prometheus_parser.h"
 #include "tokenizer/tiny_tokenizer_fixture.h"
 
 namespace ds::server {
@@ -31,7 +31,7 @@ class OperationalRoutesTest : public ::testing::Test {
     oc.tokenizer = tokenizer_.get();
     oc.metrics = &registry_;
     oc.ready = [this] { return ready_.load(); };
-    Router router;
+    RouteTable router;
     ASSERT_TRUE(add_operational_routes(router, oc).ok());
     EXPECT_FALSE(add_operational_routes(router, oc).ok()) << "second registration must clash";
     ServerConfig sc;
@@ -172,7 +172,7 @@ class TokenizeMessagesTest : public ::testing::Test {
     oc.chat_encoding = recipe::PromptEncodingKind::deepseek_v3;
     oc.conversion.default_thinking = false;
     oc.conversion.limits.max_messages = 4;
-    Router router;
+    RouteTable router;
     ASSERT_TRUE(add_operational_routes(router, oc).ok());
     ServerConfig sc;
     sc.host = "127.0.0.1";

@@ -1,0 +1,88 @@
+// Benchmark of `deepinfer route` (docs/router.md, docs/benchmarks.md) on loopback, tiny model:
+//   1. added latency: the same cheap request (non-streaming chat, max_tokens 1) sent directly to a
+//      worker and through the router, alternately, one at a time; p50/p99 of each and of the difference;
+//   2. decision time: the router's own deepinfer_router:decision_seconds (render + tokenize + hash + pick);
+//   3. hit-token ratio and mean TTFT per policy on the multi-tenant workload (fresh prompts per policy).
+//
+// usage: node bench/serve/route_bench.js DEEPINFER MODEL_DIR [N_LATENCY=300] [TENANTS=8] [PER_TENANT=4]
+'use strict';
+const serverProcess = require('./server_process.js');
+const { spawnListening, post, runWorkload } = require('./route_workload.js');
+
+const [deepinfer, modelDir, nArg, tenantsArg, perArg] = process.argv.slice(2);
+const N = Number(nArg ?? 300);
+const TENANTS = Number(tenantsArg ?? 8);
+const PER_TENANT = Number(perArg ?? 4);
+
+function quantile(sorted, q) {
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+}
+
+async function timed(base) {
+  const t0 = performance.now();
+  const r = await post(base, '/v1/chat/completions',
+                       { model: 'm', messages: [{ role: 'user', content: 'ping' }], max_tokens: 1, temperature: 0 });
+  if (r.status !== 200) throw new Error(`status ${r.status}`);
+  return performance.now() - t0;
+}
+
+async function main() {
+  const workerArgs = ['--threads', '1', '--max-model-len', '4096'];
+  const workers = [];
+  for (let i = 0; i < 3; ++i) workers.push(await serverProcess.startServer(deepinfer, modelDir, workerArgs, 60000));
+  const router = (policy) => spawnListening(deepinfer, [
+    'route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir, '--policy', policy,
+    ...workers.flatMap((w) => ['--worker', w.base])]);
+  try {
+    // 1 + 2: one worker behind the router, so direct and routed hit the same engine.
+    const r = await spawnListening(deepinfer, ['route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir,
+                                               '--worker', workers[0].base]);
+    const models = async (base) => {
+      const t0 = performance.now();
+      const res = await fetch(`${base}/v1/models`);
+      await res.text();
+      return performance.now() - t0;
+    };
+    const fmt = (x) => x.toFixed(3);
+    // Pairs (direct, routed) one after the other; the added latency is the distribution of the
+    // per-pair difference (the two medians alone drift with the machine's other load).
+    const measure = async (label, fn) => {
+      for (let i = 0; i < 20; ++i) { await fn(workers[0].base); await fn(r.base); }  // warm-up
+      const direct = [];
+      const routed = [];
+      const added = [];
+      for (let i = 0; i < N; ++i) {
+        const d = await fn(workers[0].base);
+        const t = await fn(r.base);
+        direct.push(d);
+        routed.push(t);
+        added.push(t - d);
+      }
+      for (const a of [direct, routed, added]) a.sort((x, y) => x - y);
+      console.log(`${label} (ms, n=${N}): direct p50 ${fmt(quantile(direct, 0.5))} p99 ${fmt(quantile(direct, 0.99))}; ` +
+                  `routed p50 ${fmt(quantile(routed, 0.5))} p99 ${fmt(quantile(routed, 0.99))}; ` +
+                  `added (per pair) p50 ${fmt(quantile(added, 0.5))} p99 ${fmt(quantile(added, 0.99))}`);
+    };
+    await measure('GET /v1/models (relay only)', models);
+    await measure('chat max_tokens 1 (render + tokenize + pick + relay)', timed);
+    const m = serverProcess.parseMetrics(await (await fetch(`${r.base}/metrics`)).text());
+    await serverProcess.stopServer(r);
+    const dsum = m['deepinfer_router:decision_seconds_sum'];
+    const dcount = m['deepinfer_router:decision_seconds_count'];
+    console.log(`decision time: mean ${(1e6 * dsum / dcount).toFixed(1)} us over ${dcount} decisions`);
+
+    // 3: the policies on the multi-tenant workload, 3 workers.
+    let seed = 100;
+    for (const policy of ['round_robin', 'random', 'least_load', 'cache_aware']) {
+      const rr = await router(policy);
+      const res = await runWorkload(rr.base, policy, TENANTS, PER_TENANT, ++seed);
+      await serverProcess.stopServer(rr);
+      console.log(`${policy}: hit-token ratio ${res.hitRatio.toFixed(3)}, mean TTFT ${res.meanTtft.toFixed(1)} ms ` +
+                  `(${TENANTS} tenants x ${PER_TENANT} requests, ~2k-token system prompts, 3 workers)`);
+    }
+  } finally {
+    for (const w of workers) await serverProcess.stopServer(w);
+  }
+}
+
+main().catch((e) => { console.error(e); process.exit(1); });

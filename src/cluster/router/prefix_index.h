@@ -1,0 +1,55 @@
+// PrefixIndex: which prompt prefixes each worker probably holds in its KV cache, as chained hashes
+// of whole token blocks (block k's hash covers tokens [0, (k + 1) * block_size), so holding block k
+// means holding the whole prefix up to it, as in the engine's prefix cache).
+//
+// Fed two ways through one seam: the router's own routing history (record() after each decision,
+// what SGLang's approximate tree does) and, once the KV-tier work publishes them, the workers' KV
+// events (BlockStored -> record(), BlockRemoved -> remove(); their hashes must be computed with
+// block_hashes() over the same ids, or the event must carry the token ids). Each worker's set is
+// bounded (least recently used blocks go first), standing in for the worker's own eviction.
+//
+// Thread-safe: one mutex; a match over W workers and B blocks costs O(W * B) hash lookups.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+namespace ds::cluster {
+
+// The chained 64-bit hash of each whole block of `ids` (a trailing partial block has none).
+std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens);
+
+class PrefixIndex {
+ public:
+  // `max_blocks_per_worker`: beyond it a worker's least recently used blocks are forgotten.
+  explicit PrefixIndex(size_t max_blocks_per_worker);
+
+  // The worker holds (or will hold once it served the request) these blocks; touches them as used.
+  void record(size_t worker, std::span<const uint64_t> hashes);
+  // The worker evicted these blocks (BlockRemoved).
+  void remove(size_t worker, std::span<const uint64_t> hashes);
+  // The worker lost its cache (restarted, left the pool).
+  void clear(size_t worker);
+
+  // For each worker in [0, n_workers): how many leading blocks of `hashes` it holds.
+  std::vector<size_t> match(std::span<const uint64_t> hashes, size_t n_workers) const;
+  size_t n_blocks(size_t worker) const;
+
+ private:
+  struct WorkerBlocks {
+    std::list<uint64_t> lru;  // front = most recently used
+    std::unordered_map<uint64_t, std::list<uint64_t>::iterator> where;
+  };
+  WorkerBlocks& blocks_of(size_t worker);  // grows the table; mu_ held
+
+  const size_t max_blocks_per_worker_;
+  mutable std::mutex mu_;
+  std::vector<WorkerBlocks> workers_;
+};
+
+}  // namespace ds::cluster

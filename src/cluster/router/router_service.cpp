@@ -1,0 +1,174 @@
+#include "cluster/router/router_service.h"
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "http/api_routes.h"
+
+namespace ds::cluster {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Client headers a worker needs to answer the same way; everything else (the client's API key
+// above all) stays at the router.
+constexpr const char* kForwardedHeaders[] = {"Content-Type", "Accept", "anthropic-version", "anthropic-beta"};
+
+}  // namespace
+
+Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig config) {
+  if (config.workers.empty())
+    return Status(ErrorCode::invalid_argument, "the router needs at least one worker");
+  if (config.n_relay_threads < 1) return Status(ErrorCode::invalid_argument, "n_relay_threads must be >= 1");
+  if (config.routing.block_size_tokens < 1)
+    return Status(ErrorCode::invalid_argument, "block size must be >= 1");
+  if (config.relay.max_attempts < 1) return Status(ErrorCode::invalid_argument, "max_attempts must be >= 1");
+  if (config.routing.policy == PolicyKind::cache_aware && config.rendering.tokenizer == nullptr)
+    return Status(ErrorCode::invalid_argument, "the cache_aware policy needs the workers' tokenizer");
+  std::unique_ptr<RouterService> s(new RouterService(std::move(config)));
+  s->pool_.set_workers(s->config_.workers);
+  s->poller_ = std::make_unique<HealthPoller>(s->pool_, s->router_, s->config_.health);
+  s->poller_->poll_once();  // route from the first request on to the workers already up
+  for (int i = 0; i < s->config_.n_relay_threads; ++i)
+    s->threads_.emplace_back([p = s.get()] { p->ioc_.run(); });
+  return s;
+}
+
+RouterService::RouterService(RouterServiceConfig config)
+    : config_(std::move(config)),
+      metrics_(registry_, pool_),
+      router_(pool_, metrics_, config_.routing),
+      work_(boost::asio::make_work_guard(ioc_)) {}
+
+RouterService::~RouterService() {
+  poller_.reset();
+  work_.reset();
+  ioc_.stop();
+  for (std::thread& t : threads_) t.join();
+}
+
+void RouterService::set_workers(const std::vector<WorkerAddress>& workers) {
+  pool_.set_workers(workers);
+  poller_->poll_once();
+}
+
+size_t RouterService::n_usable_workers() const {
+  size_t n = 0;
+  for (const auto& w : pool_.all()) n += w->usable() ? 1 : 0;
+  return n;
+}
+
+bool RouterService::refuse_if_overloaded(server::ResponseChannel& out) {
+  if (open_relays_.load() < config_.max_open_requests) return false;
+  server::HttpError e;
+  e.http_status = 429;
+  e.type = out.error_style() == server::ErrorStyle::anthropic ? "overloaded_error" : "rate_limit_error";
+  e.message = "the router has too many open requests; retry later";
+  e.code = "router_overloaded";
+  e.retry_after_s = config_.relay.retry_after_s;
+  out.send_http_error(e);
+  return true;
+}
+
+RelayRequest RouterService::base_request(const server::ServerRequest& request) const {
+  RelayRequest r;
+  r.method = request.method;
+  r.target = request.query.empty() ? request.path : request.path + "?" + request.query;
+  r.request_id = request.request_id;
+  for (const char* name : kForwardedHeaders)
+    if (auto v = request.header(name)) r.forward_headers.emplace_back(name, std::string(*v));
+  return r;
+}
+
+void RouterService::handle_generation(server::ApiKind kind, server::ServerRequest request,
+                                      std::shared_ptr<server::ResponseChannel> out) {
+  if (refuse_if_overloaded(*out)) return;
+  const Clock::time_point t0 = Clock::now();
+  RelayRequest r = base_request(request);
+  RequestPrompt prompt = request_prompt(kind, request.body, config_.rendering);
+  r.prompt_blocks = block_hashes(prompt.token_ids, config_.routing.block_size_tokens);
+  r.n_prompt_tokens = prompt.token_ids.size();
+  r.session = std::move(prompt.session);
+  r.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.body = std::move(request.body);
+  start_relay(RelayContext{&ioc_, &router_, &pool_, &metrics_, &config_.relay, &open_relays_}, std::move(r),
+              std::move(out));
+}
+
+void RouterService::relay_plain(server::ServerRequest request, std::shared_ptr<server::ResponseChannel> out) {
+  RelayRequest r = base_request(request);
+  r.body = std::move(request.body);
+  r.count_decision = false;
+  start_relay(RelayContext{&ioc_, &router_, &pool_, &metrics_, &config_.relay, &open_relays_}, std::move(r),
+              std::move(out));
+}
+
+Status RouterService::add_routes(server::RouteTable& routes) {
+  using server::ResponseChannel;
+  using server::RouteAccess;
+  using server::ServerRequest;
+  for (const server::ApiRoute& route : server::kGenerationRoutes) {
+    const server::ApiKind kind = route.kind;
+    DS_TRY(routes.add(std::string(route.method), std::string(route.path),
+                      {route.error_style, RouteAccess::api_key},
+                      [this, kind](ServerRequest req, std::shared_ptr<ResponseChannel> out) {
+                        handle_generation(kind, std::move(req), std::move(out));
+                      }));
+  }
+  DS_TRY(routes.add("GET", "/v1/models", {server::ErrorStyle::openai, RouteAccess::api_key},
+                    [this](ServerRequest req, std::shared_ptr<ResponseChannel> out) {
+                      relay_plain(std::move(req), std::move(out));
+                    }));
+  // /tokenize with "messages": the router's own rendering (what its block hashes are computed from),
+  // so a test or an operator can compare it with a worker's /tokenize. Everything else goes to a worker.
+  DS_TRY(routes.add(
+      "POST", "/tokenize", {server::ErrorStyle::openai, RouteAccess::api_key},
+      [this](ServerRequest req, std::shared_ptr<ResponseChannel> out) {
+        if (config_.rendering.tokenizer != nullptr) {
+          nlohmann::ordered_json j = nlohmann::ordered_json::parse(req.body, nullptr, false);
+          if (j.is_object() && j.contains("messages") && !j.contains("prompt")) {
+            if (!j.contains("model")) j["model"] = "router";
+            RequestPrompt p = request_prompt(server::ApiKind::chat_completions, j.dump(), config_.rendering);
+            if (!p.token_ids.empty()) {
+              out->send_json(200,
+                             nlohmann::json{{"tokens", p.token_ids}, {"count", p.token_ids.size()}}.dump());
+              return;
+            }
+          }
+        }
+        relay_plain(std::move(req), std::move(out));
+      }));
+  const server::RouteOptions operational{server::ErrorStyle::openai, RouteAccess::operational};
+  DS_TRY(
+      routes.add("GET", "/health", operational, [this](ServerRequest, std::shared_ptr<ResponseChannel> out) {
+        if (stopping_.load()) {
+          out->send_http_error(
+              server::shutting_down_error(server::ErrorStyle::openai, config_.relay.retry_after_s));
+          return;
+        }
+        out->send_json(200, R"({"status":"ok"})");
+      }));
+  DS_TRY(
+      routes.add("GET", "/ready", operational, [this](ServerRequest, std::shared_ptr<ResponseChannel> out) {
+        const size_t usable = n_usable_workers();
+        if (usable == 0 || stopping_.load()) {
+          server::HttpError e;
+          e.http_status = 503;
+          e.type = "service_unavailable";
+          e.message = stopping_.load() ? "the router is shutting down" : "no worker is healthy";
+          e.code = "not_ready";
+          e.retry_after_s = config_.relay.retry_after_s;
+          out->send_http_error(e);
+          return;
+        }
+        out->send_json(200, nlohmann::json{{"status", "ready"}, {"workers", usable}}.dump());
+      }));
+  DS_TRY(
+      routes.add("GET", "/metrics", operational, [this](ServerRequest, std::shared_ptr<ResponseChannel> out) {
+        out->send(200, "text/plain; version=0.0.4; charset=utf-8", registry_.render());
+      }));
+  return ok_status();
+}
+
+}  // namespace ds::cluster

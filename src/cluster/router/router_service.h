@@ -1,0 +1,79 @@
+// RouterService: what `deepinfer route` runs behind its HTTP server. The public API of `serve`
+// (the generation routes of http/api_routes.h, /v1/models) relayed to the workers, plus the
+// router's own /health (the process is up), /ready (some worker is usable) and /metrics.
+//
+// Per generation request, on the HTTP io thread: render + tokenize the prompt as the worker will
+// (request_prompt.h), hash its blocks, then hand a Relay to the router's own io threads, which pick
+// the worker and pass the bytes through. Over max_open_requests the router answers 429 +
+// Retry-After itself, as serve does when its queue is full.
+//
+// Lifetime: the HttpServer using these routes must be shut down (drained) before this is destroyed.
+#pragma once
+
+#include <atomic>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "base/status.h"
+#include "cluster/router/health_poller.h"
+#include "cluster/router/relay.h"
+#include "cluster/router/request_prompt.h"
+#include "cluster/router/request_router.h"
+#include "cluster/router/router_metrics.h"
+#include "cluster/router/worker_pool.h"
+#include "http/metrics_registry.h"
+#include "http/route_table.h"
+
+namespace ds::cluster {
+
+struct RouterServiceConfig {
+  std::vector<WorkerAddress> workers;  // at least one
+  RoutingConfig routing;
+  RelayConfig relay;
+  HealthPollConfig health;
+  PromptRendering rendering;  // its tokenizer (may be null) must outlive the service
+  int n_relay_threads = 1;
+  int64_t max_open_requests = 4096;
+};
+
+class RouterService {
+ public:
+  static Result<std::unique_ptr<RouterService>> start(RouterServiceConfig config);
+  ~RouterService();
+  RouterService(const RouterService&) = delete;
+  RouterService& operator=(const RouterService&) = delete;
+
+  // Registers the public routes; invalid_argument when one exists already.
+  Status add_routes(server::RouteTable& routes);
+  // A new worker list (SIGHUP): new workers join once healthy, missing ones are drained.
+  void set_workers(const std::vector<WorkerAddress>& workers);
+  size_t n_usable_workers() const;
+  // Stops polling and marks the service stopping (/health answers 503).
+  void begin_shutdown() { stopping_.store(true); }
+
+ private:
+  explicit RouterService(RouterServiceConfig config);
+  void handle_generation(server::ApiKind kind, server::ServerRequest request,
+                         std::shared_ptr<server::ResponseChannel> out);
+  void relay_plain(server::ServerRequest request, std::shared_ptr<server::ResponseChannel> out);
+  RelayRequest base_request(const server::ServerRequest& request) const;
+  bool refuse_if_overloaded(server::ResponseChannel& out);
+
+  const RouterServiceConfig config_;
+  server::MetricsRegistry registry_;
+  WorkerPool pool_;
+  RouterMetrics metrics_;
+  RequestRouter router_;
+  std::atomic<int64_t> open_relays_{0};
+  std::atomic<bool> stopping_{false};
+  boost::asio::io_context ioc_;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  std::vector<std::thread> threads_;
+  std::unique_ptr<HealthPoller> poller_;  // last: stops before the rest goes
+};
+
+}  // namespace ds::cluster

@@ -1,0 +1,59 @@
+#include "cluster/router/worker_address.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <fstream>
+
+namespace ds::cluster {
+
+Result<WorkerAddress> parse_worker_url(std::string_view url, std::string_view what) {
+  auto bad = [&](std::string_view why) {
+    return Status(ErrorCode::invalid_argument, fmt::format("{}: '{}': {}", what, url, why));
+  };
+  std::string_view rest = url;
+  if (!rest.starts_with("http://")) return bad("expected http://HOST:PORT");
+  rest.remove_prefix(7);
+  if (rest.ends_with('/')) rest.remove_suffix(1);
+  if (rest.find_first_of("/?#@") != std::string_view::npos) return bad("no path, query or user info allowed");
+  WorkerAddress a;
+  size_t colon;
+  if (rest.starts_with('[')) {
+    const size_t close = rest.find(']');
+    if (close == std::string_view::npos || close + 1 >= rest.size() || rest[close + 1] != ':')
+      return bad("expected [IPv6]:PORT");
+    a.host = std::string(rest.substr(1, close - 1));
+    colon = close + 1;
+  } else {
+    colon = rest.rfind(':');
+    if (colon == std::string_view::npos || colon == 0) return bad("missing :PORT");
+    a.host = std::string(rest.substr(0, colon));
+  }
+  const std::string_view port = rest.substr(colon + 1);
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535)
+    return bad("port must be in [1, 65535]");
+  a.port = static_cast<uint16_t>(value);
+  a.url = fmt::format("http://{}", rest);
+  return a;
+}
+
+Result<std::vector<WorkerAddress>> read_workers_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Status(ErrorCode::io_error, fmt::format("{}: cannot open", path));
+  std::vector<WorkerAddress> out;
+  std::string line;
+  for (int lineno = 1; std::getline(in, line); ++lineno) {
+    std::string_view s = line;
+    if (const size_t hash = s.find('#'); hash != std::string_view::npos) s = s.substr(0, hash);
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+    if (s.empty()) continue;
+    DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(s, fmt::format("{}:{}", path, lineno)));
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+}  // namespace ds::cluster

@@ -1,0 +1,54 @@
+#include "cluster/router/worker_address.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+namespace ds::cluster {
+namespace {
+
+TEST(WorkerAddress, ParsesHttpHostPort) {
+  auto a = parse_worker_url("http://127.0.0.1:8001/", "--worker");
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->host, "127.0.0.1");
+  EXPECT_EQ(a->port, 8001);
+  EXPECT_EQ(a->url, "http://127.0.0.1:8001");
+  auto v6 = parse_worker_url("http://[::1]:9000", "--worker");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+}
+
+TEST(WorkerAddress, RefusesWhatItCannotServe) {
+  for (const char* bad : {"https://h:1", "h:1", "http://h", "http://h:0", "http://h:70000", "http://h:1/v1",
+                          "http://u@h:1", "http://h:1x"}) {
+    auto a = parse_worker_url(bad, "--worker");
+    EXPECT_FALSE(a.ok()) << bad;
+    if (!a.ok()) {
+      EXPECT_NE(a.status().message().find("--worker"), std::string::npos);
+    }
+  }
+}
+
+TEST(WorkerAddress, ReadsAFileWithCommentsAndNamesTheBadLine) {
+  const std::string path = ::testing::TempDir() + "workers_" + std::to_string(getpid()) + ".txt";
+  {
+    std::ofstream f(path);
+    f << "# replicas\nhttp://127.0.0.1:8001\n\n  http://127.0.0.1:8002  # second\n";
+  }
+  auto list = read_workers_file(path);
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  ASSERT_EQ(list->size(), 2u);
+  EXPECT_EQ((*list)[1].port, 8002);
+  {
+    std::ofstream f(path, std::ios::app);
+    f << "ftp://x:1\n";
+  }
+  auto bad = read_workers_file(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ":5"), std::string::npos) << bad.status().message();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace ds::cluster

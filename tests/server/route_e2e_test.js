@@ -1,0 +1,229 @@
+// Black-box tests of `deepinfer route` in front of real `deepinfer serve` workers on loopback, on the
+// tiny make-model checkpoint (random weights; greedy decoding is deterministic, which "answers
+// through the router equal direct answers" leans on).
+//
+// usage: node route_e2e_test.js DEEPINFER WORKDIR CASE
+//   CASE equal       every API, streaming and not, through the router == direct; /tokenize ids equal
+//                    the worker's; client and worker API keys; /v1/models, /ready, /metrics
+//        cache_hits  multi-tenant workload (8 ~2k-token system prompts, 4 requests each, shuffled) on
+//                    3 workers: cache_aware's hit-token ratio (usage cached tokens) is clearly above
+//                    round_robin's; hit ratios and mean TTFT printed for both
+//        kill_worker a worker killed mid-run: no non-streaming request fails, its open streams end
+//                    with an error event, it rejoins after a restart on the same port
+'use strict';
+const path = require('node:path');
+const assert = require('node:assert/strict');
+const serverProcess = require('../../bench/serve/server_process.js');
+const { post, postStream, runWorkload, spawnListening: spawnDeepinfer } = require('../../bench/serve/route_workload.js');
+const spawnListening = (args) => spawnDeepinfer(deepinfer, args);
+
+const [deepinfer, workdir, caseName] = process.argv.slice(2);
+const modelDir = path.join(workdir, 'tiny_v3');
+const CLIENT_KEY = 'sk-router-client-0123456789';
+const WORKER_KEY = 'sk-router-worker-0123456789';
+
+function startWorker(extraArgs = []) {
+  return serverProcess.startServer(deepinfer, modelDir, ['--threads', '1', '--max-model-len', '4096', ...extraArgs],
+                                   60000);
+}
+
+// A worker on a given port (a restart where it was).
+function startWorkerOnPort(port) {
+  return spawnListening(['serve', '--model', modelDir, '--host', '127.0.0.1', '--port', String(port), '--threads', '1',
+                         '--max-model-len', '4096']);
+}
+
+function startRouter(workers, extraArgs = []) {
+  return spawnListening(['route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir, '--health-period-ms', '200',
+                         ...workers.flatMap((w) => ['--worker', w.base]), ...extraArgs]);
+}
+
+async function stopAll(servers) {
+  for (const s of servers) {
+    if (!s || s.proc.exitCode !== null || s.proc.signalCode !== null) continue;
+    const r = await serverProcess.stopServer(s);
+    assert.equal(r.code, 0, `process ${s.pid} exits 0 on SIGTERM (got ${r.code ?? r.signal})`);
+  }
+}
+
+async function getText(url, key) {
+  const res = await fetch(url, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+  return { status: res.status, text: await res.text() };
+}
+
+const CHAT = (content) => ({ model: 'tiny_v3', messages: [{ role: 'system', content: 'You are terse.' },
+                                                          { role: 'user', content }],
+                             max_tokens: 12, temperature: 0 });
+
+async function caseEqual() {
+  const workers = [await startWorker(['--api-key', WORKER_KEY]), await startWorker(['--api-key', WORKER_KEY])];
+  const router = await startRouter(workers, ['--api-key', CLIENT_KEY, '--worker-api-key', WORKER_KEY]);
+  try {
+    // Keys: the client's at the router, the router's own at the workers (never the client's).
+    assert.equal((await post(router.base, '/v1/chat/completions', CHAT('hi'))).status, 401);
+    assert.equal((await post(workers[0].base, '/v1/chat/completions', CHAT('hi'), CLIENT_KEY)).status, 401);
+    assert.equal((await post(router.base, '/v1/chat/completions', CHAT('hi'), CLIENT_KEY)).status, 200);
+
+    // The router renders and tokenizes exactly as the workers do.
+    const conversations = [
+      CHAT('What is a prefix cache?'),
+      { model: 'tiny_v3', messages: [{ role: 'user', content: 'one' }, { role: 'assistant', content: 'two' },
+                                     { role: 'user', content: 'three <｜User｜> four' }] },
+      { messages: [{ role: 'system', content: 'Rules.' },
+                   { role: 'user', content: [{ type: 'text', text: 'part one' }, { type: 'text', text: ' part two' }] }] },
+    ];
+    for (const body of conversations) {
+      const mine = await post(router.base, '/tokenize', body, CLIENT_KEY);
+      const theirs = await post(workers[0].base, '/tokenize', body, WORKER_KEY);
+      assert.equal(theirs.status, 200, JSON.stringify(theirs.json));
+      assert.equal(mine.status, 200, JSON.stringify(mine.json));
+      assert.deepEqual(mine.json.tokens, theirs.json.tokens, 'router ids == worker /tokenize ids');
+    }
+    const n = (await post(router.base, '/tokenize', CHAT('count me'), CLIENT_KEY)).json.count;
+    const viaRouter = await post(router.base, '/v1/chat/completions', CHAT('count me'), CLIENT_KEY);
+    assert.equal(viaRouter.json.usage.prompt_tokens, n, 'the worker saw the prompt the router tokenized');
+
+    // Every API, streaming and not: the same answer through the router as from a worker directly.
+    const apis = [
+      ['/v1/chat/completions', CHAT('Tell me about routers.'), (j) => j.choices[0].message.content,
+       (evs) => evs.filter((e) => e !== '[DONE]').map((e) => e.choices[0]?.delta?.content ?? '').join('')],
+      ['/v1/completions', { model: 'tiny_v3', prompt: 'Once upon a time', max_tokens: 12, temperature: 0 },
+       (j) => j.choices[0].text, (evs) => evs.filter((e) => e !== '[DONE]').map((e) => e.choices[0]?.text ?? '').join('')],
+      ['/v1/messages', { model: 'tiny_v3', max_tokens: 12, temperature: 0, messages: [{ role: 'user', content: 'Hello' }] },
+       (j) => j.content.map((c) => c.text ?? '').join(''),
+       (evs) => evs.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text ?? '').join('')],
+      ['/v1/responses', { model: 'tiny_v3', max_output_tokens: 12, temperature: 0, input: 'Hello there' },
+       (j) => j.output.flatMap((o) => o.content ?? []).map((c) => c.text ?? '').join(''),
+       (evs) => evs.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')],
+    ];
+    for (const [route, body, whole, streamed] of apis) {
+      const direct = await post(workers[1].base, route, body, WORKER_KEY);
+      const routed = await post(router.base, route, body, CLIENT_KEY);
+      assert.equal(direct.status, 200, `${route} direct: ${JSON.stringify(direct.json)}`);
+      assert.equal(routed.status, 200, `${route} routed: ${JSON.stringify(routed.json)}`);
+      assert.ok(whole(direct.json).length > 0, `${route} answers something`);
+      assert.equal(whole(routed.json), whole(direct.json), `${route}: routed == direct`);
+      const s = await postStream(router.base, route, body, CLIENT_KEY);
+      assert.equal(s.status, 200);
+      assert.equal(streamed(s.events), whole(direct.json), `${route} stream: routed == direct`);
+      console.log(`${route}: routed == direct (${JSON.stringify(whole(direct.json))})`);
+    }
+    // The Anthropic alias and the model list pass through too.
+    const alias = await post(router.base, '/anthropic/v1/messages', apis[2][1], CLIENT_KEY);
+    assert.equal(alias.status, 200);
+    const models = JSON.parse((await getText(`${router.base}/v1/models`, CLIENT_KEY)).text);
+    const direct = JSON.parse((await getText(`${workers[0].base}/v1/models`, WORKER_KEY)).text);
+    assert.deepEqual(models.data.map((m) => m.id), direct.data.map((m) => m.id));
+    // A bad body gets the worker's 400 with the field named.
+    const bad = await post(router.base, '/v1/chat/completions', { model: 'x', messages: 'nope' }, CLIENT_KEY);
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.error.param, 'messages');
+
+    assert.equal((await getText(`${router.base}/ready`)).status, 200);
+    const metrics = serverProcess.parseMetrics((await getText(`${router.base}/metrics`)).text);
+    const routedTotal = Object.entries(metrics).filter(([k]) => k.startsWith('deepinfer_router:requests_total'))
+      .reduce((a, [, v]) => a + v, 0);
+    assert.ok(routedTotal >= 12, `router counted its requests (${routedTotal})`);
+  } finally {
+    await stopAll([router, ...workers]);
+  }
+}
+
+async function caseCacheHits() {
+  const workers = [await startWorker(), await startWorker(), await startWorker()];
+  const results = {};
+  try {
+    for (const policy of ['round_robin', 'cache_aware']) {
+      const router = await startRouter(workers, ['--policy', policy]);
+      try {
+        results[policy] = await runWorkload(router.base, policy, 8, 4, policy === 'cache_aware' ? 11 : 22);
+      } finally {
+        await stopAll([router]);
+      }
+      const r = results[policy];
+      console.log(`${policy}: hit-token ratio ${r.hitRatio.toFixed(3)} (${r.cached}/${r.prompt} prompt tokens), ` +
+                  `mean TTFT ${r.meanTtft.toFixed(1)} ms`);
+    }
+  } finally {
+    await stopAll(workers);
+  }
+  // 4 requests per tenant: cache_aware can hit on 3 of 4 (0.75 of the system prompt tokens); round_robin
+  // over 3 workers spreads a tenant's requests and hits far less often (expected ~0.4).
+  assert.ok(results.cache_aware.hitRatio > 0.6, `cache_aware hit ratio ${results.cache_aware.hitRatio}`);
+  assert.ok(results.cache_aware.hitRatio > results.round_robin.hitRatio + 0.15,
+            `cache_aware ${results.cache_aware.hitRatio} clearly above round_robin ${results.round_robin.hitRatio}`);
+  console.log(`mean TTFT ratio round_robin / cache_aware: ${(results.round_robin.meanTtft / results.cache_aware.meanTtft).toFixed(2)}`);
+}
+
+async function metricFor(routerBase, name, worker) {
+  const m = serverProcess.parseMetrics((await getText(`${routerBase}/metrics`)).text);
+  return m[`${name}{worker="${worker.base}"}`] ?? 0;
+}
+
+async function caseKillWorker() {
+  const workers = [await startWorker(), await startWorker()];
+  const router = await startRouter(workers, ['--policy', 'round_robin']);
+  let restarted = null;
+  try {
+    const victim = workers[0];
+    const streams = [];
+    for (let i = 0; i < 6; ++i) {
+      streams.push(postStream(router.base, '/v1/chat/completions', { ...CHAT(`stream ${i}`), max_tokens: 3000 }));
+    }
+    const plain = [];
+    let killed = false;
+    const runPlain = async (i) => {
+      const r = await post(router.base, '/v1/chat/completions', { ...CHAT(`plain ${i}`), max_tokens: 48 });
+      return r;
+    };
+    // Non-streaming traffic in waves; the worker dies during the second wave.
+    for (let wave = 0; wave < 4; ++wave) {
+      const batch = Array.from({ length: 6 }, (_, i) => runPlain(wave * 6 + i));
+      if (wave === 1) {
+        await new Promise((r) => setTimeout(r, 50));
+        victim.proc.kill('SIGKILL');
+        killed = true;
+      }
+      plain.push(...(await Promise.all(batch)));
+    }
+    assert.ok(killed);
+    for (const r of plain) assert.equal(r.status, 200, `non-streaming request failed: ${JSON.stringify(r.json)}`);
+    const done = await Promise.all(streams);
+    let errored = 0;
+    for (const s of done) {
+      assert.equal(s.status, 200);
+      const last = s.events[s.events.length - 1];
+      if (last === '[DONE]') continue;
+      assert.ok(last && last.error, `a stream that did not finish ends with an error event: ${s.text.slice(-300)}`);
+      assert.equal(last.error.code, 'upstream_failed');
+      ++errored;
+    }
+    assert.ok(errored >= 1, 'the streams on the killed worker ended with an error event');
+    console.log(`kill: ${plain.length} non-streaming requests all 200; ${errored} of ${done.length} streams ended with an error event`);
+
+    // Restart on the same port: the router sees it healthy again and routes to it.
+    restarted = await startWorkerOnPort(victim.port);
+    const deadline = Date.now() + 20000;
+    while ((await metricFor(router.base, 'deepinfer_router:worker_healthy', victim)) !== 1) {
+      assert.ok(Date.now() < deadline, 'the restarted worker rejoins within 20 s');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const before = await metricFor(router.base, 'deepinfer_router:requests_total', victim);
+    for (let i = 0; i < 4; ++i) assert.equal((await post(router.base, '/v1/chat/completions', CHAT(`after ${i}`))).status, 200);
+    const after = await metricFor(router.base, 'deepinfer_router:requests_total', victim);
+    assert.ok(after >= before + 2, `the rejoined worker takes requests again (${before} -> ${after})`);
+    console.log('kill: the restarted worker rejoined and serves again');
+  } finally {
+    await stopAll([router, workers[1], restarted]);
+  }
+}
+
+const cases = { equal: caseEqual, cache_hits: caseCacheHits, kill_worker: caseKillWorker };
+if (!cases[caseName]) {
+  console.error(`unknown case ${caseName}`);
+  process.exit(2);
+}
+cases[caseName]().then(() => { console.log(`route_e2e ${caseName}: ok`); }, (e) => {
+  console.error(e);
+  process.exit(1);
+});
