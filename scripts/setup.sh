@@ -13,7 +13,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost1.81-dev
-  python3 python3-numpy
+  python3 python3-numpy python3-matplotlib chromium
   clang-14 libclang-rt-14-dev clang-format
 )
 missing=()

@@ -1,5 +1,5 @@
 // deepinfer: one binary, many subcommands (generate, logits, inspect, tokenize, detokenize,
-// make-model, serve; bench/eval arrive with their issues).
+// make-model, serve, bench serve/plot, eval).
 #include <cstdio>
 #include <exception>
 
@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   ds::cli::add_tokenize_commands(app, ctx);
   ds::cli::add_make_model_command(app, ctx);
   ds::cli::add_serve_command(app, ctx);
+  ds::cli::add_bench_commands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
