@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   ds::cli::add_make_model_command(app, ctx);
   ds::cli::add_serve_command(app, ctx);
   ds::cli::add_bench_commands(app, ctx);
+  ds::cli::add_eval_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
