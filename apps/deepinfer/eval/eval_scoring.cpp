@@ -170,7 +170,9 @@ Interval wilson_interval(int64_t successes, int64_t trials, double z) {
   const double z2 = z * z;
   const double center = (p + z2 / (2 * n)) / (1 + z2 / n);
   const double half = z / (1 + z2 / n) * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n));
-  return {std::max(0.0, center - half), std::min(1.0, center + half)};
+  // The bounds are exactly 0 (1) with no successes (failures); rounding must not move them inside.
+  return {successes == 0 ? 0.0 : std::max(0.0, center - half),
+          successes == trials ? 1.0 : std::min(1.0, center + half)};
 }
 
 }  // namespace ds::eval
