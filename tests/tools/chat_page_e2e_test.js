@@ -1,0 +1,94 @@
+// The chat page at / (web/chat.html) in headless Chromium (Debian's, driven by playwright-core)
+// against a real `deepinfer serve` with an API key on a tiny random-weights checkpoint: the page
+// asks for the key after the 401, a message streams text into the assistant bubble, and Stop aborts
+// the fetch mid-stream, which the server sees as a disconnect and cancels (its /metrics counts one
+// request finished as "cancelled" and none running). Keeps a screenshot in WORKDIR/chat_page.png.
+//
+// usage: node chat_page_e2e_test.js DEEPINFER WORKDIR
+'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const assert = require('node:assert/strict');
+const { chromium } = require('playwright-core');
+const serverProcess = require('../../bench/serve/server_process.js');
+
+const [deepinfer, workdir] = process.argv.slice(2);
+const modelDir = path.join(workdir, 'tiny_v3');
+const KEY = 'sk-chat-page-test-0123456789';
+// Without the background-networking flags Chromium's own connections are refused on a closed network.
+const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+                       '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+function metric(text, name, labels = '') {
+  const escaped = (name + labels).replace(/[{}"[\]().+*?^$|\\]/g, '\\$&');
+  const m = text.match(new RegExp(`^${escaped} (\\S+)$`, 'm'));
+  return m ? Number(m[1]) : 0;
+}
+
+async function main() {
+  const server = await serverProcess.startServer(
+      deepinfer, modelDir, ['--threads', '1', '--max-model-len', '8192', '--api-key', KEY], 60000);
+  const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-chromium-'));
+  let context = null;
+  try {
+    context = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: '/usr/bin/chromium', headless: true, args: CHROMIUM_ARGS, timeout: 60000 });
+    const page = context.pages()[0] || await context.newPage();
+    const consoleErrors = [];
+    page.on('console', (m) => { if (m.type() === 'error' && !/401/.test(m.text())) consoleErrors.push(m.text()); });
+    page.on('pageerror', (e) => consoleErrors.push(String(e)));
+    await page.goto(server.base + '/', { timeout: 30000 });
+    assert.equal(await page.title(), 'deepinfer chat');
+
+    // /v1/models answered 401: the page asks for the key, then shows the model.
+    await page.waitForSelector('#keydialog[open]', { timeout: 10000 });
+    await page.fill('#apikey', KEY);
+    await page.click('#keyform button[value=ok]');
+    await page.waitForFunction(() => document.getElementById('model').textContent === 'tiny_v3', null,
+                               { timeout: 10000 });
+
+    // A short answer streams in and finishes with its stats line.
+    await page.click('#toggle-settings');
+    await page.fill('#max-tokens', '24');
+    await page.fill('#temperature', '0');
+    await page.fill('#input', 'Hello there');
+    await page.click('#send');
+    await page.waitForSelector('.msg.assistant .stats', { timeout: 30000 });
+    const first = await page.textContent('.msg.assistant .content');
+    assert.ok(first.length > 0, 'streamed text shown');
+    assert.match(await page.textContent('.msg.assistant .stats'), /finish: (length|stop) · \d+ tokens/);
+
+    // A long answer: stop it once text is flowing; the server cancels the request.
+    await page.fill('#max-tokens', '8000');
+    await page.fill('#input', 'Tell me a very long story');
+    await page.click('#send');
+    await page.waitForFunction(() => {
+      const c = document.querySelectorAll('.msg.assistant .content');
+      return c.length === 2 && c[1].textContent.length > 20;
+    }, null, { timeout: 30000, polling: 20 });
+    assert.equal(await page.isEnabled('#stop'), true, 'still streaming when stopped');
+    await page.click('#stop');
+    await page.waitForFunction(() => document.getElementById('status').textContent === 'stopped', null,
+                               { timeout: 10000 });
+    const m = await serverProcess.scrapeWhenIdle(server.base, 2, 30000);
+    const text = Object.entries(m).map(([k, v]) => `${k} ${v}`).join('\n');
+    assert.equal(m['deepinfer:num_requests_running'], 0, 'nothing left running');
+    assert.equal(metric(text, 'deepinfer:request_success_total', '{finished_reason="cancelled"}'), 1,
+                 `the stopped request was cancelled:\n${text}`);
+    const stoppedText = await page.$$eval('.msg.assistant .content', (c) => c[1].textContent);
+    assert.ok(stoppedText.length > 20);
+    await page.screenshot({ path: path.join(workdir, 'chat_page.png'), fullPage: true });
+    assert.deepEqual(consoleErrors, []);
+  } finally {
+    if (context) await context.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+    const { code } = await serverProcess.stopServer(server);
+    assert.equal(code, 0);
+  }
+}
+
+main().then(() => console.log('chat_page_e2e: ok'), (e) => {
+  console.error(e);
+  process.exit(1);
+});
