@@ -3,8 +3,13 @@
 // asks for the key after the 401, a message streams text into the assistant bubble, and Stop aborts
 // the fetch mid-stream, which the server sees as a disconnect and cancels (its /metrics counts one
 // request finished as "cancelled" and none running). Keeps a screenshot in WORKDIR/chat_page.png.
+// Case reasoning_tools: on a tiny V4 checkpoint with scripted output (serve --testing-scripted-output,
+// docs/server.md; random weights never write reasoning or tool calls), the page shows the reasoning
+// in a collapsible block folded once the answer starts, the content, and both tool calls with their
+// arguments (screenshot WORKDIR/chat_page_tools.png).
 //
-// usage: node chat_page_e2e_test.js DEEPINFER WORKDIR
+// usage: node chat_page_e2e_test.js DEEPINFER WORKDIR stream_stop
+//        node chat_page_e2e_test.js DEEPINFER WORKDIR reasoning_tools V4_MODEL_DIR
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
@@ -13,7 +18,7 @@ const assert = require('node:assert/strict');
 const { chromium } = require('playwright-core');
 const serverProcess = require('../../bench/serve/server_process.js');
 
-const [deepinfer, workdir] = process.argv.slice(2);
+const [deepinfer, workdir, caseName, v4ModelDir] = process.argv.slice(2);
 const modelDir = path.join(workdir, 'tiny_v3');
 const KEY = 'sk-chat-page-test-0123456789';
 // Without the background-networking flags Chromium's own connections are refused on a closed network.
@@ -26,9 +31,9 @@ function metric(text, name, labels = '') {
   return m ? Number(m[1]) : 0;
 }
 
-async function main() {
-  const server = await serverProcess.startServer(
-      deepinfer, modelDir, ['--threads', '1', '--max-model-len', '8192', '--api-key', KEY], 60000);
+// Starts the server and a fresh headless Chromium, runs body(page, server), closes both.
+async function withBrowser(model, serverArgs, body) {
+  const server = await serverProcess.startServer(deepinfer, model, ['--threads', '1', ...serverArgs], 60000);
   const userDataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'deepinfer-chromium-'));
   let context = null;
   try {
@@ -39,6 +44,18 @@ async function main() {
     page.on('console', (m) => { if (m.type() === 'error' && !/401/.test(m.text())) consoleErrors.push(m.text()); });
     page.on('pageerror', (e) => consoleErrors.push(String(e)));
     await page.goto(server.base + '/', { timeout: 30000 });
+    await body(page, server);
+    assert.deepEqual(consoleErrors, []);
+  } finally {
+    if (context) await context.close();
+    fs.rmSync(userDataDir, { recursive: true, force: true });
+    const { code } = await serverProcess.stopServer(server);
+    assert.equal(code, 0);
+  }
+}
+
+async function caseStreamStop() {
+  await withBrowser(modelDir, ['--max-model-len', '8192', '--api-key', KEY], async (page, server) => {
     assert.equal(await page.title(), 'deepinfer chat');
 
     // /v1/models answered 401: the page asks for the key, then shows the model.
@@ -79,16 +96,64 @@ async function main() {
     const stoppedText = await page.$$eval('.msg.assistant .content', (c) => c[1].textContent);
     assert.ok(stoppedText.length > 20);
     await page.screenshot({ path: path.join(workdir, 'chat_page.png'), fullPage: true });
-    assert.deepEqual(consoleErrors, []);
-  } finally {
-    if (context) await context.close();
-    fs.rmSync(userDataDir, { recursive: true, force: true });
-    const { code } = await serverProcess.stopServer(server);
-    assert.equal(code, 0);
-  }
+  });
 }
 
-main().then(() => console.log('chat_page_e2e: ok'), (e) => {
+// V4's DSML tool-call format (as in tests/server/serve_tools_e2e_test.js).
+const D = '｜DSML｜';
+function dsmlCalls(calls) {
+  const invokes = calls.map(({ name, params }) => {
+    const ps = params.map(([k, v]) => {
+      const isString = typeof v === 'string';
+      return `<${D}parameter name="${k}" string="${isString}">${isString ? v : JSON.stringify(v)}</${D}parameter>`;
+    });
+    return `<${D}invoke name="${name}">\n${ps.join('\n')}\n</${D}invoke>`;
+  });
+  return `\n\n<${D}tool_calls>\n${invokes.join('\n')}\n</${D}tool_calls>`;
+}
+
+async function caseReasoningTools() {
+  const question = 'What is the weather in Paris and Tokyo?';
+  const reasoning = 'Two cities, so two calls of the weather tool.';
+  const content = 'Let me check both cities.';
+  const calls = [{ name: 'get_weather', params: [['city', 'Paris'], ['days', 3]] },
+                 { name: 'get_weather', params: [['city', 'Tokyo']] }];
+  const scriptFile = path.join(workdir, 'chat_page_scripts.json');
+  fs.writeFileSync(scriptFile, JSON.stringify(
+      [`<｜User｜>${question}<｜Assistant｜><think>${reasoning}</think>${content}${dsmlCalls(calls)}`]));
+  const tools = [{ name: 'get_weather', description: 'Weather for a city',
+                   parameters: { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer' } },
+                                 required: ['city'] } }];
+  const serverArgs = ['--max-model-len', '2048', '--testing-scripted-output', scriptFile];
+  await withBrowser(v4ModelDir, serverArgs, async (page) => {
+    await page.waitForFunction(() => document.getElementById('model').textContent !== '', null, { timeout: 10000 });
+    await page.click('#toggle-settings');
+    await page.fill('#max-tokens', '300');
+    await page.fill('#tools', JSON.stringify(tools));
+    await page.fill('#input', question);
+    await page.click('#send');
+    await page.waitForSelector('.msg.assistant .stats', { timeout: 30000 });
+    assert.equal(await page.textContent('.msg.assistant details summary'), 'Reasoning');
+    assert.equal(await page.textContent('.msg.assistant .reasoning'), reasoning);
+    assert.equal(await page.$eval('.msg.assistant details', (d) => d.open), false, 'reasoning folded');
+    assert.equal((await page.textContent('.msg.assistant .content')).trim(), content);
+    const shown = await page.$$eval('.msg.assistant .tool', (ts) => ts.map((t) => ({
+      title: t.firstChild.textContent, args: JSON.parse(t.querySelector('pre').textContent) })));
+    assert.deepEqual(shown, [{ title: 'tool call: get_weather', args: { city: 'Paris', days: 3 } },
+                             { title: 'tool call: get_weather', args: { city: 'Tokyo' } }]);
+    assert.match(await page.textContent('.msg.assistant .stats'), /finish: tool_calls/);
+    // Open the reasoning for the screenshot.
+    await page.click('.msg.assistant details summary');
+    await page.screenshot({ path: path.join(workdir, 'chat_page_tools.png'), fullPage: true });
+  });
+}
+
+const cases = { stream_stop: caseStreamStop, reasoning_tools: caseReasoningTools };
+if (!cases[caseName]) {
+  console.error(`unknown case ${caseName}`);
+  process.exit(2);
+}
+cases[caseName]().then(() => console.log(`chat_page_e2e ${caseName}: ok`), (e) => {
   console.error(e);
   process.exit(1);
 });
