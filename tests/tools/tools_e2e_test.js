@@ -66,6 +66,7 @@ async function caseMakeModel() {
 async function caseBench() {
   const server = await startServer();
   const files = [];
+  let outputTokens = 0;
   try {
     for (const [c, dataset] of [[1, 'random'], [4, 'shared-prefix']]) {
       const file = path.join(workdir, `bench_c${c}.json`);
@@ -80,10 +81,13 @@ async function caseBench() {
       assert.equal(r.model_id, 'tiny_v3');
       assert.ok(r.request_goodput > 0 && r.request_goodput <= r.request_throughput + 1e-9);
       files.push(file);
+      outputTokens += r.total_output_tokens;
     }
-    // The server counted the same tokens: 12 + 12 requests plus 2 probe requests.
+    // The server counted the same requests and tokens: 12 + 12 plus 2 probes of 1 to 4 tokens each.
     const m = await serverProcess.scrapeWhenIdle(server.base, 26);
     assert.equal(serverProcess.finishedRequests(m), 26);
+    const probeTokens = m['deepinfer:generation_tokens_total'] - outputTokens;
+    assert.ok(probeTokens >= 2 && probeTokens <= 8, `server generated ${probeTokens} tokens beyond the figures`);
   } finally {
     const { code } = await serverProcess.stopServer(server);
     assert.equal(code, 0);
