@@ -7,6 +7,7 @@
 'use strict';
 const { execFileSync, spawnSync } = require('node:child_process');
 const fs = require('node:fs');
+const http = require('node:http');
 const path = require('node:path');
 const assert = require('node:assert/strict');
 const serverProcess = require('../../bench/serve/server_process.js');
@@ -24,6 +25,15 @@ function run(args) {
   const r = spawnSync(deepinfer, args, { encoding: 'utf8', timeout: 120000 });
   if (r.status !== 0) throw new Error(`deepinfer ${args.join(' ')} exited ${r.status}: ${r.stderr}`);
   return r.stdout;
+}
+
+function httpStatus(url) {
+  return new Promise((resolve, reject) => {
+    http.get(url, { agent: false }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    }).on('error', reject);
+  });
 }
 
 // Width and height from a PNG's IHDR chunk, after checking the signature.
@@ -92,6 +102,14 @@ async function caseBench() {
     const { code } = await serverProcess.stopServer(server);
     assert.equal(code, 0);
   }
+  // Usage errors exit 2; a server that is gone is a runtime error (exit 1) naming the connection.
+  let r = spawnSync(deepinfer, ['bench', 'serve', '--base-url', server.base, '--request-rate', 'fast'], { encoding: 'utf8' });
+  assert.equal(r.status, 2);
+  assert.match(r.stderr, /--request-rate must be a number > 0 or inf/);
+  r = spawnSync(deepinfer, ['bench', 'serve', '--base-url', server.base, '--model', 'm', '--num-prompts', '1'],
+                { encoding: 'utf8' });
+  assert.equal(r.status, 1);
+  assert.match(r.stderr, /test request failed: connect 127\.0\.0\.1:\d+/);
   const outDir = path.join(workdir, 'plots');
   fs.rmSync(outDir, { recursive: true, force: true });
   run(['bench', 'plot', ...files, '--out', outDir]);
@@ -104,8 +122,9 @@ async function caseBench() {
 }
 
 async function caseEval() {
-  const server = await startServer();
+  const server = await startServer(['--no-chat-page']);
   try {
+    assert.equal((await httpStatus(server.base + '/')), 404, '--no-chat-page: no page at /');
     for (const task of ['arithmetic', 'unit_conversion', 'json_format']) {
       const log = path.join(workdir, `eval_${task}.jsonl`);
       const result = path.join(workdir, `eval_${task}.json`);
