@@ -1,6 +1,10 @@
 // The client's pure parts: SSE framing and base-URL parsing (http_call itself is exercised against a
 // real server by tests/tools).
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <string>
 #include <vector>
@@ -78,6 +82,26 @@ TEST(HttpCall, RefusedConnectionIsAnIoError) {
   Result<HttpAnswer> a = http_call({"127.0.0.1", "1", ""}, call);
   ASSERT_FALSE(a.ok());
   EXPECT_EQ(a.status().code(), ErrorCode::io_error);
+}
+
+TEST(HttpCall, SilentServerTimesOut) {
+  // A listening socket that never answers: the kernel completes the connection from the backlog.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const HttpCall call{
+      .method = "GET", .path = "/", .body = {}, .api_key = {}, .timeout = std::chrono::milliseconds(200)};
+  Result<HttpAnswer> a = http_call({"127.0.0.1", std::to_string(ntohs(addr.sin_port)), ""}, call);
+  ::close(fd);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), ErrorCode::io_error);
+  EXPECT_NE(a.status().message().find("timed out"), std::string::npos) << a.status().message();
 }
 
 }  // namespace

@@ -1,9 +1,5 @@
 #include "client/http_client.h"
 
-#include <sys/socket.h>
-#include <sys/time.h>
-
-#include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -50,16 +46,22 @@ Result<BaseUrl> parse_base_url(std::string_view url) {
 
 namespace {
 
-// Blocking Beast reads have no deadline of their own: the socket's receive timeout bounds each read.
-void set_read_timeout(tcp::socket& socket, std::chrono::milliseconds timeout) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((timeout.count() % 1000) * 1000);
-  ::setsockopt(socket.native_handle(), SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+// A read or connect that passed the deadline fails with beast::error::timeout: say so in words.
+Status io_error(const std::string& what, const beast::error_code& ec) {
+  const bool timed_out = ec == beast::error::timeout;
+  return Status(ErrorCode::io_error, what + ": " + (timed_out ? std::string("timed out") : ec.message()));
 }
 
-Status io_error(const std::string& what, const beast::error_code& ec) {
-  return Status(ErrorCode::io_error, what + ": " + ec.message());
+// Runs one asynchronous operation on the call's own io_context to completion. The blocking
+// calls of Asio have no deadline (a receive timeout on the socket is retried internally), so
+// every step is an async operation on a beast::tcp_stream whose expiry cancels it.
+template <class Start>
+beast::error_code run_op(asio::io_context& io, Start start) {
+  beast::error_code result = asio::error::operation_aborted;
+  start([&result](beast::error_code ec, auto&&...) { result = ec; });
+  io.restart();
+  io.run();
+  return result;
 }
 
 }  // namespace
@@ -70,11 +72,11 @@ Result<HttpAnswer> http_call(const BaseUrl& base, const HttpCall& call, const Ss
   beast::error_code ec;
   const auto endpoints = resolver.resolve(base.host, base.port, ec);
   if (ec) return io_error("resolve " + base.host, ec);
-  tcp::socket socket(io);
-  asio::connect(socket, endpoints, ec);
+  beast::tcp_stream stream(io);
+  stream.expires_after(call.timeout);
+  ec = run_op(io, [&](auto done) { stream.async_connect(endpoints, done); });
   if (ec) return io_error("connect " + base.host + ":" + base.port, ec);
-  socket.set_option(tcp::no_delay(true), ec);
-  set_read_timeout(socket, call.timeout);
+  stream.socket().set_option(tcp::no_delay(true), ec);
 
   http::request<http::string_body> req(call.method == "GET" ? http::verb::get : http::verb::post,
                                        base.path_prefix + call.path, 11);
@@ -87,20 +89,22 @@ Result<HttpAnswer> http_call(const BaseUrl& base, const HttpCall& call, const Ss
     req.body() = call.body;
     req.prepare_payload();
   }
-  http::write(socket, req, ec);
+  stream.expires_after(call.timeout);
+  ec = run_op(io, [&](auto done) { http::async_write(stream, req, done); });
   if (ec) return io_error("send request", ec);
 
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(boost::none);
-  http::read_header(socket, buffer, parser, ec);
+  stream.expires_after(call.timeout);
+  ec = run_op(io, [&](auto done) { http::async_read_header(stream, buffer, parser, done); });
   if (ec) return io_error("read response header", ec);
   HttpAnswer answer;
   answer.status = static_cast<int>(parser.get().result_int());
   answer.content_type = std::string(parser.get()[http::field::content_type]);
-  const bool stream = answer.status / 100 == 2 && answer.content_type.starts_with("text/event-stream");
+  const bool sse = answer.status / 100 == 2 && answer.content_type.starts_with("text/event-stream");
   bool hung_up = false;
-  SseReader sse([&](std::string_view data) {
+  SseReader reader([&](std::string_view data) {
     if (on_event && !on_event(data)) hung_up = true;
     return !hung_up;
   });
@@ -108,17 +112,20 @@ Result<HttpAnswer> http_call(const BaseUrl& base, const HttpCall& call, const Ss
   while (!parser.is_done() && !hung_up) {
     parser.get().body().data = chunk;
     parser.get().body().size = sizeof(chunk);
-    http::read_some(socket, buffer, parser, ec);  // what has arrived: chunks are timed as they come
+    stream.expires_after(call.timeout);  // per read: a long stream is fine while tokens keep coming
+    // read_some: what has arrived, so chunks are timed as they come.
+    ec = run_op(io, [&](auto done) { http::async_read_some(stream, buffer, parser, done); });
     if (ec == http::error::need_buffer) ec = {};
     if (ec) return io_error("read response body", ec);
     const std::string_view got(chunk, sizeof(chunk) - parser.get().body().size);
-    if (stream) {
-      sse.feed(got);
+    if (sse) {
+      reader.feed(got);
     } else {
       answer.body.append(got);
     }
   }
-  socket.shutdown(tcp::socket::shutdown_both, ec);  // a hang-up mid-stream tells the server to cancel
+  stream.socket().shutdown(tcp::socket::shutdown_both,
+                           ec);  // a hang-up mid-stream tells the server to cancel
   return answer;
 }
 

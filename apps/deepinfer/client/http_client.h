@@ -30,10 +30,11 @@ struct HttpAnswer {
 
 struct HttpCall {
   std::string method = "POST";
-  std::string path;                           // appended to the base URL's prefix
-  std::string body;                           // JSON; empty for GET
-  std::string api_key;                        // sent as "Authorization: Bearer ..." when not empty
-  std::chrono::milliseconds timeout{600000};  // per read: a server silent this long fails the call
+  std::string path;     // appended to the base URL's prefix
+  std::string body;     // JSON; empty for GET
+  std::string api_key;  // sent as "Authorization: Bearer ..." when not empty
+  std::chrono::milliseconds timeout{
+      600000};  // per step (connect, send, each read): a server silent this long fails the call
 };
 
 // Called with each SSE event's data (the "data:" lines joined by '\n'); return false to hang up.
