@@ -106,6 +106,7 @@ int run_eval(EvalOptions o) {
   if (!base.ok()) return report_usage_error(cmd, base.status().message());
   if (o.n_samples < 1) return report_usage_error(cmd, "--n must be >= 1");
   if (o.concurrency < 1) return report_usage_error(cmd, "--concurrency must be >= 1");
+  if (o.request.timeout_s < 1) return report_usage_error(cmd, "--timeout-s must be >= 1");
   for (const int k : o.ks)
     if (k < 1 || k > o.n_samples) return report_usage_error(cmd, "--k values must be in [1, --n]");
   if (o.thinking == "on") {
@@ -175,6 +176,8 @@ void add_eval_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--n", o->n_samples, "Samples per item (pass@k needs n >= k)")->capture_default_str();
   sub->add_option("--k", o->ks, "k values of pass@k")->capture_default_str();
   sub->add_option("--concurrency", o->concurrency, "Requests in flight")->capture_default_str();
+  sub->add_option("--timeout-s", o->request.timeout_s, "Seconds to wait for one answer")
+      ->capture_default_str();
   sub->add_option("--limit", o->limit, "Only the first N items (0 = all)")->capture_default_str();
   sub->add_option("--log-file", o->log_file, "Per-sample JSONL log");
   sub->add_option("--result-file", o->result_file, "Summary JSON");

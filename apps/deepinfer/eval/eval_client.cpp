@@ -30,7 +30,8 @@ SampleResult run_sample(const client::BaseUrl& base, const EvalRequestOptions& o
   const client::HttpCall call{.method = "POST",
                               .path = "/v1/chat/completions",
                               .body = eval_request_body(o, user_message, sample_index),
-                              .api_key = o.api_key};
+                              .api_key = o.api_key,
+                              .timeout = std::chrono::seconds(o.timeout_s)};
   Result<client::HttpAnswer> answer = client::http_call(base, call);
   s.latency_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!answer.ok()) {

@@ -20,6 +20,8 @@ struct EvalRequestOptions {
   std::optional<bool> thinking;  // nullopt: the server's default
   std::string reasoning_effort;  // "" = not sent
   std::optional<int64_t> seed;   // sent as seed + sample index when set
+  // A non-streamed answer arrives whole: long reasoning can keep the connection silent for long.
+  int64_t timeout_s = 3600;
 };
 
 std::string eval_request_body(const EvalRequestOptions& o, const std::string& user_message, int sample_index);
