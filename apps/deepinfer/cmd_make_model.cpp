@@ -9,6 +9,7 @@
 #include "base/thread_pool.h"
 #include "commands.h"
 #include "modelgen/make_model.h"
+#include "progress_bar.h"
 
 namespace ds::cli {
 namespace {
@@ -28,7 +29,13 @@ int run_make_model(MakeModelArgs& args) {
                             ? args.n_threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   ThreadPool pool(n_threads);
+  std::unique_ptr<ProgressBar> bar;  // created at the first shard, when the count is known
+  args.options.on_shard_generated = [&bar](size_t done, size_t total) {
+    if (!bar) bar = std::make_unique<ProgressBar>("make-model", static_cast<int64_t>(total));
+    bar->advance(1, "shard " + std::to_string(done) + "/" + std::to_string(total));
+  };
   Result<modelgen::MakeModelReport> report = modelgen::make_model(args.options, pool);
+  bar.reset();  // finishes the line before the summary
   if (!report.ok()) {
     std::fprintf(stderr, "deepinfer make-model: error: %s\n", report.status().to_string().c_str());
     return 1;

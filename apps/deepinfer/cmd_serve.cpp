@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "command_support.h"
@@ -27,10 +28,15 @@
 #include "model/model_registry.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
+#include "server/routes_chat_page.h"
 #include "server/routes_generate.h"
 #include "server/routes_operational.h"
 #include "tokenizer/tokenizer.h"
 #include "weights/model_config.h"
+
+namespace ds::embedded {
+extern const std::string_view chat_page_html;  // web/chat.html
+}
 
 namespace ds::cli {
 
@@ -59,6 +65,7 @@ struct ServeOptions {
   std::string isa = "auto";
   int threads = 0;
   KvTierOptions kv_tiers;
+  bool chat_page = true;                // GET / serves web/chat.html
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
 };
 
@@ -201,6 +208,10 @@ int run_serve(const ServeOptions& o) {
       !st.ok())
     return report_error(cmd, st);
 
+  if (o.chat_page) {
+    if (Status st = server::add_chat_page_route(router, embedded::chat_page_html); !st.ok())
+      return report_error(cmd, st);
+  }
   Result<std::unique_ptr<server::HttpServer>> http =
       server::HttpServer::start(server_config, std::move(router), log, &serving_metrics);
   if (!http.ok()) return report_error(cmd, http.status());
@@ -251,6 +262,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
                   "Requests queued for admission; beyond it: 429 + Retry-After")
       ->capture_default_str();
   sub->add_option("--max-step-tokens", o->max_step_tokens, "Tokens per engine step")->capture_default_str();
+  sub->add_flag("!--no-chat-page", o->chat_page, "Do not serve the browser chat page at /");
   sub->add_option("--retry-after-s", o->retry_after_s, "Retry-After seconds on 429/503")
       ->capture_default_str();
   auto* limits = sub->add_option_group("Limits", "Per-request limits; a violation is a 400 naming the field");

@@ -1,5 +1,5 @@
 // deepinfer: one binary, many subcommands (generate, logits, inspect, tokenize, detokenize,
-// make-model, serve, route; bench/eval arrive with their issues).
+// make-model, serve, route, bench serve/plot, eval).
 #include <cstdio>
 #include <exception>
 
@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   ds::cli::add_make_model_command(app, ctx);
   ds::cli::add_serve_command(app, ctx);
   ds::cli::add_route_command(app, ctx);
+  ds::cli::add_bench_commands(app, ctx);
+  ds::cli::add_eval_command(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

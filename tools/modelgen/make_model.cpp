@@ -162,6 +162,7 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
       if (spec->block_quantized()) weight_map[spec->scale_name()] = file;
     }
     DS_ASSIGN_OR_RETURN(SafetensorsWriter writer, fill_shard(shards[i], options.seed, pool));
+    if (options.on_shard_generated) options.on_shard_generated(i + 1, shards.size());
     if (pending_write.valid()) DS_TRY(pending_write.get());
     pending_write =
         std::async(std::launch::async,

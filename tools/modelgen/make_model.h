@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "base/status.h"
@@ -22,6 +23,8 @@ struct MakeModelOptions {
   uint64_t seed = 0;
   std::string out_dir;
   std::string tokenizer_dir;  // holds tokenizer.json and tokenizer_config.json
+  // Called after each shard is generated (shards done, shard count), for a progress bar; may be empty.
+  std::function<void(size_t, size_t)> on_shard_generated;
 };
 
 struct MakeModelReport {
