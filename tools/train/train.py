@@ -32,7 +32,9 @@ def cpu_has_bf16():
         return False
 
 
-def lr_at(step, total, peak, warmup=200):
+def lr_at(step, total, peak):
+    """Linear warm-up over min(200, total/10) steps, then cosine from peak to peak/10 at `total`."""
+    warmup = min(200, max(1, total // 10))
     if step < warmup:
         return peak * (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
@@ -99,7 +101,7 @@ def main():
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--save-every", type=int, default=25)
-    ap.add_argument("--export-every", type=int, default=200)
+    ap.add_argument("--export-every", type=int, default=100)
     ap.add_argument("--config", default="", help="JSON overrides of DemoConfig fields (tests use a tiny one)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
