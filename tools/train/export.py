@@ -5,6 +5,7 @@ MTP layer N = num_hidden_layers with its own copies of the embedding and head, a
 usage: export.py --checkpoint CKPT.pt --tokenizer TOKDIR --out DIR
 """
 import argparse
+import json
 import os
 import shutil
 
@@ -58,7 +59,6 @@ def hf_tensors(model):
 
 
 def export_model(model, tokenizer_dir, out_dir):
-    import json
     os.makedirs(out_dir, exist_ok=True)
     tmp = os.path.join(out_dir, "model.safetensors.tmp")
     safetensors_io.save(hf_tensors(model), tmp, metadata={"format": "pt"})
@@ -68,6 +68,9 @@ def export_model(model, tokenizer_dir, out_dir):
         f.write("\n")
     for name in ("tokenizer.json", "tokenizer_config.json"):
         shutil.copyfile(os.path.join(tokenizer_dir, name), os.path.join(out_dir, name))
+    # The data licenses travel with the weights (WordNet's asks for its notice on all copies).
+    shutil.copyfile(os.path.join(os.path.dirname(os.path.abspath(__file__)), "model_notice.md"),
+                    os.path.join(out_dir, "NOTICE.md"))
 
 
 def load_checkpoint_model(path):
