@@ -14,6 +14,7 @@ packages=(
   libpcre2-dev nlohmann-json3-dev libcli11-dev libfmt-dev libxxhash-dev libzstd-dev
   libgtest-dev libgmock-dev libbenchmark-dev libboost1.81-dev
   python3 python3-numpy python3-jsonschema python3-matplotlib chromium
+  python3-torch python3-regex wordnet-base fortunes-min python3-doc  # tools/train (the demo model)
   clang-14 libclang-rt-14-dev clang-format
   libhiredis-dev redis-server liburing-dev
 )

@@ -178,8 +178,12 @@ int run_generate(const GenerateOptions& o) {
 void add_generate_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<GenerateOptions>();
   CLI::App* sub = app.add_subcommand("generate", "Generate text from a prompt (greedy or sampled)");
-  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")
-      ->required();
+  o->model_dir = DS_DEFAULT_MODEL_DIR;
+  sub->add_option(
+         "--model", o->model_dir,
+         "Checkpoint directory (config.json, safetensors, tokenizer); default: the built-in demo model "
+         "(docs/demo-model.md)")
+      ->capture_default_str();
   sub->add_option("--prompt", o->prompt, "Prompt text");
   sub->add_option("--input", o->input, "JSONL prompts: offline batch inference, one request per line");
   sub->add_option("--output", o->output, "JSONL results, one line per input line, in input order");

@@ -244,8 +244,12 @@ int run_serve(const ServeOptions& o) {
 void add_serve_command(CLI::App& app, CommandContext& ctx) {
   auto o = std::make_shared<ServeOptions>();
   CLI::App* sub = app.add_subcommand("serve", "Serve the OpenAI/Anthropic-compatible HTTP API");
-  sub->add_option("--model", o->model_dir, "Checkpoint directory (config.json, safetensors, tokenizer)")
-      ->required();
+  o->model_dir = DS_DEFAULT_MODEL_DIR;
+  sub->add_option(
+         "--model", o->model_dir,
+         "Checkpoint directory (config.json, safetensors, tokenizer); default: the built-in demo model "
+         "(docs/demo-model.md)")
+      ->capture_default_str();
   sub->add_option("--host", o->host, "Address to bind")->capture_default_str();
   sub->add_option("--port", o->port, "Port (0 = a free one, printed at start)")->capture_default_str();
   sub->add_option("--api-key", o->api_keys, "API key clients must send (repeatable)");

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -14,8 +15,12 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "recipe/chat_completions_request.h"
+#include "recipe/encoding.h"
+#include "recipe/prompt.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/utf8.h"
+#include "weights/model_config.h"
 
 namespace ds::cli {
 namespace {
@@ -25,6 +30,7 @@ using nlohmann::json;
 struct TokenizeArgs {
   std::string model_dir;
   bool json_mode = false;
+  bool chat = false;
   std::string text;
   bool add_bos = false;
   bool no_special = false;
@@ -67,7 +73,50 @@ Result<std::vector<int32_t>> encode_one(const Tokenizer& tok, std::string_view t
   return ids;
 }
 
+// The prompt encoding for --chat: the model_type of DIR/config.json, or V3 for a bare tokenizer.
+Result<recipe::PromptEncodingKind> chat_encoding(const std::string& model_dir) {
+  if (!std::filesystem::exists(model_dir + "/config.json")) return recipe::PromptEncodingKind::deepseek_v3;
+  DS_ASSIGN_OR_RETURN(ModelConfig config, load_model_config(model_dir));
+  return recipe::prompt_encoding_for_model_type(config.model_type);
+}
+
+// --chat: each element is a Chat Completions body; its prompt is rendered and tokenized exactly as
+// the server does (the recipe), so tools outside the engine can check their own rendering.
+int run_tokenize_chat(const TokenizeArgs& args) {
+  Result<json> doc = read_stdin_json();
+  if (!doc.ok()) return fail("tokenize", doc.status().message());
+  if (!doc->is_array())
+    return fail("tokenize",
+                fmt::format("stdin: expected a JSON array of chat requests, got {}", doc->type_name()));
+  Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
+  if (!tok.ok()) return fail("tokenize", tok.status().to_string());
+  Result<recipe::PromptEncodingKind> kind = chat_encoding(args.model_dir);
+  if (!kind.ok()) return fail("tokenize", kind.status().to_string());
+  recipe::ConversionOptions conv;
+  conv.default_thinking = *kind != recipe::PromptEncodingKind::deepseek_v3;
+  recipe::EncodingOptions encoding;
+  encoding.kind = *kind;
+  std::string out = "[";
+  for (size_t i = 0; i < doc->size(); ++i) {
+    Result<recipe::ChatRequest> request = recipe::parse_chat_completions_request((*doc)[i].dump(), conv);
+    if (!request.ok())
+      return fail("tokenize", fmt::format("stdin: element [{}]: {}", i, request.status().message()));
+    Result<recipe::RenderedPrompt> prompt = recipe::render_prompt(*request, encoding);
+    if (!prompt.ok())
+      return fail("tokenize", fmt::format("stdin: element [{}]: {}", i, prompt.status().message()));
+    Result<std::vector<int32_t>> ids = recipe::tokenize_prompt(*prompt, *tok);
+    if (!ids.ok())
+      return fail("tokenize", fmt::format("stdin: element [{}]: {}", i, ids.status().to_string()));
+    if (i > 0) out += ',';
+    out += fmt::format("[{}]", fmt::join(*ids, ","));
+  }
+  out += "]\n";
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
 int run_tokenize(const TokenizeArgs& args) {
+  if (args.chat) return run_tokenize_chat(args);
   if (!args.json_mode) {
     Result<Tokenizer> tok = Tokenizer::load(args.model_dir);
     if (!tok.ok()) return fail("tokenize", tok.status().to_string());
@@ -167,11 +216,15 @@ void add_tokenize_commands(CLI::App& app, CommandContext& ctx) {
   CLI::Option* text_opt =
       tok->add_option("--text", args->text, "Encode this text, print ids comma-separated");
   json_flag->excludes(text_opt);
+  tok->add_flag("--chat", args->chat,
+                "Read a JSON array of Chat Completions bodies on stdin, print the rendered prompts' ids "
+                "(the encoding of DIR/config.json's model_type, deepseek_v3 without one)")
+      ->excludes(text_opt);
   tok->add_flag("--add-bos", args->add_bos, "Prepend the BOS id");
   tok->add_flag("--no-special", args->no_special, "Added-token text is plain text (BPE), not special ids");
   tok->callback([args, &ctx, json_flag, text_opt] {
-    if (json_flag->count() == 0 && text_opt->count() == 0) {
-      std::fprintf(stderr, "deepinfer tokenize: error: give --json (stdin) or --text TEXT\n");
+    if (json_flag->count() == 0 && text_opt->count() == 0 && !args->chat) {
+      std::fprintf(stderr, "deepinfer tokenize: error: give --json or --chat (stdin) or --text TEXT\n");
       ctx.exit_code = 2;
       return;
     }

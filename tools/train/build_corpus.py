@@ -1,0 +1,68 @@
+"""Step 1: the training corpus as JSONL, one rendered document per line: {"kind", "segments":
+[[is_marker, text, trained], ...]}. Deterministic for a seed.
+
+usage: build_corpus.py --out DIR [--docs N] [--seed S]
+"""
+import argparse
+import json
+import os
+import random
+
+import chat_format
+import data_sources
+import tasks
+
+MIX = [  # (kind, weight)
+    ("arithmetic", 30), ("arithmetic_think", 12), ("units", 7), ("json", 8), ("tools", 13),
+    ("definition", 12), ("multi_turn", 8), ("small_talk", 2), ("quote", 2), ("prose", 6),
+]
+
+
+def make_document(kind, rng, words, fortunes, prose):
+    if kind == "prose":
+        text = rng.choice(prose)
+        return [chat_format.Segment(True, chat_format.BOS), chat_format.Segment(False, text, True)]
+    conv = {
+        "arithmetic": lambda: tasks.arithmetic(rng),
+        "arithmetic_think": lambda: tasks.arithmetic(rng, think=True),
+        "units": lambda: tasks.unit_conversion(rng),
+        "json": lambda: tasks.json_record(rng),
+        "tools": lambda: tasks.tool_call_chat(rng, words),
+        "definition": lambda: tasks.definition(rng, words),
+        "multi_turn": lambda: tasks.multi_turn(rng, words, fortunes),
+        "small_talk": lambda: tasks.small_talk(rng),
+        "quote": lambda: tasks.quote(rng, fortunes),
+    }[kind]()
+    return chat_format.render(conv, add_generation_prompt=False)
+
+
+def load_sources():
+    words = data_sources.wordnet_definitions()
+    fortunes = data_sources.fortunes()
+    prose = data_sources.python_doc_paragraphs() + fortunes
+    return words, fortunes, prose
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--docs", type=int, default=200000)
+    ap.add_argument("--seed", type=int, default=1234)
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+    words, fortunes, prose = load_sources()
+    kinds = [k for k, _ in MIX]
+    weights = [w for _, w in MIX]
+    os.makedirs(args.out, exist_ok=True)
+    path = os.path.join(args.out, "corpus.jsonl")
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(args.docs):
+            kind = rng.choices(kinds, weights)[0]
+            segs = make_document(kind, rng, words, fortunes, prose)
+            f.write(json.dumps({"kind": kind, "segments": [[int(s.marker), s.text, int(s.trained)] for s in segs]},
+                               ensure_ascii=False) + "\n")
+    print(f"wrote {path}: {args.docs} documents")
+
+
+if __name__ == "__main__":
+    main()

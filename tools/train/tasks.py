@@ -1,0 +1,241 @@
+"""Generated chat tasks: arithmetic (direct and with a worked solution in the think block), unit
+conversions, JSON records, tool calls for the three demo tools, definitions, multi-turn chats.
+
+Every generator takes a random.Random and returns a conversation (list of message dicts, see
+chat_format.render). Arithmetic operand pairs are split into train and held-out by a hash, so the
+evaluation (evaluate_demo.py) asks questions the model never saw.
+"""
+import json
+import zlib
+
+from chat_format import THINK_SYSTEM
+
+TOOLS_SYSTEM = (
+    "You can call these tools:\n"
+    "calculator(expression): evaluates an arithmetic expression with +, - and *.\n"
+    "clock(timezone): the current date and time in an IANA timezone.\n"
+    "dictionary(word): the definition of an English word.\n"
+    "Call a tool when it helps, then answer from its result.")
+
+OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b}
+OP_WORDS = {"+": ["plus", "+"], "-": ["minus", "-"], "*": ["times", "*", "x"]}
+
+
+def is_held_out(a, op, b):
+    """One operand pair in ten is reserved for evaluation."""
+    return zlib.crc32(f"{a}{op}{b}".encode()) % 10 == 0
+
+
+def operands(rng, op, digits_a, digits_b, held_out=False):
+    while True:
+        a = rng.randint(10 ** (digits_a - 1), 10 ** digits_a - 1)
+        b = rng.randint(10 ** (digits_b - 1), 10 ** digits_b - 1)
+        if is_held_out(a, op, b) == held_out:
+            return a, b
+
+
+def arithmetic_question(rng, a, op, b):
+    word = rng.choice(OP_WORDS[op])
+    templates = ["What is {a} {w} {b}?", "Compute {a} {w} {b}.", "{a} {w} {b} = ?",
+                 "Calculate {a} {w} {b}.", "What's {a} {w} {b}?", "{a} {w} {b}"]
+    return rng.choice(templates).format(a=a, w=word, b=b)
+
+
+def _digits(n, width):
+    return [int(c) for c in str(n).rjust(width, "0")][::-1]
+
+
+def worked_addition(a, b):
+    width = max(len(str(a)), len(str(b)))
+    da, db = _digits(a, width), _digits(b, width)
+    lines, carry = [], 0
+    for x, y in zip(da, db):
+        s = x + y + carry
+        lines.append(f"{x} + {y}" + (f" + {carry}" if carry else "") + f" = {s}, write {s % 10}"
+                     + (", carry 1" if s >= 10 else ""))
+        carry = s // 10
+    if carry:
+        lines.append("write the carry 1")
+    return "\n".join(lines)
+
+
+def worked_subtraction(a, b):
+    if a < b:
+        return f"{a} is less than {b}, so the result is negative: {b} - {a} first.\n" + worked_subtraction(b, a)
+    width = len(str(a))
+    da, db = _digits(a, width), _digits(b, width)
+    lines, borrow = [], 0
+    for x, y in zip(da, db):
+        top = x - borrow
+        if top < y:
+            lines.append(f"{top} < {y}, borrow: {top + 10} - {y} = {top + 10 - y}")
+            borrow = 1
+        else:
+            lines.append(f"{top} - {y} = {top - y}")
+            borrow = 0
+    return "\n".join(lines)
+
+
+def worked_multiplication(a, b):
+    parts = []
+    for i, d in enumerate(reversed(str(b))):
+        place = int(d) * 10 ** i
+        if place:
+            parts.append((place, a * place))
+    lines = [f"{a} * {p} = {v}" for p, v in parts]
+    if len(parts) > 1:
+        lines.append(" + ".join(str(v) for _, v in parts) + f" = {a * b}")
+    return "\n".join(lines)
+
+
+WORKED = {"+": worked_addition, "-": worked_subtraction, "*": worked_multiplication}
+
+
+def arithmetic_sizes(rng, op):
+    if op == "*":
+        return rng.choice([(2, 1), (2, 2), (2, 2), (2, 2), (3, 1), (3, 2), (1, 2)])
+    return rng.choice([(2, 2), (2, 2), (3, 3), (3, 3), (3, 2), (2, 3), (4, 4), (4, 3), (1, 2)])
+
+
+def arithmetic(rng, think=False):
+    op = rng.choice(["+", "+", "-", "-", "*", "*"])
+    a, b = operands(rng, op, *arithmetic_sizes(rng, op))
+    answer = f"{a} {op} {b} = {OPS[op](a, b)}."
+    msgs = [{"role": "user", "content": arithmetic_question(rng, a, op, b)}]
+    if think:
+        msgs.insert(0, {"role": "system", "content": THINK_SYSTEM})
+        msgs.append({"role": "assistant", "content": answer, "reasoning": WORKED[op](a, b)})
+    else:
+        msgs.append({"role": "assistant", "content": answer})
+    return msgs
+
+
+UNITS = [("km", "m", 1000, "kilometers", "meters"), ("m", "cm", 100, "meters", "centimeters"),
+         ("kg", "g", 1000, "kilograms", "grams"), ("h", "min", 60, "hours", "minutes"),
+         ("min", "s", 60, "minutes", "seconds"), ("days", "h", 24, "days", "hours"),
+         ("ft", "in", 12, "feet", "inches"), ("L", "mL", 1000, "liters", "milliliters"),
+         ("weeks", "days", 7, "weeks", "days"), ("cm", "mm", 10, "centimeters", "millimeters")]
+
+
+def unit_conversion(rng):
+    short_a, short_b, factor, long_a, long_b = rng.choice(UNITS)
+    n = rng.randint(1, 99)
+    forward = rng.random() < 0.7
+    if forward:
+        q = rng.choice(["Convert {n} {la} to {lb}.", "How many {lb} are in {n} {la}?", "{n} {sa} in {sb}?"])
+        question = q.format(n=n, la=long_a, lb=long_b, sa=short_a, sb=short_b)
+        answer = f"{n} {long_a} = {n * factor} {long_b}."
+    else:
+        q = rng.choice(["Convert {m} {lb} to {la}.", "How many {la} are in {m} {lb}?"])
+        question = q.format(m=n * factor, la=long_a, lb=long_b)
+        answer = f"{n * factor} {long_b} = {n} {long_a}."
+    return [{"role": "user", "content": question}, {"role": "assistant", "content": answer}]
+
+
+NAMES = ["Alice", "Bob", "Carol", "David", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy", "Mallory",
+         "Niaj", "Olivia", "Peggy", "Rupert", "Sybil", "Trent", "Victor", "Walter", "Yusuf", "Zoe"]
+CITIES = ["Paris", "Berlin", "Tokyo", "Lagos", "Lima", "Oslo", "Cairo", "Delhi", "Quito", "Seoul", "Rome"]
+COLORS = ["red", "green", "blue", "black", "white", "orange", "purple", "yellow"]
+FRUITS = ["apple", "banana", "cherry", "grape", "lemon", "mango", "pear", "plum"]
+
+
+def json_record(rng):
+    fields = [("name", rng.choice(NAMES)), ("age", rng.randint(18, 90)), ("city", rng.choice(CITIES)),
+              ("color", rng.choice(COLORS)), ("fruit", rng.choice(FRUITS)), ("score", rng.randint(0, 100)),
+              ("active", rng.choice([True, False]))]
+    rng.shuffle(fields)
+    fields = fields[:rng.randint(2, 4)]
+    described = ", ".join(f"{k} {json.dumps(v) if isinstance(v, bool) else v}" for k, v in fields)
+    q = rng.choice(["Format as JSON: {d}.", "Write a JSON object with {d}.", "Give me JSON for {d}.",
+                    "Return this record as JSON: {d}."])
+    answer = json.dumps(dict(fields))
+    return [{"role": "user", "content": q.format(d=described)}, {"role": "assistant", "content": answer}]
+
+
+def definition_sentence(word, pos, definition):
+    article = "An" if word[0] in "aeiou" else "A"
+    if pos == "noun":
+        return f"{article} {word} is {'an' if definition[0] in 'aeiou' else 'a'} {definition}." \
+            if not definition.startswith(("a ", "an ", "the ", "any ")) else f"{article} {word} is {definition}."
+    if pos == "verb":
+        return f"To {word} means to {definition}."
+    return f'"{word.capitalize()}" means {definition}.'
+
+
+def definition(rng, words):
+    word, pos, text, example = rng.choice(words)
+    q = rng.choice(["What does {w} mean?", "What is the meaning of {w}?", "Define {w}.", "What does \"{w}\" mean?"])
+    answer = definition_sentence(word, pos, text)
+    if example and rng.random() < 0.5:
+        answer += f" For example: \"{example}\"."
+    return [{"role": "user", "content": q.format(w=word)}, {"role": "assistant", "content": answer}]
+
+
+ZONES = [("Tokyo", "Asia/Tokyo", 9), ("London", "Europe/London", 0), ("New York", "America/New_York", -5),
+         ("Paris", "Europe/Paris", 1), ("Sydney", "Australia/Sydney", 11), ("Lagos", "Africa/Lagos", 1),
+         ("Delhi", "Asia/Kolkata", 5), ("Lima", "America/Lima", -5)]
+
+
+def tool_call_chat(rng, words):
+    kind = rng.choice(["calculator", "calculator", "clock", "dictionary"])
+    if kind == "calculator":
+        op = rng.choice(["+", "-", "*"])
+        a, b = operands(rng, op, rng.randint(2, 4), rng.randint(2, 4))
+        expr = f"{a} {op} {b}"
+        question = rng.choice(["Use the calculator: {e}", "What is {e}?", "Please compute {e}.", "Calculate {e}."])
+        args, result = {"expression": expr}, str(OPS[op](a, b))
+        answer = f"{expr} = {result}."
+        question = question.format(e=expr)
+    elif kind == "clock":
+        city, zone, _ = rng.choice(ZONES)
+        hh, mm = rng.randint(0, 23), rng.randint(0, 59)
+        day = rng.randint(1, 28)
+        result = f"2026-{rng.randint(1, 12):02d}-{day:02d} {hh:02d}:{mm:02d}"
+        question = rng.choice(["What time is it in {c}?", "What's the time in {c} now?", "Current time in {c}?"])
+        question = question.format(c=city)
+        args = {"timezone": zone}
+        answer = f"It is {result[11:]} on {result[:10]} in {city}."
+    else:
+        word, pos, text, _ = rng.choice(words)
+        question = rng.choice(["Look up the word {w}.", "Use the dictionary: what does {w} mean?",
+                               "Check the dictionary for {w}."]).format(w=word)
+        args, result = {"word": word}, f"{word} ({pos}): {text}"
+        answer = definition_sentence(word, pos, text)
+    return [{"role": "system", "content": TOOLS_SYSTEM},
+            {"role": "user", "content": question},
+            {"role": "assistant", "content": "", "tool_calls": [{"name": kind, "arguments": json.dumps(args)}]},
+            {"role": "tool", "content": result},
+            {"role": "assistant", "content": answer}]
+
+
+SMALL_TALK = [
+    ("Hello!", "Hello! How can I help you today?"),
+    ("Hi", "Hi! What can I do for you?"),
+    ("Who are you?", "I am a small demo model of the DeepSeek-V3 architecture, trained to chat, do arithmetic, "
+                     "write JSON and call tools."),
+    ("What can you do?", "I can do arithmetic, convert units, write JSON, define words and call a calculator, "
+                         "a clock or a dictionary."),
+    ("Thank you!", "You are welcome!"),
+    ("Thanks.", "Glad to help."),
+    ("How are you?", "I am fine, thank you. How can I help?"),
+    ("Goodbye.", "Goodbye! Have a nice day."),
+]
+
+
+def small_talk(rng):
+    q, a = rng.choice(SMALL_TALK)
+    return [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+
+
+def quote(rng, fortunes):
+    q = rng.choice(["Tell me a quote.", "Say something wise.", "Give me a fortune.", "Tell me something."])
+    return [{"role": "user", "content": q}, {"role": "assistant", "content": rng.choice(fortunes)}]
+
+
+def multi_turn(rng, words, fortunes):
+    turns = []
+    for _ in range(rng.randint(2, 3)):
+        single = rng.choice([lambda: arithmetic(rng), lambda: unit_conversion(rng), lambda: json_record(rng),
+                             lambda: definition(rng, words), lambda: small_talk(rng)])()
+        turns += single
+    return turns

@@ -1,0 +1,128 @@
+"""Unit tests of the demo-model tools that need no engine: worked solutions, held-out split, BPE,
+chat rendering rules, packing, the balancing bias and the safetensors round trip.
+usage: python3 -m unittest tools/train/test_train_tools.py (or ctest -R demo_python_unit)"""
+import os
+import random
+import re
+import sys
+import tempfile
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+import bpe  # noqa: E402
+import chat_format  # noqa: E402
+import safetensors_io  # noqa: E402
+import tasks  # noqa: E402
+from model import DemoConfig, DemoModel  # noqa: E402
+from packing import Packer  # noqa: E402
+from train import update_balance_bias  # noqa: E402
+
+
+def written_digits(worked):
+    return [int(d) for d in re.findall(r"write (?:the carry )?(\d)", worked)]
+
+
+class WorkedSolutions(unittest.TestCase):
+    def test_addition_digits_compose_the_sum(self):
+        rng = random.Random(1)
+        for _ in range(500):
+            a, b = rng.randint(1, 9999), rng.randint(1, 9999)
+            digits = written_digits(tasks.worked_addition(a, b))
+            self.assertEqual(int("".join(map(str, reversed(digits)))), a + b, (a, b))
+
+    def test_subtraction_digits_compose_the_difference(self):
+        rng = random.Random(2)
+        for _ in range(500):
+            a, b = sorted((rng.randint(1, 9999), rng.randint(1, 9999)), reverse=True)
+            results = [int(m) for m in re.findall(r"= (\d+)$", tasks.worked_subtraction(a, b), re.M)]
+            self.assertEqual(int("".join(map(str, reversed(results)))), a - b, (a, b))
+
+    def test_multiplication_ends_with_the_product(self):
+        for a, b in ((57, 23), (12, 10), (99, 9), (305, 41)):
+            self.assertTrue(tasks.worked_multiplication(a, b).endswith(str(a * b)))
+
+
+class HeldOut(unittest.TestCase):
+    def test_training_operands_are_never_held_out(self):
+        rng = random.Random(3)
+        for _ in range(2000):
+            a, b = tasks.operands(rng, "+", 2, 2)
+            self.assertFalse(tasks.is_held_out(a, "+", b))
+        share = np.mean([tasks.is_held_out(a, "*", b) for a in range(10, 100) for b in range(10, 100)])
+        self.assertAlmostEqual(share, 0.1, delta=0.02)
+
+
+class Bpe(unittest.TestCase):
+    def test_most_frequent_pair_first_and_digits_never_merged(self):
+        merges = bpe.train_bpe(bpe.count_words(["low lower lowest 123 123 123"] * 5), 10)
+        self.assertEqual(merges[0], ("l", "o"))
+        self.assertFalse(any(c.isdigit() for a, b in merges for c in a + b))
+
+
+class ChatRendering(unittest.TestCase):
+    def test_tool_turn_has_no_assistant_header_and_prompt_ends_with_one(self):
+        conv = [{"role": "user", "content": "x"},
+                {"role": "assistant", "content": "", "tool_calls": [{"name": "clock", "arguments": "{}"}]},
+                {"role": "tool", "content": "12:00"}]
+        segs = chat_format.render(conv + [{"role": "assistant", "content": "noon"}], add_generation_prompt=False)
+        texts = [s.text for s in segs]
+        i = texts.index(chat_format.TOOL_OUTPUTS_END)
+        self.assertEqual(texts[i + 1], "noon")
+        self.assertEqual(texts[-1], chat_format.EOS)
+        prompt = chat_format.render(conv[:1], add_generation_prompt=True)
+        self.assertEqual([s.text for s in prompt], [chat_format.BOS, chat_format.USER, "x", chat_format.ASSISTANT])
+        self.assertFalse(any(s.trained for s in prompt))
+
+
+class PackingAndBalance(unittest.TestCase):
+    def test_rows_hold_whole_documents_and_resume_identically(self):
+        with tempfile.TemporaryDirectory() as d:
+            lengths = [5, 7, 3, 9, 4, 6, 2, 8]
+            starts = np.concatenate([[0], np.cumsum(lengths)])
+            np.save(f"{d}/tokens.npy", np.arange(starts[-1], dtype=np.uint16))
+            np.save(f"{d}/trained.npy", np.ones(starts[-1], dtype=np.uint8))
+            np.save(f"{d}/doc_starts.npy", starts)
+            p = Packer(d, 16, seed=1, pad_id=1)
+            ids, pos, doc, _ = p.row()
+            for k in set(doc.tolist()):
+                seg = np.where(doc == k)[0]
+                if ids[seg[0]] == 1 and pos[seg[0]] == 0 and len(seg) == 1:
+                    continue  # padding
+                self.assertEqual(pos[seg].tolist(), list(range(len(seg))))
+            state = p.state()
+            nxt = p.batch(3)
+            q = Packer(d, 16, seed=1, pad_id=1)
+            q.load_state(state)
+            for a, b in zip(nxt, q.batch(3)):
+                self.assertTrue(torch.equal(a, b))
+
+    def test_bias_moves_towards_the_underloaded_expert(self):
+        torch.manual_seed(0)
+        model = DemoModel(DemoConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, intermediate_size=32,
+                                     q_lora_rank=16, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                     v_head_dim=8, moe_intermediate_size=8))
+        moe = model.moe_layers()[0]
+        moe.last_load = torch.tensor([10, 0, 2, 2, 2, 2, 2, 4])
+        for m in model.moe_layers()[1:]:
+            m.last_load = torch.zeros(8)
+        update_balance_bias(model)
+        bias = moe.gate.e_score_correction_bias
+        self.assertLess(bias[0].item(), 0)
+        self.assertGreater(bias[1].item(), 0)
+
+
+class Safetensors(unittest.TestCase):
+    def test_round_trip(self):
+        t = {"a": torch.randn(3, 5).to(torch.bfloat16), "b": torch.randn(7)}
+        with tempfile.TemporaryDirectory() as d:
+            safetensors_io.save(t, f"{d}/x.safetensors")
+            back = safetensors_io.load(f"{d}/x.safetensors")
+        self.assertTrue(torch.equal(back["a"], t["a"]) and torch.equal(back["b"], t["b"]))
+
+
+if __name__ == "__main__":
+    unittest.main()

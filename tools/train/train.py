@@ -1,0 +1,165 @@
+"""Step 4: train the demo model; resumable (CKPT_DIR/checkpoint.pt), exports as it goes.
+
+Loss: next-token cross-entropy on the trained positions (assistant replies, prose) plus
+MTP_WEIGHT times the MTP module's loss on the token after next. MoE balance: V3's
+auxiliary-loss-free bias, e_score_correction_bias += BIAS_RATE * sign(mean load - expert load)
+after every step (no auxiliary loss). Fixed seed; bf16 autocast on CPUs with AVX512-BF16.
+
+usage: train.py --data DIR --tokenizer TOKDIR --run RUNDIR [--steps N] [--export-every N]
+"""
+import argparse
+import json
+import math
+import os
+import time
+
+import torch
+import torch.nn.functional as F
+
+from export import export_model
+from model import DemoConfig, DemoModel
+from packing import Packer
+
+MTP_WEIGHT = 0.3
+BIAS_RATE = 1e-3
+
+
+def cpu_has_bf16():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return "avx512_bf16" in f.read()
+    except OSError:
+        return False
+
+
+def lr_at(step, total, peak):
+    """Linear warm-up over min(200, total/10) steps, then cosine from peak to peak/10 at `total`."""
+    warmup = min(200, max(1, total // 10))
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return peak * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def masked_ce(logits_fn, hidden, targets, mask):
+    """Cross-entropy over the rows where mask is set; the head runs on those rows only."""
+    sel = mask.reshape(-1).nonzero().squeeze(1)
+    if sel.numel() == 0:
+        return hidden.sum() * 0.0, 0
+    h = hidden.reshape(-1, hidden.shape[-1])[sel]
+    return F.cross_entropy(logits_fn(h).float(), targets.reshape(-1)[sel]), sel.numel()
+
+
+def losses(model, ids, pos, doc, trained):
+    """Main and MTP losses. The model's forward is reused with the head applied to selected rows."""
+    cfg = model.cfg
+    T = ids.shape[1]
+    mask = torch.ones(T, T, dtype=torch.bool).tril()[None] & (doc[:, :, None] == doc[:, None, :])
+    from model import rope_tables
+    cos, sin = rope_tables(cfg, pos)
+    x = model.embed_tokens(ids)
+    for layer in model.layers:
+        x = layer(x, cos, sin, mask)
+    h = model.norm(x)
+    same1 = doc[:, 1:] == doc[:, :-1]
+    main, n_main = masked_ce(model.lm_head, h[:, :-1], ids[:, 1:], (trained[:, 1:] > 0) & same1)
+    mtp_total = torch.zeros(())
+    for m in model.mtp:
+        e = m.enorm(model.embed_tokens(ids[:, 1:]))
+        z = m.eh_proj(torch.cat([e, m.hnorm(h[:, :-1])], dim=-1))
+        z = m.block(z, cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
+        same2 = same1[:, 1:] & same1[:, :-1]
+        mtp_loss, _ = masked_ce(lambda v: model.lm_head(m.head_norm(v)), z[:, :-1], ids[:, 2:],
+                                (trained[:, 2:] > 0) & same2)
+        mtp_total = mtp_total + mtp_loss
+    return main, mtp_total, n_main
+
+
+def update_balance_bias(model):
+    for moe in model.moe_layers():
+        load = moe.last_load.float()
+        moe.gate.e_score_correction_bias += BIAS_RATE * torch.sign(load.mean() - load)
+
+
+def save_checkpoint(path, model, opt, step, packer, args, log):
+    tmp = path + ".tmp"
+    torch.save({"config": model.cfg.to_dict(), "model": model.state_dict(), "optimizer": opt.state_dict(),
+                "step": step, "packer": packer.state(), "rng": torch.get_rng_state(), "args": vars(args),
+                "log": log}, tmp)
+    os.replace(tmp, path)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True)
+    ap.add_argument("--tokenizer", required=True)
+    ap.add_argument("--run", required=True, help="directory for checkpoint.pt, log.jsonl and export/")
+    ap.add_argument("--steps", type=int, default=3000)
+    ap.add_argument("--batch", type=int, default=16)
+    ap.add_argument("--seq-len", type=int, default=256)
+    ap.add_argument("--lr", type=float, default=2e-3)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--save-every", type=int, default=25)
+    ap.add_argument("--export-every", type=int, default=100)
+    ap.add_argument("--config", default="", help="JSON overrides of DemoConfig fields (tests use a tiny one)")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    with open(os.path.join(args.tokenizer, "tokenizer.json"), encoding="utf-8") as f:
+        vocab = max(t["id"] for t in json.load(f)["added_tokens"]) + 1
+    cfg = DemoConfig(vocab_size=vocab, **(json.loads(args.config) if args.config else {}))
+    model = DemoModel(cfg)
+    decay = [p for n, p in model.named_parameters() if p.dim() > 1]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=args.lr, betas=(0.9, 0.95))
+    packer = Packer(args.data, args.seq_len, args.seed, pad_id=cfg.eos_token_id)
+    os.makedirs(args.run, exist_ok=True)
+    ckpt_path = os.path.join(args.run, "checkpoint.pt")
+    step, log = 0, []
+    if os.path.exists(ckpt_path):
+        ckpt = torch.load(ckpt_path, map_location="cpu")
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        packer.load_state(ckpt["packer"])
+        torch.set_rng_state(ckpt["rng"])
+        step, log = ckpt["step"], ckpt.get("log", [])
+        print(f"resumed at step {step}", flush=True)
+    bf16 = cpu_has_bf16()
+    print(f"params {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M, bf16 autocast {bf16}, "
+          f"{packer.n_docs()} documents", flush=True)
+    log_file = open(os.path.join(args.run, "log.jsonl"), "a")
+    t_last = time.time()
+    while step < args.steps:
+        ids, pos, doc, trained = packer.batch(args.batch)
+        for g in opt.param_groups:
+            g["lr"] = lr_at(step, args.steps, args.lr)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            main_loss, mtp_loss, n_tok = losses(model, ids, pos, doc, trained)
+            loss = main_loss + MTP_WEIGHT * mtp_loss
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        with torch.no_grad():
+            update_balance_bias(model)
+        step += 1
+        now = time.time()
+        rec = {"step": step, "loss": round(main_loss.item(), 4), "mtp_loss": round(mtp_loss.item(), 4),
+               "lr": round(opt.param_groups[0]["lr"], 6), "trained_tokens": n_tok, "s": round(now - t_last, 2),
+               "epoch": packer.epoch, "utc": time.strftime("%H:%M:%S", time.gmtime(now))}
+        t_last = now
+        log_file.write(json.dumps(rec) + "\n")
+        log_file.flush()
+        if step % 10 == 0 or step == 1:
+            print(json.dumps(rec), flush=True)
+        if step % args.save_every == 0 or step == args.steps:
+            save_checkpoint(ckpt_path, model, opt, step, packer, args, log[-1000:])
+        if step % args.export_every == 0 or step == args.steps:
+            export_model(model, args.tokenizer, os.path.join(args.run, "export"))
+            print(f"exported step {step} to {os.path.join(args.run, 'export')}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
