@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Reproduces models/demo from scratch (docs/demo-model.md): corpus -> tokenizer -> token ids ->
 # training (resumable: rerun the same command to continue) -> export.
-# usage: tools/train/train_demo.sh [RUN_DIR] [STEPS]     (default /work/wt/demo-train, 600)
+# usage: tools/train/train_demo.sh [RUN_DIR] [STEPS]     (default build/demo-train, 600)
 # Needs: build/release/apps/deepinfer/deepinfer and the Debian packages of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-run=${1:-/work/wt/demo-train}
+run=${1:-build/demo-train}
 steps=${2:-600}
 py=/usr/bin/python3   # Debian's python3 with python3-torch, python3-numpy, python3-regex
 bin=$PWD/build/release/apps/deepinfer/deepinfer
