@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "kernels/norm.h"
+#include "model/batch_check.h"
 #include "model/v4_norm.h"
 
 namespace ds {
@@ -163,31 +164,19 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
                                std::span<const int64_t> replay_ends, bool mtp) {
   block_check_.clear();
   for (size_t r = 0; r < seqs.size(); ++r) {
+    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
     SequenceState* seq = seqs[r];
-    auto which = [r] { return "request " + std::to_string(r) + ": "; };
-    if (seq == nullptr) return bad_input(which() + "no sequence");
+    auto which = [r] { return request_prefix(r); };
     for (size_t q = 0; q < r; ++q) {
-      if (seqs[q] == seq) return bad_input(which() + "sequence appears twice in one batch");
       if (seqs[q]->state_slot == seq->state_slot)
         return bad_input(which() + "state slot shared with request " + std::to_string(q));
-    }
-    const auto& toks = tokens[r];
-    if (toks.empty()) return bad_input(which() + "empty chunk");
-    for (size_t i = 0; i < toks.size(); ++i) {
-      if (toks[i] < 0 || toks[i] >= cfg_.vocab_size) {
-        return bad_input(which() + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
-                         " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
-      }
     }
     if (seq->state_slot < 0 || seq->state_slot >= static_cast<int32_t>(slots_.size())) {
       return bad_input(which() + "state_slot " + std::to_string(seq->state_slot) + " outside [0, " +
                        std::to_string(slots_.size()) + ")");
     }
     const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq->state_slot)];
-    const int64_t n = static_cast<int64_t>(toks.size());
-    if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
-      return bad_input(which() + "inconsistent sequence");
-    }
+    const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
     if (replay_end != 0) DS_TRY(check_replay(*seq, replay_end, which()));
     if (seq->n_tokens > 0 && !starts_replay(*seq, replay_end) &&
@@ -197,14 +186,6 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
                        " tokens (V4 state cannot be rolled back; a shared prefix needs replay_end)");
     }
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
-    if (mtp && base + n > seq->n_tokens) {
-      return bad_input(which() + "MTP rows up to position " + std::to_string(base + n - 1) +
-                       " need the main model to have consumed them first");
-    }
-    if (base + n > opts_.max_seq_len) {
-      return bad_input(which() + "sequence length " + std::to_string(base + n) + " exceeds max_seq_len " +
-                       std::to_string(opts_.max_seq_len));
-    }
     // Replayed rows write nothing below replay_end: those blocks belong to the shared prefix.
     const int64_t first_written = std::min(std::max(base, replay_end), base + n);
     DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, first_written, base + n, kv_config_));
