@@ -5,6 +5,7 @@
 
 #include "kernels/norm.h"
 #include "model/batch_check.h"
+#include "model/swa_replay.h"
 #include "model/v4_norm.h"
 
 namespace ds {
@@ -28,16 +29,6 @@ Status check_config(const ModelConfig& c) {
                   "config.json: more than one draft layer (DSpark) is not supported");
   }
   return ok_status();
-}
-
-int32_t swa_replay_tokens_for(const ModelConfig& c, const std::vector<LayerSpec>& specs) {
-  // The window, and at least one group of every overlapping (CSA) compressor: at a block-aligned
-  // hit H its state is the raw group [H - ratio, H), which the replay must have seen.
-  int32_t w = c.sliding_window;
-  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
-    if (specs[layer].overlap) w = std::max(w, specs[layer].compress_ratio);
-  }
-  return w;
 }
 
 }  // namespace
@@ -69,7 +60,7 @@ Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(Checkpoint ckpt, const Mode
 Status DeepSeekV4::build() {
   const ModelConfig& c = cfg_;
   DS_ASSIGN_OR_RETURN(specs_, v4_layer_specs(c));
-  replay_tokens_ = swa_replay_tokens_for(c, specs_);
+  replay_ = SwaReplay(c, specs_, c.kv_block_size_multiple());
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
@@ -104,12 +95,8 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
   }
   l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
   l.bytes_per_sequence = per_seq;
-  l.swa_replay_tokens = replay_tokens_;
+  l.swa_replay_tokens = replay_.tokens();
   return l;
-}
-
-bool DeepSeekV4::starts_replay(const SequenceState& seq, int64_t replay_end) const {
-  return replay_end > 0 && seq.n_tokens == replay_end - replay_tokens_;
 }
 
 Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
@@ -178,8 +165,8 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
     const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq->state_slot)];
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
-    if (replay_end != 0) DS_TRY(check_replay(*seq, replay_end, which()));
-    if (seq->n_tokens > 0 && !starts_replay(*seq, replay_end) &&
+    if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, keeps_mtp_state(), which()));
+    if (seq->n_tokens > 0 && !replay_.starts(*seq, replay_end) &&
         (!slot.in_use || slot.n_tokens != seq->n_tokens || slot.n_mtp_tokens != seq->n_mtp_tokens)) {
       return bad_input(which() + "state slot " + std::to_string(seq->state_slot) +
                        " does not hold this sequence at " + std::to_string(seq->n_tokens) +
@@ -193,30 +180,9 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
   return block_check_.check_conflicts();
 }
 
-Status DeepSeekV4::check_replay(const SequenceState& seq, int64_t replay_end,
-                                const std::string& which) const {
-  const int64_t w = replay_tokens_;
-  const int32_t multiple = cfg_.kv_block_size_multiple();
-  if (keeps_mtp_state()) {
-    return bad_input(which +
-                     "SWA bounded replay needs the KV cache without the MTP layer (mtp_layer false): "
-                     "the MTP state is not replayed");
-  }
-  if (replay_end < w || replay_end % multiple != 0) {
-    return bad_input(which + "replay_end " + std::to_string(replay_end) + " must be a multiple of " +
-                     std::to_string(multiple) + " of at least the replay length " + std::to_string(w));
-  }
-  if (seq.n_tokens < replay_end - w || seq.n_tokens >= replay_end) {
-    return bad_input(which + "a chunk at position " + std::to_string(seq.n_tokens) + " with replay_end " +
-                     std::to_string(replay_end) + " is outside the replay [" +
-                     std::to_string(replay_end - w) + ", " + std::to_string(replay_end) + ")");
-  }
-  return ok_status();
-}
-
 V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq, int64_t replay_end) {
   V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
-  const bool replay = starts_replay(seq, replay_end);
+  const bool replay = replay_.starts(seq, replay_end);
   if (seq.n_tokens == 0 || replay) {  // a new sequence (or a replay) takes the slot over
     slot.in_use = true;
     slot.n_tokens = seq.n_tokens;
