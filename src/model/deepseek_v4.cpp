@@ -7,12 +7,11 @@
 #include "model/batch_check.h"
 #include "model/swa_replay.h"
 #include "model/v4_norm.h"
+#include "model/v4_state_slots.h"
 
 namespace ds {
 
 namespace {
-
-Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_input, what); }
 
 Status check_config(const ModelConfig& c) {
   if (!c.is_v4()) {
@@ -134,7 +133,7 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   comp_pages_ = std::move(comp);
   idx_pages_ = std::move(idx);
   kv_config_ = cfg;
-  slots_.assign(static_cast<size_t>(cfg.n_sequence_slots > 0 ? cfg.n_sequence_slots : cfg.n_blocks), {});
+  slots_.assign(static_cast<size_t>(cfg.n_sequence_slots > 0 ? cfg.n_sequence_slots : cfg.n_blocks));
   return ok_status();
 }
 
@@ -153,60 +152,16 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
   for (size_t r = 0; r < seqs.size(); ++r) {
     DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
     SequenceState* seq = seqs[r];
-    auto which = [r] { return request_prefix(r); };
-    for (size_t q = 0; q < r; ++q) {
-      if (seqs[q]->state_slot == seq->state_slot)
-        return bad_input(which() + "state slot shared with request " + std::to_string(q));
-    }
-    if (seq->state_slot < 0 || seq->state_slot >= static_cast<int32_t>(slots_.size())) {
-      return bad_input(which() + "state_slot " + std::to_string(seq->state_slot) + " outside [0, " +
-                       std::to_string(slots_.size()) + ")");
-    }
-    const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq->state_slot)];
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
-    if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, keeps_mtp_state(), which()));
-    if (seq->n_tokens > 0 && !replay_.starts(*seq, replay_end) &&
-        (!slot.in_use || slot.n_tokens != seq->n_tokens || slot.n_mtp_tokens != seq->n_mtp_tokens)) {
-      return bad_input(which() + "state slot " + std::to_string(seq->state_slot) +
-                       " does not hold this sequence at " + std::to_string(seq->n_tokens) +
-                       " tokens (V4 state cannot be rolled back; a shared prefix needs replay_end)");
-    }
+    if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, keeps_mtp_state(), request_prefix(r)));
+    DS_TRY(slots_.check(seqs, r, replay_.starts(*seq, replay_end), request_prefix(r)));
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
     // Replayed rows write nothing below replay_end: those blocks belong to the shared prefix.
     const int64_t first_written = std::min(std::max(base, replay_end), base + n);
     DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, first_written, base + n, kv_config_));
   }
   return block_check_.check_conflicts();
-}
-
-V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq, int64_t replay_end) {
-  V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
-  const bool replay = replay_.starts(seq, replay_end);
-  if (seq.n_tokens == 0 || replay) {  // a new sequence (or a replay) takes the slot over
-    slot.in_use = true;
-    slot.n_tokens = seq.n_tokens;
-    slot.n_mtp_tokens = seq.n_mtp_tokens;
-    slot.pending_streams.clear();
-    auto make = [&](int layer) {
-      V4LayerState st;
-      const int ratio = specs_[layer].compress_ratio;
-      st.reset(cfg_.sliding_window, cfg_.head_dim, ratio, specs_[layer].owns_indexer(), cfg_.index_head_dim);
-      return st;
-    };
-    slot.layers.clear();
-    for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
-      slot.layers.push_back(make(l));
-      const int ratio = specs_[l].compress_ratio;
-      if (replay && ratio > 0) {  // the prefix's entries are in the shared blocks already
-        slot.layers.back().n_entries = replay_end / ratio;
-        if (specs_[l].owns_indexer()) slot.layers.back().n_idx_keys = replay_end / ratio;
-      }
-    }
-    slot.mtp_layers.clear();
-    if (keeps_mtp_state()) slot.mtp_layers.push_back(make(cfg_.num_hidden_layers));
-  }
-  return slot;
 }
 
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
@@ -226,7 +181,9 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   std::vector<int64_t> first_row{0};
   std::vector<int32_t> pos, ids;
   for (size_t r = 0; r < requests.size(); ++r) {
-    slots.push_back(&slot_for(*seqs[r], replay_ends[r]));  // slots are distinct (check_batch)
+    slots.push_back(&slots_.take(*seqs[r], replay_.starts(*seqs[r], replay_ends[r]), replay_ends[r], cfg_,
+                                 specs_,
+                                 keeps_mtp_state()));  // slots are distinct (check_batch)
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     for (int64_t t = 0; t < n; ++t) pos.push_back(static_cast<int32_t>(seqs[r]->n_tokens + t));
     ids.insert(ids.end(), tokens[r].begin(), tokens[r].end());
@@ -302,7 +259,7 @@ Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
   out.row_begin.assign(1, 0);
   for (size_t r = 0; r < requests.size(); ++r) {
     SequenceState& seq = *seqs[r];
-    V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
+    V4SequenceSlot& slot = slots_.of(seq);
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     std::vector<int32_t> pos(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_mtp_tokens + t);

@@ -39,6 +39,7 @@
 #include "model/v4_mtp.h"
 #include "model/v4_numerics.h"
 #include "model/v4_scratch.h"
+#include "model/v4_state_slots.h"
 #include "weights/checkpoint.h"
 #include "weights/layer_spec.h"
 #include "weights/model_config.h"
@@ -69,9 +70,6 @@ class DeepSeekV4 final : public ModelRunner {
                      std::span<const int64_t> replay_ends, bool mtp);
   // Whether slots keep the MTP layer's state and the final streams it will read.
   bool keeps_mtp_state() const { return has_mtp() && kv_config_.mtp_layer; }
-  // The sequence's slot; a new sequence (n_tokens 0) or a replay start takes it over fresh, with
-  // the cached compressed entries below replay_end counted as present.
-  V4SequenceSlot& slot_for(SequenceState& seq, int64_t replay_end);
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
   V4LayerPages pages_for(int layer, const int32_t* block_table) const;
   int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
@@ -90,7 +88,7 @@ class DeepSeekV4 final : public ModelRunner {
   Linear head_;
   std::optional<V4Mtp> mtp_;
   KvCacheConfig kv_config_;
-  std::vector<V4SequenceSlot> slots_;
+  V4StateSlots slots_;
   // Per layer slot (main layers, then MTP): compressed entries [n_blocks, bs / ratio, head_dim]
   // and indexer keys [n_blocks, bs / ratio, index_head_dim]; empty where the layer has none.
   std::vector<PagedLatentCache> comp_pages_, idx_pages_;
