@@ -93,7 +93,8 @@ int run_generate(const GenerateOptions& o) {
                               .output_path = o.output,
                               .defaults = {o.max_tokens, o.temperature, o.seed},
                               .isa = o.isa,
-                              .threads = o.threads});
+                              .threads = o.threads,
+                              .numerics = o.numerics});
   if (o.prompt.empty()) return report_usage_error(cmd, "--prompt or --input is required");
   if (o.max_tokens < 0) return report_usage_error(cmd, "--max-tokens must be >= 0");
   const SamplingParams params{o.temperature, o.seed};
@@ -101,6 +102,7 @@ int run_generate(const GenerateOptions& o) {
     return report_usage_error(cmd, "--temperature: " + st.message());
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
+  if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
 
   if (o.thinking && !o.chat) return report_usage_error(cmd, "--thinking needs --chat");
 

@@ -92,6 +92,7 @@ int run_logits(const LogitsOptions& o) {
   }
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
+  if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
   if (o.mla != "absorbed" && o.mla != "plain")
     return report_usage_error(cmd, "--mla must be absorbed or plain");
   const size_t n_prefill = o.prefill == 0 ? ids.size() : static_cast<size_t>(o.prefill);

@@ -90,6 +90,7 @@ int run_serve(const ServeOptions& o) {
     return report_usage_error(cmd, "--max-messages, --max-stop-bytes and --max-tokens-cap must be >= 1");
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
+  if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
 
   server::ServerConfig server_config;
   server_config.host = o.host;

@@ -3,7 +3,14 @@
 #include <cstdio>
 #include <thread>
 
+#include "model/v4_numerics_options.h"
+
 namespace ds::cli {
+
+Status check_numerics_option(const std::string& text) {
+  Result<V4Numerics> num = parse_v4_numerics(text);
+  return num.ok() ? ok_status() : num.status();
+}
 
 Result<Isa> parse_isa_option(const std::string& value) {
   if (value == "auto") return best_isa();

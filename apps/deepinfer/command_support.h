@@ -20,9 +20,13 @@ int report_error(const std::string& command, const Status& status);
 // For usage errors found after CLI11's parse (bad --ids, --prefill out of range): exit code 2.
 int report_usage_error(const std::string& command, const std::string& message);
 
+// invalid_argument when `text` is not --numerics syntax (checked before loading, for exit code 2;
+// whether the model has those options is the model factory's to say).
+Status check_numerics_option(const std::string& text);
+
 // --numerics of logits / generate / serve (model/v4_numerics_options.h; docs/numerics.md).
 inline constexpr const char* kNumericsOptionHelp =
     "V4 numerics: production | no-bf16 | key=value,... (bf16=on|off, bf16_points=a+b|-a+b, "
-    "shared_expert_clamp=on|off, kv_fp8_sim=on|off; docs/numerics.md). V3 ignores it";
+    "shared_expert_clamp=on|off, kv_fp8_sim=on|off; docs/numerics.md). V3: production | no-bf16";
 
 }  // namespace ds::cli

@@ -356,6 +356,7 @@ int run_offline_batch(const OfflineBatchOptions& o) {
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
   mo.max_seq_len = max_seq_len;
+  mo.numerics = o.numerics;
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
 

@@ -64,6 +64,7 @@ struct OfflineBatchOptions {
   BatchDefaults defaults;
   std::string isa = "auto";
   int threads = 0;
+  std::string numerics;  // --numerics (ModelOptions::numerics)
   int32_t max_running = 64;
   int32_t max_step_tokens = 2048;
   int64_t kv_cache_mib = 2048;

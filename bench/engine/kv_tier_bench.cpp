@@ -28,7 +28,7 @@
 #include "kernels/isa.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/tier_key.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 
 namespace {
 

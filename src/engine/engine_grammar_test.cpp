@@ -12,7 +12,7 @@
 #include "base/thread_pool.h"
 #include "engine/engine.h"
 #include "grammar/grammar_compiler.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "modelgen/make_model.h"
 
 namespace ds {

@@ -18,7 +18,7 @@
 #include "engine/engine.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/tier_key.h"
-#include "model/deepseek_v4.h"
+#include "model/model_registry.h"
 #include "modelgen/make_model.h"
 
 namespace ds {

@@ -6,6 +6,7 @@
 
 #include "kernels/norm.h"
 #include "kernels/rope.h"
+#include "model/batch_check.h"
 
 namespace ds {
 
@@ -132,36 +133,10 @@ Status DeepSeekV3::plan_batch(std::span<SequenceState* const> seqs,
   block_check_.clear();
   int64_t row = 0;
   for (size_t r = 0; r < seqs.size(); ++r) {
+    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
     SequenceState* seq = seqs[r];
-    // Built only on the error path: a decode step allocates nothing here.
-    auto which = [r] { return "request " + std::to_string(r) + ": "; };
-    if (seq == nullptr) return bad_input(which() + "no sequence");
-    for (size_t q = 0; q < r; ++q) {
-      if (seqs[q] == seq) return bad_input(which() + "sequence appears twice in one batch");
-    }
-    const auto& toks = tokens[r];
-    if (toks.empty()) return bad_input(which() + "empty chunk");
-    for (size_t i = 0; i < toks.size(); ++i) {
-      if (toks[i] < 0 || toks[i] >= cfg_.vocab_size) {
-        return bad_input(which() + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
-                         " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
-      }
-    }
-    if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
-      return bad_input(which() + "inconsistent sequence (n_tokens " + std::to_string(seq->n_tokens) +
-                       ", n_mtp_tokens " + std::to_string(seq->n_mtp_tokens) + ")");
-    }
-    const int64_t n = static_cast<int64_t>(toks.size());
+    const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
-    if (mtp && base + n > seq->n_tokens) {
-      return bad_input(which() + "MTP rows up to position " + std::to_string(base + n - 1) +
-                       " need the main model to have consumed them first (it has " +
-                       std::to_string(seq->n_tokens) + " tokens)");
-    }
-    if (base + n > opts_.max_seq_len) {
-      return bad_input(which() + "sequence length " + std::to_string(base + n) + " exceeds max_seq_len " +
-                       std::to_string(opts_.max_seq_len));
-    }
     DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, base, base + n, kv_config_));
     chunks_.push_back(SeqChunk{row, n, base});
     block_tables_.push_back(seq->block_table.data());

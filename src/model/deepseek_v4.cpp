@@ -4,13 +4,14 @@
 #include <limits>
 
 #include "kernels/norm.h"
+#include "model/batch_check.h"
+#include "model/swa_replay.h"
 #include "model/v4_norm.h"
+#include "model/v4_state_slots.h"
 
 namespace ds {
 
 namespace {
-
-Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_input, what); }
 
 Status check_config(const ModelConfig& c) {
   if (!c.is_v4()) {
@@ -27,16 +28,6 @@ Status check_config(const ModelConfig& c) {
                   "config.json: more than one draft layer (DSpark) is not supported");
   }
   return ok_status();
-}
-
-int32_t swa_replay_tokens_for(const ModelConfig& c, const std::vector<LayerSpec>& specs) {
-  // The window, and at least one group of every overlapping (CSA) compressor: at a block-aligned
-  // hit H its state is the raw group [H - ratio, H), which the replay must have seen.
-  int32_t w = c.sliding_window;
-  for (int layer = 0; layer < c.num_hidden_layers; ++layer) {
-    if (specs[layer].overlap) w = std::max(w, specs[layer].compress_ratio);
-  }
-  return w;
 }
 
 }  // namespace
@@ -68,7 +59,7 @@ Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(Checkpoint ckpt, const Mode
 Status DeepSeekV4::build() {
   const ModelConfig& c = cfg_;
   DS_ASSIGN_OR_RETURN(specs_, v4_layer_specs(c));
-  replay_tokens_ = swa_replay_tokens_for(c, specs_);
+  replay_ = SwaReplay(c, specs_, c.kv_block_size_multiple());
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
@@ -103,12 +94,8 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
   }
   l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
   l.bytes_per_sequence = per_seq;
-  l.swa_replay_tokens = replay_tokens_;
+  l.swa_replay_tokens = replay_.tokens();
   return l;
-}
-
-bool DeepSeekV4::starts_replay(const SequenceState& seq, int64_t replay_end) const {
-  return replay_end > 0 && seq.n_tokens == replay_end - replay_tokens_;
 }
 
 Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
@@ -146,7 +133,7 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   comp_pages_ = std::move(comp);
   idx_pages_ = std::move(idx);
   kv_config_ = cfg;
-  slots_.assign(static_cast<size_t>(cfg.n_sequence_slots > 0 ? cfg.n_sequence_slots : cfg.n_blocks), {});
+  slots_.assign(static_cast<size_t>(cfg.n_sequence_slots > 0 ? cfg.n_sequence_slots : cfg.n_blocks));
   return ok_status();
 }
 
@@ -163,103 +150,18 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
                                std::span<const int64_t> replay_ends, bool mtp) {
   block_check_.clear();
   for (size_t r = 0; r < seqs.size(); ++r) {
+    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
     SequenceState* seq = seqs[r];
-    auto which = [r] { return "request " + std::to_string(r) + ": "; };
-    if (seq == nullptr) return bad_input(which() + "no sequence");
-    for (size_t q = 0; q < r; ++q) {
-      if (seqs[q] == seq) return bad_input(which() + "sequence appears twice in one batch");
-      if (seqs[q]->state_slot == seq->state_slot)
-        return bad_input(which() + "state slot shared with request " + std::to_string(q));
-    }
-    const auto& toks = tokens[r];
-    if (toks.empty()) return bad_input(which() + "empty chunk");
-    for (size_t i = 0; i < toks.size(); ++i) {
-      if (toks[i] < 0 || toks[i] >= cfg_.vocab_size) {
-        return bad_input(which() + "token id " + std::to_string(toks[i]) + " at index " + std::to_string(i) +
-                         " is outside the vocabulary [0, " + std::to_string(cfg_.vocab_size) + ")");
-      }
-    }
-    if (seq->state_slot < 0 || seq->state_slot >= static_cast<int32_t>(slots_.size())) {
-      return bad_input(which() + "state_slot " + std::to_string(seq->state_slot) + " outside [0, " +
-                       std::to_string(slots_.size()) + ")");
-    }
-    const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq->state_slot)];
-    const int64_t n = static_cast<int64_t>(toks.size());
-    if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
-      return bad_input(which() + "inconsistent sequence");
-    }
+    const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
-    if (replay_end != 0) DS_TRY(check_replay(*seq, replay_end, which()));
-    if (seq->n_tokens > 0 && !starts_replay(*seq, replay_end) &&
-        (!slot.in_use || slot.n_tokens != seq->n_tokens || slot.n_mtp_tokens != seq->n_mtp_tokens)) {
-      return bad_input(which() + "state slot " + std::to_string(seq->state_slot) +
-                       " does not hold this sequence at " + std::to_string(seq->n_tokens) +
-                       " tokens (V4 state cannot be rolled back; a shared prefix needs replay_end)");
-    }
+    if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, keeps_mtp_state(), request_prefix(r)));
+    DS_TRY(slots_.check(seqs, r, replay_.starts(*seq, replay_end), request_prefix(r)));
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
-    if (mtp && base + n > seq->n_tokens) {
-      return bad_input(which() + "MTP rows up to position " + std::to_string(base + n - 1) +
-                       " need the main model to have consumed them first");
-    }
-    if (base + n > opts_.max_seq_len) {
-      return bad_input(which() + "sequence length " + std::to_string(base + n) + " exceeds max_seq_len " +
-                       std::to_string(opts_.max_seq_len));
-    }
     // Replayed rows write nothing below replay_end: those blocks belong to the shared prefix.
     const int64_t first_written = std::min(std::max(base, replay_end), base + n);
     DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, first_written, base + n, kv_config_));
   }
   return block_check_.check_conflicts();
-}
-
-Status DeepSeekV4::check_replay(const SequenceState& seq, int64_t replay_end,
-                                const std::string& which) const {
-  const int64_t w = replay_tokens_;
-  const int32_t multiple = cfg_.kv_block_size_multiple();
-  if (keeps_mtp_state()) {
-    return bad_input(which +
-                     "SWA bounded replay needs the KV cache without the MTP layer (mtp_layer false): "
-                     "the MTP state is not replayed");
-  }
-  if (replay_end < w || replay_end % multiple != 0) {
-    return bad_input(which + "replay_end " + std::to_string(replay_end) + " must be a multiple of " +
-                     std::to_string(multiple) + " of at least the replay length " + std::to_string(w));
-  }
-  if (seq.n_tokens < replay_end - w || seq.n_tokens >= replay_end) {
-    return bad_input(which + "a chunk at position " + std::to_string(seq.n_tokens) + " with replay_end " +
-                     std::to_string(replay_end) + " is outside the replay [" +
-                     std::to_string(replay_end - w) + ", " + std::to_string(replay_end) + ")");
-  }
-  return ok_status();
-}
-
-V4SequenceSlot& DeepSeekV4::slot_for(SequenceState& seq, int64_t replay_end) {
-  V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
-  const bool replay = starts_replay(seq, replay_end);
-  if (seq.n_tokens == 0 || replay) {  // a new sequence (or a replay) takes the slot over
-    slot.in_use = true;
-    slot.n_tokens = seq.n_tokens;
-    slot.n_mtp_tokens = seq.n_mtp_tokens;
-    slot.pending_streams.clear();
-    auto make = [&](int layer) {
-      V4LayerState st;
-      const int ratio = specs_[layer].compress_ratio;
-      st.reset(cfg_.sliding_window, cfg_.head_dim, ratio, specs_[layer].owns_indexer(), cfg_.index_head_dim);
-      return st;
-    };
-    slot.layers.clear();
-    for (int l = 0; l < cfg_.num_hidden_layers; ++l) {
-      slot.layers.push_back(make(l));
-      const int ratio = specs_[l].compress_ratio;
-      if (replay && ratio > 0) {  // the prefix's entries are in the shared blocks already
-        slot.layers.back().n_entries = replay_end / ratio;
-        if (specs_[l].owns_indexer()) slot.layers.back().n_idx_keys = replay_end / ratio;
-      }
-    }
-    slot.mtp_layers.clear();
-    if (keeps_mtp_state()) slot.mtp_layers.push_back(make(cfg_.num_hidden_layers));
-  }
-  return slot;
 }
 
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
@@ -279,7 +181,9 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   std::vector<int64_t> first_row{0};
   std::vector<int32_t> pos, ids;
   for (size_t r = 0; r < requests.size(); ++r) {
-    slots.push_back(&slot_for(*seqs[r], replay_ends[r]));  // slots are distinct (check_batch)
+    slots.push_back(&slots_.take(*seqs[r], replay_.starts(*seqs[r], replay_ends[r]), replay_ends[r], cfg_,
+                                 specs_,
+                                 keeps_mtp_state()));  // slots are distinct (check_batch)
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     for (int64_t t = 0; t < n; ++t) pos.push_back(static_cast<int32_t>(seqs[r]->n_tokens + t));
     ids.insert(ids.end(), tokens[r].begin(), tokens[r].end());
@@ -355,7 +259,7 @@ Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
   out.row_begin.assign(1, 0);
   for (size_t r = 0; r < requests.size(); ++r) {
     SequenceState& seq = *seqs[r];
-    V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
+    V4SequenceSlot& slot = slots_.of(seq);
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     std::vector<int32_t> pos(static_cast<size_t>(n));
     for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_mtp_tokens + t);

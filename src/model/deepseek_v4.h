@@ -32,12 +32,14 @@
 #include "model/linear.h"
 #include "model/model_options.h"
 #include "model/model_runner.h"
+#include "model/swa_replay.h"
 #include "model/v4_block.h"
 #include "model/v4_kv_state.h"
 #include "model/v4_mhc.h"
 #include "model/v4_mtp.h"
 #include "model/v4_numerics.h"
 #include "model/v4_scratch.h"
+#include "model/v4_state_slots.h"
 #include "weights/checkpoint.h"
 #include "weights/layer_spec.h"
 #include "weights/model_config.h"
@@ -70,15 +72,8 @@ class DeepSeekV4 final : public ModelRunner {
   // replay_ends: ForwardRequest::replay_end per request (empty for MTP batches).
   Status check_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
                      std::span<const int64_t> replay_ends, bool mtp);
-  // Whether a chunk at seq.n_tokens with this replay_end is the first one of a replay.
-  bool starts_replay(const SequenceState& seq, int64_t replay_end) const;
-  // model_bad_input (prefixed by `which`) unless a chunk at seq.n_tokens may carry replay_end.
-  Status check_replay(const SequenceState& seq, int64_t replay_end, const std::string& which) const;
   // Whether slots keep the MTP layer's state and the final streams it will read.
   bool keeps_mtp_state() const { return has_mtp() && kv_config_.mtp_layer; }
-  // The sequence's slot; a new sequence (n_tokens 0) or a replay start takes it over fresh, with
-  // the cached compressed entries below replay_end counted as present.
-  V4SequenceSlot& slot_for(SequenceState& seq, int64_t replay_end);
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
   V4LayerPages pages_for(int layer, const int32_t* block_table) const;
   int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
@@ -97,13 +92,13 @@ class DeepSeekV4 final : public ModelRunner {
   Linear head_;
   std::optional<V4Mtp> mtp_;
   KvCacheConfig kv_config_;
-  std::vector<V4SequenceSlot> slots_;
+  V4StateSlots slots_;
   // Per layer slot (main layers, then MTP): compressed entries [n_blocks, bs / ratio, head_dim]
   // and indexer keys [n_blocks, bs / ratio, index_head_dim]; empty where the layer has none.
   std::vector<PagedLatentCache> comp_pages_, idx_pages_;
   BlockUseCheck block_check_;
-  int32_t replay_tokens_ = 0;  // SWA bounded replay length W (kv_cache_layout().swa_replay_tokens)
-  V4Scratch scratch_;          // every layer's working buffers, reused across layers and calls
+  SwaReplay replay_;   // SWA bounded replay (its length W is kv_cache_layout().swa_replay_tokens)
+  V4Scratch scratch_;  // every layer's working buffers, reused across layers and calls
 };
 
 }  // namespace ds

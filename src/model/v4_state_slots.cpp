@@ -1,0 +1,61 @@
+#include "model/v4_state_slots.h"
+
+namespace ds {
+
+namespace {
+
+Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_input, what); }
+
+V4LayerState fresh_layer(const ModelConfig& cfg, const LayerSpec& spec) {
+  V4LayerState st;
+  st.reset(cfg.sliding_window, cfg.head_dim, spec.compress_ratio, spec.owns_indexer(), cfg.index_head_dim);
+  return st;
+}
+
+}  // namespace
+
+Status V4StateSlots::check(std::span<SequenceState* const> seqs, size_t r, bool starts_replay,
+                           const std::string& which) const {
+  const SequenceState& seq = *seqs[r];
+  for (size_t q = 0; q < r; ++q) {
+    if (seqs[q]->state_slot == seq.state_slot)
+      return bad_input(which + "state slot shared with request " + std::to_string(q));
+  }
+  if (seq.state_slot < 0 || seq.state_slot >= static_cast<int32_t>(slots_.size())) {
+    return bad_input(which + "state_slot " + std::to_string(seq.state_slot) + " outside [0, " +
+                     std::to_string(slots_.size()) + ")");
+  }
+  const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
+  if (seq.n_tokens > 0 && !starts_replay &&
+      (!slot.in_use || slot.n_tokens != seq.n_tokens || slot.n_mtp_tokens != seq.n_mtp_tokens)) {
+    return bad_input(which + "state slot " + std::to_string(seq.state_slot) +
+                     " does not hold this sequence at " + std::to_string(seq.n_tokens) +
+                     " tokens (V4 state cannot be rolled back; a shared prefix needs replay_end)");
+  }
+  return ok_status();
+}
+
+V4SequenceSlot& V4StateSlots::take(SequenceState& seq, bool replay, int64_t replay_end,
+                                   const ModelConfig& cfg, const std::vector<LayerSpec>& specs,
+                                   bool keep_mtp) {
+  V4SequenceSlot& slot = of(seq);
+  if (seq.n_tokens != 0 && !replay) return slot;
+  slot.in_use = true;
+  slot.n_tokens = seq.n_tokens;
+  slot.n_mtp_tokens = seq.n_mtp_tokens;
+  slot.pending_streams.clear();
+  slot.layers.clear();
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) {
+    slot.layers.push_back(fresh_layer(cfg, specs[l]));
+    const int ratio = specs[l].compress_ratio;
+    if (replay && ratio > 0) {  // the prefix's entries are in the shared blocks already
+      slot.layers.back().n_entries = replay_end / ratio;
+      if (specs[l].owns_indexer()) slot.layers.back().n_idx_keys = replay_end / ratio;
+    }
+  }
+  slot.mtp_layers.clear();
+  if (keep_mtp) slot.mtp_layers.push_back(fresh_layer(cfg, specs[cfg.num_hidden_layers]));
+  return slot;
+}
+
+}  // namespace ds
