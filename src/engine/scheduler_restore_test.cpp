@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <map>
 #include <numeric>
+#include <random>
 #include <set>
 
 #include "engine/scheduler.h"
@@ -208,6 +210,77 @@ TEST(SchedulerRestore, KvPinsCountAsReferencesInTheIntegrityCheck) {
   EXPECT_TRUE(kv.check_integrity().ok());
   EXPECT_EQ(kv.n_free_blocks(), 4);
   EXPECT_TRUE(kv.is_block_cached(first)) << "unpinning keeps it cached";
+}
+
+// Random arrivals over shared prefixes, a tier that learns every committed block (the write path),
+// restores that complete after random delays with a random number of blocks (failures included),
+// cancels while restoring: check_integrity() after every step, every sequence generates exactly its
+// tokens, and the pool ends with every block free.
+TEST(SchedulerRestore, RandomRestoresKeepEveryInvariant) {
+  for (const int32_t swa : {0, 2 * kBlock}) {
+    RestoreHarness h(swa, /*n_blocks=*/40);
+    std::mt19937 rng(17 + static_cast<uint32_t>(swa));
+    std::map<SeqId, std::pair<int, int32_t>> pending;  // restoring seq -> (steps left, blocks asked)
+    std::map<SeqId, int32_t> max_tokens;
+    SeqId next_id = 1;
+    int n_restores = 0, n_partial = 0, n_cancelled_restoring = 0;
+    for (int step = 0; step < 3000; ++step) {
+      if (step < 2400 && rng() % 3 == 0 && h.sched.n_waiting() < 12) {
+        std::vector<int32_t> prompt =
+            prompt_of(static_cast<int32_t>(kBlock * (3 + rng() % 5) + rng() % kBlock));
+        prompt[prompt.size() - 1] = static_cast<int32_t>(rng() % 1000);  // own last token
+        if (rng() % 4 == 0)
+          prompt[static_cast<size_t>(kBlock * (1 + rng() % 2))] = static_cast<int32_t>(rng() % 7);
+        SeqSpec s = spec_of(prompt);
+        s.max_tokens = 1 + static_cast<int32_t>(rng() % 6);
+        max_tokens[next_id] = s.max_tokens;
+        ASSERT_TRUE(h.sched.add(next_id++, std::move(s)).ok());
+      }
+      const StepPlan plan = h.sched.schedule(h.now);
+      for (const RestorePlan& r : plan.restores) {
+        pending[r.seq_id] = {1 + static_cast<int>(rng() % 4), static_cast<int32_t>(r.keys.size())};
+        ++n_restores;
+      }
+      h.sched.on_step_done(plan, fake_sample(plan));
+      // The write path: the tier learns every block a running sequence has committed.
+      for (const ScheduledChunk& c : plan.chunks) {
+        if (h.kv.is_open(c.seq_id))
+          for (const uint64_t key : h.kv.block_hashes(c.seq_id)) h.tier.insert(key);
+        if (h.sched.contains(c.seq_id) && h.sched.n_generated(c.seq_id) == max_tokens.at(c.seq_id)) {
+          const auto tokens = h.sched.tokens(c.seq_id);
+          for (size_t p = tokens.size() - static_cast<size_t>(max_tokens.at(c.seq_id)); p < tokens.size();
+               ++p)
+            ASSERT_EQ(tokens[p], testing::fake_token(c.seq_id, static_cast<int64_t>(p)))
+                << "seq " << c.seq_id;
+          h.sched.finish(c.seq_id);
+        }
+      }
+      for (auto it = pending.begin(); it != pending.end();) {
+        if (--it->second.first > 0) {
+          ++it;
+          continue;
+        }
+        if (rng() % 8 == 0 && h.sched.contains(it->first)) {
+          h.sched.finish(it->first);  // cancelled while restoring; the restore still ends later
+          ++n_cancelled_restoring;
+        }
+        const int32_t n_ok =
+            rng() % 3 == 0 ? static_cast<int32_t>(rng() % (it->second.second + 1)) : it->second.second;
+        if (n_ok < it->second.second) ++n_partial;
+        h.sched.on_restored(it->first, n_ok);
+        it = pending.erase(it);
+      }
+      h.check();
+      if (::testing::Test::HasFailure()) return;
+      h.now += 1ms;
+      if (step >= 2400 && pending.empty() && h.sched.n_running() + h.sched.n_waiting() == 0) break;
+    }
+    EXPECT_EQ(h.sched.n_running() + h.sched.n_waiting() + h.sched.n_restoring(), 0);
+    EXPECT_EQ(h.kv.n_free_blocks(), 40) << "every block released";
+    EXPECT_GT(n_restores, 20) << "the scenario must exercise restores";
+    EXPECT_GT(n_partial, 0);
+    EXPECT_GT(n_cancelled_restoring, 0);
+  }
 }
 
 }  // namespace
