@@ -54,7 +54,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void start() {
     auto self = shared_from_this();
-    out_->on_close([self] { net::post(self->strand_, [self] { self->client_gone(); }); });
+    // Weak: the channel keeps this callback until it closes, and the relay keeps the channel; a strong
+    // capture would be a cycle that outlives every finished request. Pending operations own the relay.
+    std::weak_ptr<Relay> weak = self;
+    out_->on_close([weak] {
+      if (auto relay = weak.lock()) net::post(relay->strand_, [relay] { relay->client_gone(); });
+    });
     net::post(strand_, [self] { self->attempt(); });
   }
 
