@@ -127,6 +127,20 @@ async function caseEqual() {
     const routedTotal = Object.entries(metrics).filter(([k]) => k.startsWith('deepinfer_router:requests_total'))
       .reduce((a, [, v]) => a + v, 0);
     assert.ok(routedTotal >= 12, `router counted its requests (${routedTotal})`);
+
+    // Graceful shutdown: SIGTERM while a stream is open; the stream still finishes, the router exits 0.
+    const res = await fetch(`${router.base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_KEY}` },
+      body: JSON.stringify({ ...CHAT('drain me'), max_tokens: 64, stream: true }) });
+    assert.equal(res.status, 200);
+    router.proc.removeAllListeners('exit');  // the start-up listener rejects on exit
+    const exitedNow = new Promise((resolve) => router.proc.on('exit', (code, signal) => resolve({ code, signal })));
+    router.proc.kill('SIGTERM');
+    const rest = await res.text();
+    assert.ok(rest.trimEnd().endsWith('data: [DONE]'), `the open stream finished during the drain: ${rest.slice(-200)}`);
+    const ended = await exitedNow;
+    assert.equal(ended.code, 0, 'the router exits 0 after draining');
+    console.log('drain: an open stream finished after SIGTERM, the router exited 0');
   } finally {
     await stopAll([router, ...workers]);
   }
