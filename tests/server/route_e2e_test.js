@@ -184,8 +184,14 @@ async function caseKillWorker() {
   try {
     const victim = workers[0];
     const streams = [];
-    for (let i = 0; i < 6; ++i) {
-      streams.push(postStream(router.base, '/v1/chat/completions', { ...CHAT(`stream ${i}`), max_tokens: 3000 }));
+    // Half OpenAI chat, half Anthropic messages: each API's error event shape is checked.
+    for (let i = 0; i < 8; ++i) {
+      const anthropic = i % 4 >= 2;  // round robin alternates workers: both APIs land on both
+      const body = anthropic
+        ? { model: 'tiny_v3', max_tokens: 3000, temperature: 0, messages: [{ role: 'user', content: `stream ${i}` }] }
+        : { ...CHAT(`stream ${i}`), max_tokens: 3000 };
+      streams.push(postStream(router.base, anthropic ? '/v1/messages' : '/v1/chat/completions', body)
+        .then((s) => ({ ...s, anthropic })));
     }
     const plain = [];
     let killed = false;
@@ -207,16 +213,24 @@ async function caseKillWorker() {
     for (const r of plain) assert.equal(r.status, 200, `non-streaming request failed: ${JSON.stringify(r.json)}`);
     const done = await Promise.all(streams);
     let errored = 0;
+    let erroredAnthropic = 0;
     for (const s of done) {
       assert.equal(s.status, 200);
       const last = s.events[s.events.length - 1];
-      if (last === '[DONE]') continue;
+      if (s.anthropic ? last?.type === 'message_stop' : last === '[DONE]') continue;
       assert.ok(last && last.error, `a stream that did not finish ends with an error event: ${s.text.slice(-300)}`);
-      assert.equal(last.error.code, 'upstream_failed');
+      if (s.anthropic) {
+        ++erroredAnthropic;
+        assert.equal(last.type, 'error');
+        assert.ok(/\nevent: error\ndata: /.test(`\n${s.text}`), 'Anthropic: an `event: error` frame');
+      } else {
+        assert.equal(last.error.code, 'upstream_failed');
+      }
       ++errored;
     }
-    assert.ok(errored >= 1, 'the streams on the killed worker ended with an error event');
-    console.log(`kill: ${plain.length} non-streaming requests all 200; ${errored} of ${done.length} streams ended with an error event`);
+    assert.ok(errored - erroredAnthropic >= 1 && erroredAnthropic >= 1,
+              `the streams of both APIs on the killed worker ended with an error event (${errored}, ${erroredAnthropic} Anthropic)`);
+    console.log(`kill: ${plain.length} non-streaming requests all 200; ${errored} of ${done.length} streams (${erroredAnthropic} Anthropic) ended with an error event`);
 
     // Restart on the same port: the router sees it healthy again and routes to it.
     restarted = await startWorkerOnPort(victim.port);
