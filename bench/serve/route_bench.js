@@ -76,8 +76,11 @@ async function main() {
     for (const policy of ['round_robin', 'random', 'least_load', 'cache_aware']) {
       const rr = await router(policy);
       const res = await runWorkload(rr.base, policy, TENANTS, PER_TENANT, ++seed);
+      const pm = serverProcess.parseMetrics(await (await fetch(`${rr.base}/metrics`)).text());
       await serverProcess.stopServer(rr);
-      console.log(`${policy}: hit-token ratio ${res.hitRatio.toFixed(3)}, mean TTFT ${res.meanTtft.toFixed(1)} ms ` +
+      const decisionUs = 1e6 * pm['deepinfer_router:decision_seconds_sum'] / pm['deepinfer_router:decision_seconds_count'];
+      console.log(`${policy}: hit-token ratio ${res.hitRatio.toFixed(3)}, mean TTFT ${res.meanTtft.toFixed(1)} ms, ` +
+                  `mean decision ${decisionUs.toFixed(0)} us ` +
                   `(${TENANTS} tenants x ${PER_TENANT} requests, ~2k-token system prompts, 3 workers)`);
     }
   } finally {
