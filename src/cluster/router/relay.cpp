@@ -222,8 +222,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
   // Nothing has reached the client: try another worker, or give up with a 502.
   void attempt_failed(bool connect_failed, const std::string& why) {
     c_.metrics->errors.with({worker_->address.url}).inc();
-    // A worker that refuses connections leaves the rotation at once; the health poller restores it.
-    if (connect_failed) worker_->healthy.store(false);
+    // A worker that refuses connections leaves the rotation at once; the health poller restores it, with an
+    // empty prefix index (nothing listening means the process went away, and its cache with it).
+    if (connect_failed) {
+      worker_->healthy.store(false);
+      worker_->lost_cache.store(true);
+    }
     release_worker();
     last_error_ = fmt::format("{}: {}", worker_->address.url, why);
     if (attempts_ < c_.config->max_attempts && Clock::now() < deadline_) return attempt();
