@@ -29,14 +29,22 @@ async function timed(base) {
 async function main() {
   const workerArgs = ['--threads', '1', '--max-model-len', '4096'];
   const workers = [];
+  const routers = [];
+  // A bench killed half-way (Ctrl-C, a closed pipe) must not leave its servers behind.
+  process.on('exit', () => { for (const p of [...workers, ...routers]) p.proc.kill('SIGKILL'); });
+  for (const sig of ['SIGINT', 'SIGTERM', 'SIGPIPE']) process.on(sig, () => process.exit(1));
+  process.stdout.on('error', () => process.exit(1));
   for (let i = 0; i < 3; ++i) workers.push(await serverProcess.startServer(deepinfer, modelDir, workerArgs, 60000));
-  const router = (policy) => spawnListening(deepinfer, [
-    'route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir, '--policy', policy,
-    ...workers.flatMap((w) => ['--worker', w.base])]);
+  const router = async (policy, workerList = workers) => {
+    const r = await spawnListening(deepinfer, [
+      'route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir, '--policy', policy,
+      ...workerList.flatMap((w) => ['--worker', w.base])]);
+    routers.push(r);
+    return r;
+  };
   try {
     // 1 + 2: one worker behind the router, so direct and routed hit the same engine.
-    const r = await spawnListening(deepinfer, ['route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir,
-                                               '--worker', workers[0].base]);
+    const r = await router('cache_aware', [workers[0]]);
     const models = async (base) => {
       const t0 = performance.now();
       const res = await fetch(`${base}/v1/models`);
@@ -76,8 +84,11 @@ async function main() {
     for (const policy of ['round_robin', 'random', 'least_load', 'cache_aware']) {
       const rr = await router(policy);
       const res = await runWorkload(rr.base, policy, TENANTS, PER_TENANT, ++seed);
+      const pm = serverProcess.parseMetrics(await (await fetch(`${rr.base}/metrics`)).text());
       await serverProcess.stopServer(rr);
-      console.log(`${policy}: hit-token ratio ${res.hitRatio.toFixed(3)}, mean TTFT ${res.meanTtft.toFixed(1)} ms ` +
+      const decisionUs = 1e6 * pm['deepinfer_router:decision_seconds_sum'] / pm['deepinfer_router:decision_seconds_count'];
+      console.log(`${policy}: hit-token ratio ${res.hitRatio.toFixed(3)}, mean TTFT ${res.meanTtft.toFixed(1)} ms, ` +
+                  `mean decision ${decisionUs.toFixed(0)} us ` +
                   `(${TENANTS} tenants x ${PER_TENANT} requests, ~2k-token system prompts, 3 workers)`);
     }
   } finally {

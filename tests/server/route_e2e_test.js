@@ -10,7 +10,10 @@
 //                    round_robin's; hit ratios and mean TTFT printed for both
 //        kill_worker a worker killed mid-run: no non-streaming request fails, its open streams end
 //                    with an error event, it rejoins after a restart on the same port
+//        reload      --workers-file re-read on SIGHUP (a worker joins, one is drained, none left: 503);
+//                    the router's own overload answers 429 + Retry-After
 'use strict';
+const fs = require('node:fs');
 const path = require('node:path');
 const assert = require('node:assert/strict');
 const serverProcess = require('../../bench/serve/server_process.js');
@@ -124,6 +127,20 @@ async function caseEqual() {
     const routedTotal = Object.entries(metrics).filter(([k]) => k.startsWith('deepinfer_router:requests_total'))
       .reduce((a, [, v]) => a + v, 0);
     assert.ok(routedTotal >= 12, `router counted its requests (${routedTotal})`);
+
+    // Graceful shutdown: SIGTERM while a stream is open; the stream still finishes, the router exits 0.
+    const res = await fetch(`${router.base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${CLIENT_KEY}` },
+      body: JSON.stringify({ ...CHAT('drain me'), max_tokens: 64, stream: true }) });
+    assert.equal(res.status, 200);
+    router.proc.removeAllListeners('exit');  // the start-up listener rejects on exit
+    const exitedNow = new Promise((resolve) => router.proc.on('exit', (code, signal) => resolve({ code, signal })));
+    router.proc.kill('SIGTERM');
+    const rest = await res.text();
+    assert.ok(rest.trimEnd().endsWith('data: [DONE]'), `the open stream finished during the drain: ${rest.slice(-200)}`);
+    const ended = await exitedNow;
+    assert.equal(ended.code, 0, 'the router exits 0 after draining');
+    console.log('drain: an open stream finished after SIGTERM, the router exited 0');
   } finally {
     await stopAll([router, ...workers]);
   }
@@ -167,8 +184,14 @@ async function caseKillWorker() {
   try {
     const victim = workers[0];
     const streams = [];
-    for (let i = 0; i < 6; ++i) {
-      streams.push(postStream(router.base, '/v1/chat/completions', { ...CHAT(`stream ${i}`), max_tokens: 3000 }));
+    // Half OpenAI chat, half Anthropic messages: each API's error event shape is checked.
+    for (let i = 0; i < 8; ++i) {
+      const anthropic = i % 4 >= 2;  // round robin alternates workers: both APIs land on both
+      const body = anthropic
+        ? { model: 'tiny_v3', max_tokens: 3000, temperature: 0, messages: [{ role: 'user', content: `stream ${i}` }] }
+        : { ...CHAT(`stream ${i}`), max_tokens: 3000 };
+      streams.push(postStream(router.base, anthropic ? '/v1/messages' : '/v1/chat/completions', body)
+        .then((s) => ({ ...s, anthropic })));
     }
     const plain = [];
     let killed = false;
@@ -190,16 +213,24 @@ async function caseKillWorker() {
     for (const r of plain) assert.equal(r.status, 200, `non-streaming request failed: ${JSON.stringify(r.json)}`);
     const done = await Promise.all(streams);
     let errored = 0;
+    let erroredAnthropic = 0;
     for (const s of done) {
       assert.equal(s.status, 200);
       const last = s.events[s.events.length - 1];
-      if (last === '[DONE]') continue;
+      if (s.anthropic ? last?.type === 'message_stop' : last === '[DONE]') continue;
       assert.ok(last && last.error, `a stream that did not finish ends with an error event: ${s.text.slice(-300)}`);
-      assert.equal(last.error.code, 'upstream_failed');
+      if (s.anthropic) {
+        ++erroredAnthropic;
+        assert.equal(last.type, 'error');
+        assert.ok(/\nevent: error\ndata: /.test(`\n${s.text}`), 'Anthropic: an `event: error` frame');
+      } else {
+        assert.equal(last.error.code, 'upstream_failed');
+      }
       ++errored;
     }
-    assert.ok(errored >= 1, 'the streams on the killed worker ended with an error event');
-    console.log(`kill: ${plain.length} non-streaming requests all 200; ${errored} of ${done.length} streams ended with an error event`);
+    assert.ok(errored - erroredAnthropic >= 1 && erroredAnthropic >= 1,
+              `the streams of both APIs on the killed worker ended with an error event (${errored}, ${erroredAnthropic} Anthropic)`);
+    console.log(`kill: ${plain.length} non-streaming requests all 200; ${errored} of ${done.length} streams (${erroredAnthropic} Anthropic) ended with an error event`);
 
     // Restart on the same port: the router sees it healthy again and routes to it.
     restarted = await startWorkerOnPort(victim.port);
@@ -218,7 +249,94 @@ async function caseKillWorker() {
   }
 }
 
-const cases = { equal: caseEqual, cache_hits: caseCacheHits, kill_worker: caseKillWorker };
+async function routedCounts(routerBase, workers) {
+  const out = [];
+  for (const w of workers) out.push(await metricFor(routerBase, 'deepinfer_router:requests_total', w));
+  return out;
+}
+
+async function waitMetric(routerBase, name, worker, value) {
+  const deadline = Date.now() + 20000;
+  while ((await metricFor(routerBase, name, worker)) !== value) {
+    assert.ok(Date.now() < deadline, `${name}{${worker.base}} reaches ${value} within 20 s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function caseReload() {
+  const workers = [await startWorker(), await startWorker()];
+  const file = path.join(workdir, `workers_${process.pid}.txt`);
+  fs.writeFileSync(file, `# only the first\n${workers[0].base}\n`);
+  const router = await spawnListening(['route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir,
+                                       '--health-period-ms', '200', '--policy', 'round_robin', '--workers-file', file,
+                                       '--max-open-requests', '2']);
+  try {
+    const send = async (n) => {
+      for (let i = 0; i < n; ++i) assert.equal((await post(router.base, '/v1/chat/completions', CHAT(`r${i}`))).status, 200);
+    };
+    await send(4);
+    assert.deepEqual(await routedCounts(router.base, workers), [4, 0], 'only the configured worker is used');
+
+    fs.writeFileSync(file, `${workers[0].base}\n${workers[1].base}\n`);
+    router.proc.kill('SIGHUP');
+    await waitMetric(router.base, 'deepinfer_router:worker_healthy', workers[1], 1);
+    await send(4);
+    const [a, b] = await routedCounts(router.base, workers);
+    assert.ok(b >= 2 && a >= 5, `the added worker takes requests (${a}, ${b})`);
+
+    fs.writeFileSync(file, `${workers[1].base}\n`);
+    router.proc.kill('SIGHUP');
+    await waitMetric(router.base, 'deepinfer_router:worker_healthy', workers[0], 0);
+    await send(4);
+    const [a2, b2] = await routedCounts(router.base, workers);
+    assert.equal(a2, a, 'the removed worker is drained: no new requests');
+    assert.equal(b2, b + 4);
+
+    // The router's own overload: two long streams open, the third request gets 429 + Retry-After.
+    const controllers = [new AbortController(), new AbortController()];
+    const open = controllers.map((c, i) => fetch(`${router.base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, signal: c.signal,
+      body: JSON.stringify({ ...CHAT(`long ${i}`), max_tokens: 3000, stream: true }),
+    }));
+    const heads = await Promise.all(open);
+    for (const h of heads) assert.equal(h.status, 200);
+    const refused = await fetch(`${router.base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(CHAT('third')) });
+    assert.equal(refused.status, 429);
+    assert.equal(refused.headers.get('retry-after'), '1');
+    assert.equal((await refused.json()).error.code, 'router_overloaded');
+    for (const c of controllers) c.abort();
+    for (const h of heads) await h.text().catch(() => {});
+    // The clients hung up: the router closed its worker connections, so the worker cancelled both.
+    const cancelledOn = async (w) => {
+      const m = (await getText(`${w.base}/metrics`)).text.match(
+        /^deepinfer:request_success_total\{finished_reason="cancelled"\} (\S+)$/m);
+      return m ? Number(m[1]) : 0;
+    };
+    const cancelDeadline = Date.now() + 20000;
+    while ((await cancelledOn(workers[1])) < 2) {
+      assert.ok(Date.now() < cancelDeadline, 'the worker cancels the requests of clients that hung up');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+
+    // No worker left: /ready and requests answer 503 + Retry-After.
+    fs.writeFileSync(file, '# drained\n');
+    router.proc.kill('SIGHUP');
+    await waitMetric(router.base, 'deepinfer_router:worker_healthy', workers[1], 0);
+    assert.equal((await getText(`${router.base}/ready`)).status, 503);
+    const none = await fetch(`${router.base}/v1/chat/completions`, {
+      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(CHAT('nobody')) });
+    assert.equal(none.status, 503);
+    assert.equal(none.headers.get('retry-after'), '1');
+    assert.equal((await none.json()).error.code, 'no_worker_available');
+    console.log('reload: join, drain and empty list followed on SIGHUP; overload 429 and no-worker 503 answered');
+  } finally {
+    await stopAll([router, ...workers]);
+    fs.rmSync(file, { force: true });
+  }
+}
+
+const cases = { equal: caseEqual, cache_hits: caseCacheHits, kill_worker: caseKillWorker, reload: caseReload };
 if (!cases[caseName]) {
   console.error(`unknown case ${caseName}`);
   process.exit(2);

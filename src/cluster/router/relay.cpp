@@ -54,7 +54,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void start() {
     auto self = shared_from_this();
-    out_->on_close([self] { net::post(self->strand_, [self] { self->client_gone(); }); });
+    // Weak: the channel keeps this callback until it closes, and the relay keeps the channel; a strong
+    // capture would be a cycle that outlives every finished request. Pending operations own the relay.
+    std::weak_ptr<Relay> weak = self;
+    out_->on_close([weak] {
+      if (auto relay = weak.lock()) net::post(relay->strand_, [relay] { relay->client_gone(); });
+    });
     net::post(strand_, [self] { self->attempt(); });
   }
 
@@ -217,8 +222,12 @@ class Relay : public std::enable_shared_from_this<Relay> {
   // Nothing has reached the client: try another worker, or give up with a 502.
   void attempt_failed(bool connect_failed, const std::string& why) {
     c_.metrics->errors.with({worker_->address.url}).inc();
-    // A worker that refuses connections leaves the rotation at once; the health poller restores it.
-    if (connect_failed) worker_->healthy.store(false);
+    // A worker that refuses connections leaves the rotation at once; the health poller restores it, with an
+    // empty prefix index (nothing listening means the process went away, and its cache with it).
+    if (connect_failed) {
+      worker_->healthy.store(false);
+      worker_->lost_cache.store(true);
+    }
     release_worker();
     last_error_ = fmt::format("{}: {}", worker_->address.url, why);
     if (attempts_ < c_.config->max_attempts && Clock::now() < deadline_) return attempt();

@@ -86,7 +86,10 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   if (refuse_if_overloaded(*out)) return;
   const Clock::time_point t0 = Clock::now();
   RelayRequest r = base_request(request);
-  RequestPrompt prompt = request_prompt(kind, request.body, config_.rendering);
+  // Only cache_aware needs the ids; the other policies skip rendering (the JSON is still read for "stream").
+  PromptRendering rendering = config_.rendering;
+  if (config_.routing.policy != PolicyKind::cache_aware) rendering.tokenizer = nullptr;
+  RequestPrompt prompt = request_prompt(kind, request.body, rendering);
   r.prompt_blocks = block_hashes(prompt.token_ids, config_.routing.block_size_tokens);
   r.n_prompt_tokens = prompt.token_ids.size();
   r.session = std::move(prompt.session);
