@@ -142,6 +142,13 @@ async function caseReasoningTools() {
     assert.deepEqual(shown, [{ title: 'tool call: get_weather', args: { city: 'Paris', days: 3 } },
                              { title: 'tool call: get_weather', args: { city: 'Tokyo' } }]);
     assert.match(await page.textContent('.msg.assistant .stats'), /finish: tool_calls/);
+    // A follow-up after the calls is accepted (the calls are kept out of the history sent).
+    await page.fill('#max-tokens', '8');
+    await page.fill('#input', 'Thanks');
+    await page.click('#send');
+    await page.waitForFunction(() => document.querySelectorAll('.msg.assistant .stats').length === 2, null,
+                               { timeout: 30000 });
+    assert.equal(await page.$$eval('.msg.error', (e) => e.length), 0, 'no error on the follow-up');
     // Open the reasoning for the screenshot.
     await page.click('.msg.assistant details summary');
     await page.screenshot({ path: path.join(workdir, 'chat_page_tools.png'), fullPage: true });
