@@ -116,10 +116,9 @@ class SchemaCompiler {
     Result<Element> e = add_regex(b_, pattern, o_.limits);
     return *e;  // internal patterns are known good
   }
-  Element number() {
-    if (!number_) number_ = regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
-    return *number_;
-  }
+  // A rule per use, not shared: a rule with one parent completes without escaping the token cache
+  // (ParserTables::sole_parent), so the digits of a number stay a cached state.
+  Element number() { return regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?"); }
   // One JSON string character: unescaped (no '"', '\\', controls) or an escape (no lone surrogates).
   Element string_char() {
     if (!string_char_) {
@@ -631,7 +630,7 @@ class SchemaCompiler {
   std::chrono::steady_clock::time_point started_;
   std::map<std::string, uint32_t> ref_rules_;
   std::optional<uint32_t> ws_rule_, any_value_, any_object_;
-  std::optional<Element> number_, string_char_, plain_string_;
+  std::optional<Element> string_char_, plain_string_;
 };
 
 }  // namespace
