@@ -60,6 +60,9 @@ std::string escape_pointer_token(const std::string& key) {
   return out;
 }
 
+// Items schemas up to this many grammar elements get a second copy for the first array element.
+constexpr size_t kDuplicateItemsElements = 400;
+
 class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options)
@@ -562,10 +565,18 @@ class SchemaCompiler {
       }
     }
     std::optional<Element> item = any_value();
+    // The items schema is compiled twice when it is small: once for the first element and once for
+    // the others (after a comma), so each copy has one parent and the token cache walks through it
+    // (ParserTables::sole_parent). A large one is shared.
+    std::optional<Element> first_item;
     if (s.contains("items")) {
+      const size_t before = b_.n_elements();
       Result<Element> e = compile(s["items"], path + "/items", depth + 1);
       if (e.ok()) {
         item = *e;
+        if (b_.n_elements() - before <= kDuplicateItemsElements) {
+          DS_ASSIGN_OR_RETURN(first_item, compile(s["items"], path + "/items", depth + 1));
+        }
       } else if (e.status().code() == ErrorCode::grammar_empty) {
         item.reset();  // items: false (or an empty schema): only the prefix
       } else {
@@ -595,7 +606,14 @@ class SchemaCompiler {
       const uint32_t one = b_.new_rule("item");
       b_.add_alternative(one, {sep, *item});
       DS_TRY(b_.append_repeat(with_comma, GrammarBuilder::ref(one), extra_min, extra_max));
-      DS_TRY(b_.append_separated(without, *item, sep, extra_min, extra_max));
+      Alternative body{first_item.value_or(*item)};
+      DS_TRY(b_.append_repeat(body, GrammarBuilder::ref(one), std::max<int64_t>(0, extra_min - 1),
+                              extra_max < 0 ? -1 : extra_max - 1));
+      if (extra_min > 0) {
+        without = std::move(body);
+      } else {
+        without.push_back(b_.optional(b_.choice({body}, "seq")));
+      }
       b_.add_alternative(items_tail, with_comma);
       b_.add_alternative(items_tail_first, without);
     } else {
