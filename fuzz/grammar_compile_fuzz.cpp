@@ -1,4 +1,4 @@
-// libFuzzer target: the grammar compilers (first byte picks regex / JSON Schema / GBNF) over arbitrary
+// libFuzzer target: the grammar compilers (first byte picks regex / JSON Schema / GBNF / Lark) over arbitrary
 // text must return a grammar or a Status with a one-line message (never throw, crash, hang or hit UB);
 // for every grammar they return, the fast token mask must equal the reference mask along a short walk
 // on a small byte vocabulary.
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_nesting = 40;
   limits.max_compile_ms = 500;
   ds::Result<ds::grammar::Grammar> g = ds::Status{ds::ErrorCode::internal, "unset"};
-  switch (data[0] % 3) {
+  switch (data[0] % 4) {
     case 0:
       g = ds::grammar::compile_regex(text, limits);
       break;
@@ -35,8 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       g = ds::grammar::compile_json_schema(text, o);
       break;
     }
-    default:
+    case 2:
       g = ds::grammar::compile_gbnf(text, limits);
+      break;
+    default:
+      g = ds::grammar::compile_lark(text, limits);
       break;
   }
   if (!g.ok()) {

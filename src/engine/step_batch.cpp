@@ -3,6 +3,7 @@
 #include "grammar/token_bitmask.h"
 
 #include <algorithm>
+#include <future>
 #include <string>
 #include <utility>
 
@@ -95,19 +96,43 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
 }
 
 Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab) {
-  DS_TRY(model.forward(requests_, out_));
+  // Grammar masks depend only on tokens already accepted, so they are computed on a helper thread
+  // while the forward runs; unconstrained steps start no thread at all.
+  size_t n_grammar = 0;
+  size_t words = 0;
+  for (const SampleJob& job : sample_jobs) {
+    if (job.matcher == nullptr) continue;
+    ++n_grammar;
+    words = std::max(words, grammar::bitmask_words(job.matcher->grammar().vocab().vocab_size()));
+  }
+  std::future<void> masks_done;
+  if (n_grammar > 0) {
+    grammar_masks_.assign(n_grammar * words, 0);
+    masks_done = std::async(std::launch::async, [this, words] {
+      size_t g = 0;
+      for (const SampleJob& job : sample_jobs) {
+        if (job.matcher == nullptr) continue;
+        job.matcher->fill_next_token_mask(std::span<uint32_t>(grammar_masks_.data() + g * words, words));
+        ++g;
+      }
+    });
+  }
+  const Status forward_status = model.forward(requests_, out_);
+  if (masks_done.valid()) masks_done.get();
+  DS_TRY(forward_status);
   samples.resize(plan_.chunks.size());
+  size_t g = 0;
   for (const SampleJob& job : sample_jobs) {
     std::span<const float> row(sample_row(job.chunk_idx), sample_vocab);
     if (job.matcher != nullptr) {
-      // Unconstrained rows skip this entirely; a grammar row pays one mask and one row copy.
-      grammar_mask_.resize(grammar::bitmask_words(job.matcher->grammar().vocab().vocab_size()));
-      job.matcher->fill_next_token_mask(grammar_mask_);
+      // Unconstrained rows skip this entirely; a grammar row pays one masked copy of its row.
+      const std::span<const uint32_t> mask(grammar_masks_.data() + g * words, words);
+      ++g;
       masked_row_.assign(row.begin(), row.end());
-      grammar::apply_bitmask(masked_row_, grammar_mask_);
-      const size_t words = std::min(grammar_mask_.size(), grammar::bitmask_words(sample_vocab));
+      grammar::apply_bitmask(masked_row_, mask);
       bool any = false;
-      for (size_t w = 0; w < words && !any; ++w) any = grammar_mask_[w] != 0;
+      for (size_t w = 0; w < std::min(words, grammar::bitmask_words(sample_vocab)) && !any; ++w)
+        any = mask[w] != 0;
       if (!any) {
         samples[job.chunk_idx] = SampleResult{};
         samples[job.chunk_idx].token_id = -1;  // the engine ends the request with an error

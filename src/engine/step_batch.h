@@ -55,6 +55,7 @@ class StepBatch {
   std::vector<SampleResult> samples;  // [n_chunks], filled for the chunks of sample_jobs
 
   // forward() then every sample job; the samples draw only from the first sample_vocab columns.
+  // Grammar jobs' masks are computed on a helper thread during the forward.
   Status run(ModelRunner& model, Sampler& sampler, size_t sample_vocab);
 
   int64_t launch_ns = 0;  // when the forward started (engine bookkeeping)
@@ -70,8 +71,9 @@ class StepBatch {
   std::vector<uint8_t> pending_;      // [n_chunks] 1 when the chunk's last token is pending
   std::vector<ForwardRequest> requests_;
   LogitsOutput out_;
-  // Grammar rows only: the token mask and the masked copy of the row (reused across jobs and steps).
-  std::vector<uint32_t> grammar_mask_;
+  // Grammar rows only: their token masks (one per grammar job, in job order) and the masked copy of
+  // the row being sampled (reused across jobs and steps).
+  std::vector<uint32_t> grammar_masks_;
   std::vector<float> masked_row_;
 };
 

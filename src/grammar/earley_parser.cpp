@@ -29,7 +29,16 @@ void EarleyParser::add(uint32_t kind, uint32_t origin) {
 
 void EarleyParser::complete(uint32_t rule, uint32_t origin) {
   if (origin == kExternal) {
-    escaped_ = true;
+    // The parent sits in a set this local parser does not have. When only one item kind ever refers to
+    // `rule`, that parent must be of that kind (it predicted the rule), so its continuation is known
+    // up to its origin, which is external too. Otherwise the context decides: escape.
+    const uint32_t parent = tables_->sole_parent[rule];
+    if (parent == ParserTables::kManyParents) {
+      escaped_ = true;
+      return;
+    }
+    const ItemKind& pk = tables_->kinds[parent];
+    add(pk.star ? parent : pk.advanced, kExternal);
     return;
   }
   // Parents waiting for `rule` in the origin set. When origin is the set being built, the range grows

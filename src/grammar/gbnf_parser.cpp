@@ -7,6 +7,7 @@
 #include <string>
 
 #include "grammar/grammar_builder.h"
+#include "grammar/regex_compiler.h"
 
 namespace ds::grammar {
 
@@ -16,10 +17,11 @@ using Ranges = std::vector<CodepointRange>;
 
 class GbnfParser {
  public:
-  GbnfParser(std::string_view text, const GrammarLimits& limits) : t_(text), limits_(limits), b_(limits) {}
+  GbnfParser(std::string_view text, const GrammarLimits& limits, bool lark)
+      : t_(text), limits_(limits), b_(limits), lark_(lark) {}
 
   Result<Grammar> run() {
-    rule_id("root");  // rule 0
+    rule_id(lark_ ? "start" : "root");  // rule 0
     skip_space(true);
     while (!at_end()) {
       DS_TRY(parse_rule());
@@ -55,7 +57,7 @@ class GbnfParser {
       const char c = peek();
       if (c == ' ' || c == '\t' || (newlines && (c == '\n' || c == '\r'))) {
         ++pos_;
-      } else if (c == '#') {
+      } else if (c == '#' || (lark_ && c == '/' && peek(1) == '/')) {
         while (!at_end() && peek() != '\n') ++pos_;
       } else {
         break;
@@ -81,12 +83,25 @@ class GbnfParser {
     return id;
   }
 
+  // "::=" in GBNF, ":" in Lark.
+  size_t definition_length() const {
+    if (lark_) return peek() == ':' ? 1 : 0;
+    return t_.substr(pos_, 3) == "::=" ? 3 : 0;
+  }
+
   Status parse_rule() {
+    if (lark_ && peek() == '%')
+      return {ErrorCode::grammar_unsupported,
+              error("Lark directives (%import, %ignore, ...) are not supported").message()};
+    if (lark_ && (peek() == '?' || peek() == '!')) ++pos_;  // inlining / keep-tokens marks: same language
     const std::string name = parse_name();
     if (name.empty()) return error("expected a rule name");
     skip_space(false);
-    if (t_.substr(pos_, 3) != "::=") return error("expected '::='");
-    pos_ += 3;
+    if (lark_ && peek() == '.')
+      return {ErrorCode::grammar_unsupported, error("rule priorities are not supported").message()};
+    const size_t def = definition_length();
+    if (def == 0) return error(lark_ ? "expected ':'" : "expected '::='");
+    pos_ += def;
     skip_space(true);  // the body may start on the next line
     if (defined_.count(name)) return error(fmt::format("rule '{}' is defined twice", name));
     defined_.insert({name, true});
@@ -119,11 +134,25 @@ class GbnfParser {
     skip_space(depth > 0);
     while (!at_end()) {
       const char c = peek();
-      if (c == '|' || c == ')' || c == '\n' || c == '\r') break;
+      if (c == '|' || c == ')' || c == '\n' || c == '\r' || (lark_ && c == ']')) break;
       // A name followed by '::=' is the next rule (a missing newline is tolerated only at depth 0).
       Element atom{};
+      if (lark_ && (c == '?' || c == '!') && depth == 0) {
+        break;  // the next rule's mark
+      }
       if (c == '"') {
         DS_ASSIGN_OR_RETURN(atom, parse_literal());
+        if (lark_ && peek() == 'i')
+          return Status{ErrorCode::grammar_unsupported, error("case-insensitive literals").message()};
+      } else if (lark_ && c == '/') {
+        DS_ASSIGN_OR_RETURN(atom, parse_lark_regex());
+      } else if (lark_ && c == '[') {
+        ++pos_;
+        DS_ASSIGN_OR_RETURN(std::vector<Alternative> inner, parse_alternatives(depth + 1));
+        skip_space(true);
+        if (peek() != ']') return error("expected ']'");
+        ++pos_;
+        atom = b_.optional(b_.choice(std::move(inner), "group"));
       } else if (c == '[') {
         DS_ASSIGN_OR_RETURN(atom, parse_class());
       } else if (c == '.') {
@@ -140,10 +169,10 @@ class GbnfParser {
         const size_t save = pos_;
         const std::string name = parse_name();
         skip_space(false);
-        if (t_.substr(pos_, 3) == "::=") {
+        if (definition_length() > 0) {
           pos_ = save;
           if (depth == 0) break;
-          return error("'::=' inside a group");
+          return error("a rule definition inside a group");
         }
         pos_ = save + name.size();
         atom = GrammarBuilder::ref(rule_id(name));
@@ -170,6 +199,11 @@ class GbnfParser {
 
   Status parse_repetition(Alternative& seq, Element atom) {
     while (!at_end()) {
+      if (lark_) {  // Lark writes "x ~ 3" with spaces
+        const size_t save = pos_;
+        skip_space(false);
+        if (peek() != '~') pos_ = save;
+      }
       const char c = peek();
       int64_t min = 0, max = -1;
       if (c == '*') {
@@ -180,7 +214,16 @@ class GbnfParser {
       } else if (c == '?') {
         max = 1;
         ++pos_;
-      } else if (c == '{') {
+      } else if (lark_ && c == '~') {
+        ++pos_;
+        skip_space(false);
+        DS_ASSIGN_OR_RETURN(min, parse_int());
+        max = min;
+        if (t_.substr(pos_, 2) == "..") {
+          pos_ += 2;
+          DS_ASSIGN_OR_RETURN(max, parse_int());
+        }
+      } else if (!lark_ && c == '{') {
         ++pos_;
         skip_space(false);
         DS_ASSIGN_OR_RETURN(min, parse_int());
@@ -285,6 +328,29 @@ class GbnfParser {
     }
   }
 
+  // Lark /regex/flags: the regex compiler's subset; flags are not supported.
+  Result<Element> parse_lark_regex() {
+    ++pos_;  // '/'
+    std::string pattern;
+    while (true) {
+      if (at_end() || peek() == '\n') return error("unterminated /regex/");
+      if (peek() == '/') break;
+      if (peek() == '\\' && peek(1) == '/') {
+        pattern += '/';
+        pos_ += 2;
+        continue;
+      }
+      if (peek() == '\\') pattern += t_[pos_++];
+      pattern += t_[pos_++];
+    }
+    ++pos_;
+    if (!at_end() && std::isalpha(static_cast<unsigned char>(peek())))
+      return Status{ErrorCode::grammar_unsupported, error("regex flags").message()};
+    Result<Element> e = add_regex(b_, pattern, limits_);
+    if (!e.ok()) return Status{e.status().code(), error(e.status().message()).message()};
+    return e;
+  }
+
   Result<Element> parse_literal() {
     ++pos_;  // '"'
     std::string bytes;
@@ -328,6 +394,7 @@ class GbnfParser {
   std::string_view t_;
   const GrammarLimits& limits_;
   GrammarBuilder b_;
+  bool lark_ = false;
   size_t pos_ = 0;
   std::map<std::string, uint32_t> ids_;
   std::map<std::string, bool> defined_;
@@ -336,8 +403,17 @@ class GbnfParser {
 }  // namespace
 
 Result<Grammar> compile_gbnf(std::string_view text, const GrammarLimits& limits) {
-  GbnfParser p(text, limits);
+  GbnfParser p(text, limits, false);
   return p.run();
+}
+
+Result<Grammar> compile_lark(std::string_view text, const GrammarLimits& limits) {
+  GbnfParser p(text, limits, true);
+  return p.run();
+}
+
+Result<Grammar> compile_ebnf(std::string_view text, const GrammarLimits& limits) {
+  return text.find("::=") != std::string_view::npos ? compile_gbnf(text, limits) : compile_lark(text, limits);
 }
 
 }  // namespace ds::grammar

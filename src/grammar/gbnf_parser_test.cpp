@@ -119,6 +119,55 @@ TEST(Gbnf, ErrorsNameLineAndColumn) {
   }
 }
 
+TEST(Lark, JsonSubsetSamplesParseAsJson) {
+  Result<Grammar> g = compile_ebnf(R"L(
+// a JSON subset in Lark
+?start: value
+?value: object | array | STRING | NUMBER | "true" | "false" | "null"
+object: "{" [pair ("," pair)*] "}"
+pair: STRING ":" value
+array: "[" [value ("," value)*] "]"
+STRING: /"[a-z ]{0,8}"/
+NUMBER: /-?[1-9][0-9]{0,2}/ | "0"
+)L");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  const ParserTables t = ParserTables::build(*g);
+  EXPECT_TRUE(testing::grammar_accepts(t, R"({"a b":[1,-20,{}],"c":null})"));
+  EXPECT_FALSE(testing::grammar_accepts(t, R"({"a":01})"));
+  std::mt19937 rng(8);
+  int n_done = 0;
+  for (int i = 0; i < 200; ++i) {
+    std::optional<std::string> s = sample(t, rng, 200);
+    if (!s) continue;
+    ++n_done;
+    EXPECT_TRUE(nlohmann::json::accept(*s)) << *s;
+  }
+  EXPECT_GT(n_done, 50);
+}
+
+TEST(Lark, VllmSqlExampleAndRepetition) {
+  Result<Grammar> g = compile_lark(R"L(
+start: select_statement
+select_statement: "SELECT " column " from " table " where " condition
+column: "col_1" | "col_2"
+table: "table_1"
+     | "table_2"
+condition: column "=" number
+number: DIGIT ~ 1..3
+DIGIT: /[0-9]/
+)L");
+  ASSERT_TRUE(g.ok()) << g.status().to_string();
+  EXPECT_TRUE(testing::grammar_accepts(*g, "SELECT col_1 from table_2 where col_2=123"));
+  EXPECT_FALSE(testing::grammar_accepts(*g, "SELECT col_1 from table_2 where col_2=1234"));
+  EXPECT_FALSE(testing::grammar_accepts(*g, "SELECT col_3 from table_2 where col_2=1"));
+  for (const char* bad :
+       {"%import common.NUMBER\nstart: NUMBER", "start: \"a\"i", "start: /a/i", "start.2: \"a\""}) {
+    Result<Grammar> e = compile_lark(bad);
+    ASSERT_FALSE(e.ok()) << bad;
+    EXPECT_EQ(e.status().code(), ErrorCode::grammar_unsupported) << bad << ": " << e.status().message();
+  }
+}
+
 TEST(GrammarCompiler, CachesBySpecAndReportsErrors) {
   auto vocab = std::make_shared<const TokenTrie>(TokenTrie::build({"", "a", "b", "{}", "\""}, 0));
   GrammarCompiler compiler(vocab);

@@ -21,6 +21,7 @@ class GrammarBuilder {
   uint32_t new_rule(std::string name);
   void add_alternative(uint32_t rule, Alternative alt);
   size_t n_rules() const { return grammar_.rules.size(); }
+  size_t n_elements() const { return n_elements_; }
   bool has_alternatives(uint32_t rule) const { return !grammar_.rules[rule].alternatives.empty(); }
 
   Element bytes(const ByteSet& set);

@@ -51,7 +51,7 @@ Result<Grammar> GrammarCompiler::build_grammar(const GrammarSpec& spec, const Gr
     case GrammarSpec::Kind::regex:
       return compile_regex(spec.source, limits);
     case GrammarSpec::Kind::gbnf:
-      return compile_gbnf(spec.source, limits);
+      return compile_ebnf(spec.source, limits);
     case GrammarSpec::Kind::choice:
       return choice_grammar(spec.choices, limits);
   }

@@ -21,7 +21,7 @@ namespace ds::grammar {
 struct GrammarSpec {
   enum class Kind { json_schema, json_object, regex, gbnf, choice };
   Kind kind = Kind::json_object;
-  std::string source;                // schema JSON text, regex or GBNF text
+  std::string source;                // schema JSON text, regex, or grammar text (GBNF, else Lark)
   std::vector<std::string> choices;  // Kind::choice: the output is exactly one of them
   bool flexible_whitespace = false;  // JSON kinds
 };

@@ -60,6 +60,9 @@ std::string escape_pointer_token(const std::string& key) {
   return out;
 }
 
+// Items schemas up to this many grammar elements get a second copy for the first array element.
+constexpr size_t kDuplicateItemsElements = 400;
+
 class SchemaCompiler {
  public:
   SchemaCompiler(const json& root, const JsonSchemaOptions& options)
@@ -116,10 +119,9 @@ class SchemaCompiler {
     Result<Element> e = add_regex(b_, pattern, o_.limits);
     return *e;  // internal patterns are known good
   }
-  Element number() {
-    if (!number_) number_ = regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?");
-    return *number_;
-  }
+  // A rule per use, not shared: a rule with one parent completes without escaping the token cache
+  // (ParserTables::sole_parent), so the digits of a number stay a cached state.
+  Element number() { return regex("-?(0|[1-9][0-9]*)(\\.[0-9]+)?([eE][+-]?[0-9]+)?"); }
   // One JSON string character: unescaped (no '"', '\\', controls) or an escape (no lone surrogates).
   Element string_char() {
     if (!string_char_) {
@@ -563,10 +565,18 @@ class SchemaCompiler {
       }
     }
     std::optional<Element> item = any_value();
+    // The items schema is compiled twice when it is small: once for the first element and once for
+    // the others (after a comma), so each copy has one parent and the token cache walks through it
+    // (ParserTables::sole_parent). A large one is shared.
+    std::optional<Element> first_item;
     if (s.contains("items")) {
+      const size_t before = b_.n_elements();
       Result<Element> e = compile(s["items"], path + "/items", depth + 1);
       if (e.ok()) {
         item = *e;
+        if (b_.n_elements() - before <= kDuplicateItemsElements) {
+          DS_ASSIGN_OR_RETURN(first_item, compile(s["items"], path + "/items", depth + 1));
+        }
       } else if (e.status().code() == ErrorCode::grammar_empty) {
         item.reset();  // items: false (or an empty schema): only the prefix
       } else {
@@ -596,7 +606,14 @@ class SchemaCompiler {
       const uint32_t one = b_.new_rule("item");
       b_.add_alternative(one, {sep, *item});
       DS_TRY(b_.append_repeat(with_comma, GrammarBuilder::ref(one), extra_min, extra_max));
-      DS_TRY(b_.append_separated(without, *item, sep, extra_min, extra_max));
+      Alternative body{first_item.value_or(*item)};
+      DS_TRY(b_.append_repeat(body, GrammarBuilder::ref(one), std::max<int64_t>(0, extra_min - 1),
+                              extra_max < 0 ? -1 : extra_max - 1));
+      if (extra_min > 0) {
+        without = std::move(body);
+      } else {
+        without.push_back(b_.optional(b_.choice({body}, "seq")));
+      }
       b_.add_alternative(items_tail, with_comma);
       b_.add_alternative(items_tail_first, without);
     } else {
@@ -631,7 +648,7 @@ class SchemaCompiler {
   std::chrono::steady_clock::time_point started_;
   std::map<std::string, uint32_t> ref_rules_;
   std::optional<uint32_t> ws_rule_, any_value_, any_object_;
-  std::optional<Element> number_, string_char_, plain_string_;
+  std::optional<Element> string_char_, plain_string_;
 };
 
 }  // namespace

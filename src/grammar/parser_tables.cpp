@@ -25,6 +25,17 @@ ParserTables ParserTables::build(const Grammar& g) {
       }
     }
   }
+  constexpr uint32_t kUnset = 0xfffffffeu;
+  t.sole_parent.assign(g.rules.size(), kUnset);
+  for (uint32_t k = 0; k < t.kinds.size(); ++k) {
+    const ItemKind& kind = t.kinds[k];
+    if (kind.next != ItemKind::Next::rule) continue;
+    uint32_t& sole = t.sole_parent[kind.index];
+    sole = sole == kUnset ? k : (sole == k ? k : kManyParents);
+  }
+  for (uint32_t& sole : t.sole_parent)
+    if (sole == kUnset) sole = kManyParents;
+  if (!t.sole_parent.empty()) t.sole_parent[0] = kManyParents;  // the start rule also has the implicit top
   // Nullable rules by fixpoint: an alternative is nullable when each element is starred or a nullable rule.
   t.nullable.assign(g.rules.size(), 0);
   for (bool changed = true; changed;) {

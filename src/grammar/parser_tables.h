@@ -22,6 +22,11 @@ struct ParserTables {
   std::vector<ItemKind> kinds;
   std::vector<std::vector<uint32_t>> rule_starts;  // per rule: item kinds with the dot at 0
   std::vector<uint8_t> nullable;                   // per rule: derives the empty string
+  // Per rule: the one item kind that refers to it (every reference sits at the same element of the
+  // same alternative), or kManyParents. When such a rule completes in local mode, its parent's kind is
+  // known even though the parent's set is not: the token cache walks on instead of escaping.
+  std::vector<uint32_t> sole_parent;
+  static constexpr uint32_t kManyParents = 0xffffffffu;
   std::vector<ByteSet> byte_sets;
 
   static ParserTables build(const Grammar& g);

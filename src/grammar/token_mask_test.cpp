@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "grammar/gbnf_parser.h"
+#include "grammar/json_schema_compiler.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/testing/grammar_fixtures.h"
 #include "grammar/token_bitmask.h"
@@ -65,6 +67,42 @@ TEST(TokenMask, FastEqualsReferenceOnRandomVocabularies) {
       auto cg = testing::compile_for(*g, vocab);
       for (int walk = 0; walk < 6; ++walk) check_walk(cg, rng, 40, pattern);
       EXPECT_GT(cg->n_cached_states(), 0u);
+    }
+  }
+}
+
+TEST(TokenMask, FastEqualsReferenceOnSchemaAndGbnfGrammars) {
+  std::vector<Grammar> grammars;
+  JsonSchemaOptions flexible;
+  flexible.flexible_whitespace = true;
+  for (
+      const char* schema : {
+          R"({"type":"object","properties":{"a":{"type":"string","maxLength":5},"b":{"type":"array",
+               "items":{"type":"integer","minimum":-20,"maximum":300},"maxItems":4},"c":{"enum":["x","yz",null]}},
+               "required":["a"]})",
+          R"({"$defs":{"n":{"type":"object","properties":{"v":{"type":["integer","string"]},"k":{"type":"array",
+               "items":{"$ref":"#/$defs/n"}}},"required":["v"]}},"$ref":"#/$defs/n"})",
+          R"({"type":"object","properties":{"d":{"type":"string","format":"date"},"e":{"type":"string",
+               "format":"email"},"f":{"anyOf":[{"type":"number"},{"type":"boolean"}]}}})",
+      }) {
+    for (const JsonSchemaOptions& o : {JsonSchemaOptions{}, flexible}) {
+      Result<Grammar> g = compile_json_schema(schema, o);
+      ASSERT_TRUE(g.ok()) << g.status().to_string();
+      grammars.push_back(std::move(*g));
+    }
+  }
+  Result<Grammar> any = compile_any_json_object();
+  ASSERT_TRUE(any.ok());
+  grammars.push_back(std::move(*any));
+  Result<Grammar> expr = compile_gbnf("root ::= e\ne ::= e \"+\" t | t\nt ::= [0-9]+ | \"(\" e \")\"\n");
+  ASSERT_TRUE(expr.ok()) << expr.status().to_string();
+  grammars.push_back(std::move(*expr));
+  std::mt19937 rng(99);
+  for (size_t i = 0; i < grammars.size(); ++i) {
+    for (int trial = 0; trial < 3; ++trial) {
+      auto vocab = testing::random_vocab(rng, "{}[]\":, \n0123456789-+.eEabvkxyzTF@()\xc3\xa9", 800, 5);
+      auto cg = testing::compile_for(grammars[i], vocab);
+      for (int walk = 0; walk < 5; ++walk) check_walk(cg, rng, 40, "grammar " + std::to_string(i));
     }
   }
 }

@@ -122,6 +122,16 @@ async function post(port, route, body) {
       const parsed = JSON.parse(r.body.choices[0].message.content);
       assert.ok(Array.isArray(parsed) && parsed.length <= 4 && parsed.every(Number.isInteger), r.body.choices[0].message.content);
     }
+    // The Lark subset through the same field (no "::=": Lark).
+    {
+      const lark = 'start: "[" [NUM ("," NUM) ~ 0..3] "]"\nNUM: /-?[1-9][0-9]?/\n';
+      const r = await post(server.port, '/v1/chat/completions',
+                           { model: 'tiny', messages, temperature: 1, seed: 13, max_tokens: 60,
+                             structured_outputs: { grammar: lark } });
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      const parsed = JSON.parse(r.body.choices[0].message.content);
+      assert.ok(Array.isArray(parsed) && parsed.length <= 4 && parsed.every(Number.isInteger), r.body.choices[0].message.content);
+    }
     // Completions with SGLang's regex; Responses with text.format json_schema.
     {
       const r = await post(server.port, '/v1/completions',
