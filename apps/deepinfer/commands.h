@@ -17,7 +17,7 @@ void add_inspect_command(CLI::App& app, CommandContext& ctx);
 void add_tokenize_commands(CLI::App& app, CommandContext& ctx);  // tokenize + detokenize
 void add_make_model_command(CLI::App& app, CommandContext& ctx);
 void add_serve_command(CLI::App& app, CommandContext& ctx);
-void add_route_command(CLI::App& app, CommandContext& ctx);  // links no model code (docs/router.md)
+void add_route_command(CLI::App& app, CommandContext& ctx);   // links no model code (docs/router.md)
 void add_bench_commands(CLI::App& app, CommandContext& ctx);  // bench serve + bench plot
 void add_bench_serve_command(CLI::App& bench, CommandContext& ctx);
 void add_bench_plot_command(CLI::App& bench, CommandContext& ctx);

@@ -99,8 +99,8 @@ class Engine {
     bool grammar_active = false;                       // past grammar_after_token (or from the start)
     bool in_scheduler = false;                         // Scheduler::finish still owed
     bool in_flight = false;                            // a row in the step being computed
-    bool prompt_tiered = false;                        // the prompt's blocks were handed to the KV tier writer
-    int64_t n_blocks_tiered = 0;                       // blocks [0, n) of its table were handed to the writer
+    bool prompt_tiered = false;   // the prompt's blocks were handed to the KV tier writer
+    int64_t n_blocks_tiered = 0;  // blocks [0, n) of its table were handed to the writer
     ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
   };
 

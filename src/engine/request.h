@@ -34,8 +34,8 @@ struct Request {
   std::optional<SteadyTime> deadline;  // past it the request is dropped and reported (deadline_exceeded)
   std::string cache_salt;              // prefix-cache scope: only requests with the same salt share blocks
   std::string tenant;                  // fair share between tenants (empty = the default tenant)
-  std::string cache_class;             // KV tier traffic class (TTL per class, kvcache/tier_ttl.h); "" = default
-  bool detokenize = true;              // fill TokenEvent::text (stop strings need it)
+  std::string cache_class;  // KV tier traffic class (TTL per class, kvcache/tier_ttl.h); "" = default
+  bool detokenize = true;   // fill TokenEvent::text (stop strings need it)
   // Structured output: every sampled token is masked to what the grammar allows next (EOS only where
   // the grammar accepts); the request ends (stop) once the grammar is complete. Must be compiled
   // against this engine's tokenizer. Logprobs then describe the masked distribution (docs/grammar.md).
