@@ -657,7 +657,7 @@ Result<Grammar> compile_json_schema(std::string_view schema_json, const JsonSche
   json schema;
   try {
     schema = json::parse(schema_json);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers that overflow
     return Status{ErrorCode::grammar_bad_input, fmt::format("json schema: not JSON: {}", e.what())};
   }
   SchemaCompiler c(schema, options);

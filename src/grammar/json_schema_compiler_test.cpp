@@ -33,6 +33,15 @@ TEST(JsonSchema, ObjectsWithRequiredAndOptionalProperties) {
     EXPECT_FALSE(grammar_accepts(g, no)) << no;
 }
 
+// A number nlohmann cannot represent throws out_of_range, not parse_error: still a bad-input error, never a
+// throw (found by grammar_compile_fuzz; the input is in its corpus).
+TEST(JsonSchema, NumberOverflowIsBadInput) {
+  Result<Grammar> g = compile_json_schema("9991.08947908947983491E93491\n \"", JsonSchemaOptions{});
+  ASSERT_FALSE(g.ok());
+  EXPECT_EQ(g.status().code(), ErrorCode::grammar_bad_input);
+  EXPECT_NE(g.status().message().find("not JSON"), std::string::npos) << g.status().message();
+}
+
 TEST(JsonSchema, FlexibleWhitespace) {
   JsonSchemaOptions o;
   o.flexible_whitespace = true;
