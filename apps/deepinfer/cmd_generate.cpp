@@ -87,6 +87,8 @@ Result<std::vector<int32_t>> encode_prompt(const Tokenizer& tok, const GenerateO
 
 int run_generate(const GenerateOptions& o) {
   const std::string cmd = "generate";
+  if (Status st = check_default_model_dir(o.model_dir, DS_DEFAULT_MODEL_DIR); !st.ok())
+    return report_usage_error(cmd, st.message());
   if (!o.input.empty())
     return run_offline_batch({.model_dir = o.model_dir,
                               .input_path = o.input,

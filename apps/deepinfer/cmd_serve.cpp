@@ -82,6 +82,8 @@ sigset_t block_stop_signals() {
 
 int run_serve(const ServeOptions& o) {
   const std::string cmd = "serve";
+  if (Status st = check_default_model_dir(o.model_dir, DS_DEFAULT_MODEL_DIR); !st.ok())
+    return report_usage_error(cmd, st.message());
   if (o.port < 0 || o.port > 65535) return report_usage_error(cmd, "--port must be in [0, 65535]");
   if (o.max_model_len < 2) return report_usage_error(cmd, "--max-model-len must be >= 2");
   if (o.default_max_tokens < 1) return report_usage_error(cmd, "--default-max-tokens must be >= 1");

@@ -1,6 +1,7 @@
 #include "command_support.h"
 
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "model/v4_numerics_options.h"
@@ -10,6 +11,17 @@ namespace ds::cli {
 Status check_numerics_option(const std::string& text) {
   Result<V4Numerics> num = parse_v4_numerics(text);
   return num.ok() ? ok_status() : num.status();
+}
+
+Status check_default_model_dir(const std::string& model_dir, const std::string& default_model_dir) {
+  if (model_dir != default_model_dir ||
+      std::filesystem::exists(std::filesystem::path(model_dir) / "config.json"))
+    return ok_status();
+  return Status(
+      ErrorCode::invalid_argument,
+      "no --model given, and the built-in demo model in " + model_dir +
+          " has no trained weights in this checkout yet (docs/demo-model.md); pass --model DIR, e.g. "
+          "a checkpoint from `deepinfer make-model`");
 }
 
 Result<Isa> parse_isa_option(const std::string& value) {

@@ -24,6 +24,10 @@ int report_usage_error(const std::string& command, const std::string& message);
 // whether the model has those options is the model factory's to say).
 Status check_numerics_option(const std::string& text);
 
+// invalid_argument when `model_dir` is the built-in default and has no config.json: the demo model's
+// weights are not in every checkout yet (docs/demo-model.md), so say that rather than name a missing file.
+Status check_default_model_dir(const std::string& model_dir, const std::string& default_model_dir);
+
 // --numerics of logits / generate / serve (model/v4_numerics_options.h; docs/numerics.md).
 inline constexpr const char* kNumericsOptionHelp =
     "V4 numerics: production | no-bf16 | key=value,... (bf16=on|off, bf16_points=a+b|-a+b, "
