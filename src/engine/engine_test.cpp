@@ -131,7 +131,10 @@ TEST_P(EngineModes, SharedPrefixIsServedFromTheCacheAndGivesTheSameTokens) {
 }
 
 TEST_P(EngineModes, PreemptionUnderBlockPressureKeepsOutputsExact) {
-  FakeModelRunner model(FakeModelOptions{});
+  // 2 ms per forward: all 16 submissions land while the first steps run, so the requests do meet in the
+  // pool (with an instant fake model a loaded machine could finish the first ones before the last arrive,
+  // and then nothing is preempted).
+  FakeModelRunner model(FakeModelOptions{.step_sleep_us = 2000});
   EngineConfig cfg = test_config(GetParam());
   cfg.n_kv_blocks = 40;  // 320 tokens for 16 requests of ~60 tokens: they cannot all stay
   cfg.enable_prefix_caching = false;
