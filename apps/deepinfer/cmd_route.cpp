@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "client_api_keys.h"
 #include "cluster/router/router_service.h"
 #include "cluster/router/worker_address.h"
 #include "command_support.h"
@@ -96,16 +97,8 @@ int run_route(const RouteOptions& o) {
   server_config.port = static_cast<uint16_t>(o.port);
   server_config.n_io_threads = o.io_threads;
   server_config.retry_after_s = o.retry_after_s;
-  if (!o.api_keys.empty()) {
-    Result<server::ApiKeySet> keys = server::ApiKeySet::from_keys(o.api_keys);
-    if (!keys.ok()) return report_usage_error(cmd, "--api-key: " + keys.status().message());
-    server_config.api_keys.merge(*keys);
-  }
-  if (!o.api_key_file.empty()) {
-    Result<server::ApiKeySet> keys = server::ApiKeySet::from_file(o.api_key_file);
-    if (!keys.ok()) return report_error(cmd, keys.status());
-    server_config.api_keys.merge(*keys);
-  }
+  if (int rc = load_client_api_keys(cmd, o.api_keys, o.api_key_file, server_config.api_keys); rc != 0)
+    return rc;
   if (Status st = server::validate_server_config(server_config); !st.ok())
     return report_usage_error(cmd, st.message());
 

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "client_api_keys.h"
 #include "command_support.h"
 #include "commands.h"
 #include "engine/engine.h"
@@ -101,16 +102,8 @@ int run_serve(const ServeOptions& o) {
   server_config.max_body_bytes = o.max_body_bytes;
   server_config.max_connections = o.max_connections;
   server_config.retry_after_s = o.retry_after_s;
-  if (!o.api_keys.empty()) {
-    Result<server::ApiKeySet> keys = server::ApiKeySet::from_keys(o.api_keys);
-    if (!keys.ok()) return report_usage_error(cmd, "--api-key: " + keys.status().message());
-    server_config.api_keys.merge(*keys);
-  }
-  if (!o.api_key_file.empty()) {
-    Result<server::ApiKeySet> keys = server::ApiKeySet::from_file(o.api_key_file);
-    if (!keys.ok()) return report_error(cmd, keys.status());
-    server_config.api_keys.merge(*keys);
-  }
+  if (int rc = load_client_api_keys(cmd, o.api_keys, o.api_key_file, server_config.api_keys); rc != 0)
+    return rc;
   if (Status st = server::validate_server_config(server_config); !st.ok())
     return report_usage_error(cmd, st.message());
 
