@@ -57,8 +57,11 @@ OutputParserOptions output_parser_options(const ChatRequest& request, const Rend
                                                    : OutputStart::content;
   // A client prefix ("prefix": true) is continued mid-text: its newlines are the model's to keep.
   options.drop_leading_newlines = request.messages.empty() || !request.messages.back().prefix;
-  // DSML is the V4/V4.1 tool format; V3 has its own tool tokens and no DSML.
-  options.parse_tool_calls = prompt.encoding_name != "deepseek_v3";
+  // DSML is the V4/V4.1 tool format; V3 has its own tool tokens, and no thinking switch: a V3
+  // model that thinks (R1-style, the demo model) opens its reply with `<think>`.
+  const bool v3 = prompt.encoding_name == "deepseek_v3";
+  options.tool_markup = v3 ? ToolCallMarkup::v3 : ToolCallMarkup::dsml;
+  options.think_tag_opens_reasoning = v3;
   options.json_object = request.response_format.kind == ResponseFormatKind::json_object;
   options.stop_sequences = request.sampling.stop;
   return options;

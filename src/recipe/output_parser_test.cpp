@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "recipe/dsml_render.h"
+#include "recipe/encoding.h"
 
 namespace ds::recipe {
 namespace {
@@ -259,6 +260,84 @@ TEST(OutputParser, DsmlToolCallsRoundTripBothDialects) {
   }
 }
 
+EncodingOptions v3_encoding() {
+  EncodingOptions options;
+  options.kind = PromptEncodingKind::deepseek_v3;
+  return options;
+}
+
+// The assistant turn the V3 encoding renders for `calls`, as the model would write it.
+std::string v3_rendered_reply(const std::string& content, const std::vector<ToolCall>& calls) {
+  ChatRequest request;
+  Message user;
+  user.role = Role::user;
+  user.content = "hi";
+  Message reply;
+  reply.role = Role::assistant;
+  reply.content = content;
+  reply.tool_calls = calls;
+  request.messages = {user, reply};
+  Result<RenderedPrompt> prompt = render_prompt_v3(request, v3_encoding());
+  EXPECT_TRUE(prompt.ok());
+  if (!prompt.ok()) return {};
+  const std::string text = prompt->text();
+  // The first header opens the reply (the prompt ends with the next turn's header).
+  const size_t begin = text.find("<｜Assistant｜>") + std::string_view("<｜Assistant｜>").size();
+  const size_t end = text.find("<｜end▁of▁sentence｜>", begin);
+  return text.substr(begin, end - begin);
+}
+
+OutputParserOptions v3_options() {
+  OutputParserOptions o;
+  o.tool_markup = ToolCallMarkup::v3;
+  o.think_tag_opens_reasoning = true;
+  return o;
+}
+
+TEST(OutputParser, V3ToolCallsRoundTripTheEncoding) {
+  const std::vector<ToolCall> calls = {
+      {"call_0", "calculator", R"({"expression": "12 * 34"})"},
+      {"call_1", "now", ""},
+      {"call_2", "lookup", R"({"word": "日本 \"x\"", "n": [1, 2]})"},
+  };
+  const std::string output = v3_rendered_reply("Let me check.", calls);
+  ASSERT_NE(output.find("<｜tool▁calls▁begin｜>"), std::string::npos) << output;
+  SCOPED_TRACE(output);
+  const Parsed p = parse_whole(output, v3_options());
+  EXPECT_EQ(p.text_of(OutputDeltaKind::content), "Let me check.");
+  ASSERT_EQ(p.n_tool_calls, 3);
+  for (int32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(p.tool_name(i), calls[static_cast<size_t>(i)].name);
+    const std::string& want_text = calls[static_cast<size_t>(i)].arguments_json;
+    const json got = json::parse(p.arguments(i), nullptr, false);
+    ASSERT_FALSE(got.is_discarded()) << p.arguments(i);
+    EXPECT_EQ(got, json::parse(want_text.empty() ? "{}" : want_text));
+  }
+  expect_split_invariant(output, v3_options(), 100);
+  // DSML options leave V3 markup as text (and the reverse).
+  EXPECT_EQ(parse_whole(output, OutputParserOptions{}).n_tool_calls, 0);
+  const std::string dsml = "x" + rendered_calls({calls[0]}, v41_dialect());
+  EXPECT_EQ(parse_whole(dsml, v3_options()).n_tool_calls, 0);
+}
+
+TEST(OutputParser, V3ThinkTagOpensReasoningOnlyAtTheStart) {
+  const std::string output = "<think>\n7 + 5 = 12, write 2, carry 1\n</think>\n\n17 + 5 = 22.";
+  const Parsed p = parse_whole(output, v3_options());
+  EXPECT_EQ(p.text_of(OutputDeltaKind::reasoning), "7 + 5 = 12, write 2, carry 1");
+  EXPECT_EQ(p.text_of(OutputDeltaKind::content), "17 + 5 = 22.");
+  expect_split_invariant(output, v3_options(), 100);
+  // Newlines first are still "the start"; text first is not.
+  EXPECT_EQ(parse_whole("\n<think>a</think>b", v3_options()).text_of(OutputDeltaKind::reasoning), "a");
+  const Parsed late = parse_whole("so <think>a</think>b", v3_options());
+  EXPECT_EQ(late.text_of(OutputDeltaKind::reasoning), "");
+  EXPECT_EQ(late.text_of(OutputDeltaKind::content), "so <think>ab");
+  // Only once: a second `<think>` after `</think>` is content.
+  EXPECT_EQ(parse_whole("<think>a</think>\n\n<think>b", v3_options()).text_of(OutputDeltaKind::content),
+            "<think>b");
+  // Off: the tag is text.
+  EXPECT_EQ(parse_whole("<think>a", OutputParserOptions{}).text_of(OutputDeltaKind::content), "<think>a");
+}
+
 TEST(OutputParser, ToolCallArgumentsStreamAsTheyArrive) {
   OutputParser parser(OutputParserOptions{});
   std::vector<OutputDelta> d = parser.feed("\n\n<｜DSML｜ calls>\n<｜DSML｜ invoke name=\"run\">\n");
@@ -383,13 +462,15 @@ TEST(OutputParser, OptionsFollowTheRenderedPrompt) {
   OutputParserOptions o = output_parser_options(request, prompt);
   EXPECT_EQ(o.start, OutputStart::reasoning);
   EXPECT_TRUE(o.json_object);
-  EXPECT_TRUE(o.parse_tool_calls);
+  EXPECT_EQ(o.tool_markup, ToolCallMarkup::dsml);
+  EXPECT_FALSE(o.think_tag_opens_reasoning);
   EXPECT_EQ(o.stop_sequences, std::vector<std::string>{"x"});
   prompt.generation_in_tool_calls = true;
   prompt.encoding_name = "deepseek_v3";
   o = output_parser_options(request, prompt);
   EXPECT_EQ(o.start, OutputStart::tool_calls);
-  EXPECT_FALSE(o.parse_tool_calls);
+  EXPECT_EQ(o.tool_markup, ToolCallMarkup::v3);
+  EXPECT_TRUE(o.think_tag_opens_reasoning);
   Message prefix;
   prefix.role = Role::assistant;
   prefix.prefix = true;

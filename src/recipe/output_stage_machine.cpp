@@ -8,21 +8,28 @@ namespace {
 
 // Indices of the fixed labels in patterns_; stop sequences follow from kFirstStop.
 enum : size_t {
-  kDsmlBegin,    // "<｜DSML｜": opens the tool block (after any newlines)
-  kDsmlEnd,      // "</｜DSML｜": closes a parameter or an invoke
-  kCallsEndV4,   // "</｜DSML｜tool_calls>"
-  kCallsEndV41,  // "</｜DSML｜ calls>"
-  kThinkEnd,     // "</think>"
-  kJsonFence,    // "```json\n"
-  kPlainFence,   // "```\n"
-  kJsonClose,    // "\n```"
-  kRawObject,    // "{"
-  kRawArray,     // "["
-  kInvokeName,   // "invoke name=\"" (V4 "<｜DSML｜invoke", V4.1 "<｜DSML｜ invoke")
-  kParamName,    // "parameter name=\""
-  kQuote,        // "\""
-  kTypeTrue,     // "true\">" (the end of ` string="true">`)
-  kTypeFalse,    // "false\">"
+  kDsmlBegin,     // "<｜DSML｜": opens the tool block (after any newlines)
+  kDsmlEnd,       // "</｜DSML｜": closes a parameter or an invoke
+  kCallsEndV4,    // "</｜DSML｜tool_calls>"
+  kCallsEndV41,   // "</｜DSML｜ calls>"
+  kThinkEnd,      // "</think>"
+  kJsonFence,     // "```json\n"
+  kPlainFence,    // "```\n"
+  kJsonClose,     // "\n```"
+  kRawObject,     // "{"
+  kRawArray,      // "["
+  kInvokeName,    // "invoke name=\"" (V4 "<｜DSML｜invoke", V4.1 "<｜DSML｜ invoke")
+  kParamName,     // "parameter name=\""
+  kQuote,         // "\""
+  kTypeTrue,      // "true\">" (the end of ` string="true">`)
+  kTypeFalse,     // "false\">"
+  kThinkBegin,    // "<think>" (think_tag_opens_reasoning)
+  kV3CallsBegin,  // V3 tool markers
+  kV3CallsEnd,
+  kV3CallBegin,
+  kV3CallEnd,
+  kV3Sep,
+  kNewline,
   kFirstStop,
 };
 
@@ -42,6 +49,13 @@ constexpr std::string_view kFixedLabels[kFirstStop] = {
     "\"",
     "true\">",
     "false\">",
+    "<think>",
+    "<｜tool▁calls▁begin｜>",
+    "<｜tool▁calls▁end｜>",
+    "<｜tool▁call▁begin｜>",
+    "<｜tool▁call▁end｜>",
+    "<｜tool▁sep｜>",
+    "\n",
 };
 
 // Labels emitted as argument text while a call's arguments are rebuilt as JSON.
@@ -94,6 +108,13 @@ bool OutputStageMachine::Branch::step(uint8_t byte) {
       if (!seen_first) newline_hit = byte == '\n';
       seen_first = true;
       return newline_hit;
+    case MatchKind::leading_string:
+      if (dead || matched >= pattern->text.size() || static_cast<uint8_t>(pattern->text[matched]) != byte) {
+        dead = true;
+        matched = 0;
+        return false;
+      }
+      return ++matched == pattern->text.size();
   }
   return false;
 }
@@ -101,6 +122,7 @@ bool OutputStageMachine::Branch::step(uint8_t byte) {
 uint32_t OutputStageMachine::Branch::match_len() const {
   switch (kind) {
     case MatchKind::string:
+    case MatchKind::leading_string:
       return matched;
     case MatchKind::newlines_and_string:
       return matched + newline_count;
@@ -125,7 +147,7 @@ OutputStageMachine::OutputStageMachine(const OutputParserOptions& options) : opt
       enter(Stage::reasoning, options_.drop_leading_newlines);
       break;
     case OutputStart::tool_calls:
-      enter(Stage::tool_calls, false);
+      enter(options_.tool_markup == ToolCallMarkup::v3 ? Stage::v3_tool_calls : Stage::tool_calls, false);
       break;
   }
 }
@@ -151,8 +173,10 @@ void OutputStageMachine::enter(Stage stage, bool leading) {
       add(MatchKind::string, i, Stage::finished, OutputAction::stop_sequence);
   };
   const auto add_tool_block_begin = [&] {
-    if (options_.parse_tool_calls)
+    if (options_.tool_markup == ToolCallMarkup::dsml)
       add(MatchKind::newlines_and_string, kDsmlBegin, Stage::tool_calls, OutputAction::skip);
+    if (options_.tool_markup == ToolCallMarkup::v3)
+      add(MatchKind::newlines_and_string, kV3CallsBegin, Stage::v3_tool_calls, OutputAction::skip);
   };
   switch (stage) {
     case Stage::content:
@@ -166,6 +190,8 @@ void OutputStageMachine::enter(Stage stage, bool leading) {
       }
       add_tool_block_begin();
       if (leading) add(MatchKind::leading_newline, 0, Stage::content, OutputAction::skip, {}, true);
+      if (leading && options_.think_tag_opens_reasoning && !reasoning_entered_)
+        add(MatchKind::leading_string, kThinkBegin, Stage::reasoning, OutputAction::skip, {}, true);
       add(MatchKind::string, kThinkEnd, Stage::content, OutputAction::skip_invalid);
       unmatched_ = options_.json_object ? OutputAction::to_space : OutputAction::content;
       break;
@@ -214,7 +240,33 @@ void OutputStageMachine::enter(Stage stage, bool leading) {
       add(MatchKind::string, kDsmlEnd, Stage::tool_arguments, OutputAction::skip);
       unmatched_ = OutputAction::arguments_raw;
       break;
+    case Stage::v3_tool_calls:
+      add(MatchKind::string, kV3CallBegin, Stage::v3_call_type, OutputAction::tool_call_begin);
+      add(MatchKind::string, kV3CallsEnd, Stage::finished, OutputAction::skip);
+      unmatched_ = OutputAction::skip;
+      break;
+    case Stage::v3_call_type:
+      add(MatchKind::string, kV3Sep, Stage::v3_tool_name, OutputAction::skip);
+      unmatched_ = OutputAction::skip;
+      break;
+    case Stage::v3_tool_name:
+      add(MatchKind::string, kNewline, Stage::v3_args_open, OutputAction::tool_name_end);
+      unmatched_ = OutputAction::tool_name;
+      break;
+    case Stage::v3_args_open:
+      add(MatchKind::string, kJsonFence, Stage::v3_arguments, OutputAction::skip);
+      unmatched_ = OutputAction::skip;
+      break;
+    case Stage::v3_arguments:
+      add(MatchKind::string, kJsonClose, Stage::v3_call_end, OutputAction::skip);
+      unmatched_ = OutputAction::arguments_raw;
+      break;
+    case Stage::v3_call_end:
+      add(MatchKind::string, kV3CallEnd, Stage::v3_tool_calls, OutputAction::skip);
+      unmatched_ = OutputAction::skip;
+      break;
     case Stage::reasoning:
+      reasoning_entered_ = true;  // a second `<think>` after `</think>` is content
       add_tool_block_begin();
       if (leading) add(MatchKind::leading_newline, 0, Stage::reasoning, OutputAction::skip, {}, true);
       // The answer after `</think>` always drops its leading newlines (the model writes "\n\n").

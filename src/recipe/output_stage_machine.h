@@ -23,12 +23,22 @@ enum class OutputStart {
   tool_calls,  // inside `<｜DSML｜ calls>` (a forced tool_choice opened it)
 };
 
+// Which tool-call markup the model writes.
+enum class ToolCallMarkup {
+  none,  // tool markup is text (raw Completions)
+  dsml,  // `<｜DSML｜…invoke name="…">` blocks (V4/V4.1)
+  v3,  // `<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\nARGS\n```<｜tool▁call▁end｜>…`
+};
+
 struct OutputParserOptions {
   OutputStart start = OutputStart::content;
   // Drop newlines at the start of reasoning and of content (the model writes "\n" after <think>
   // and </think>). Off when continuing a client's prefix and for raw Completions.
   bool drop_leading_newlines = true;
-  bool parse_tool_calls = true;  // recognise `<｜DSML｜` blocks (DSML encodings only)
+  ToolCallMarkup tool_markup = ToolCallMarkup::dsml;
+  // R1-style: a `<think>` as the first thing the model writes opens reasoning (encodings without a
+  // thinking switch in the prompt, V3: a model that thinks on its own, like the demo model).
+  bool think_tag_opens_reasoning = false;
   // response_format json_object: a "```json\n" or "```\n" fence or a raw `{`/`[` starts the JSON;
   // text outside it becomes spaces (one per byte), as DeepSeek's API does.
   bool json_object = false;
@@ -86,6 +96,12 @@ class OutputStageMachine {
     param_type,
     param_value_string,
     param_value_json,
+    v3_call_type,   // after `<｜tool▁call▁begin｜>`: "function" until `<｜tool▁sep｜>`
+    v3_tool_name,   // the name, until "\n"
+    v3_args_open,   // until "```json\n"
+    v3_arguments,   // JSON text, until "\n```"
+    v3_call_end,    // until `<｜tool▁call▁end｜>`
+    v3_tool_calls,  // between calls: the next `<｜tool▁call▁begin｜>` or `<｜tool▁calls▁end｜>`
     reasoning,
     finished,
   };
@@ -100,6 +116,7 @@ class OutputStageMachine {
     string,               // the label
     newlines_and_string,  // "\n*" then the label (the newlines are part of the match)
     leading_newline,      // a "\n" as the stage's first byte
+    leading_string,       // the label, only as the stage's first bytes
   };
   struct Branch {
     MatchKind kind = MatchKind::string;
@@ -113,6 +130,7 @@ class OutputStageMachine {
     uint32_t newline_count = 0;  // newlines_and_string: newlines before the label
     bool seen_first = false;     // leading_newline: the stage's first byte was seen
     bool newline_hit = false;    // leading_newline: and it was "\n"
+    bool dead = false;           // leading_string: a byte before the label completed did not fit
 
     // Feeds one byte; true when the branch completed on it.
     bool step(uint8_t byte);
@@ -135,6 +153,7 @@ class OutputStageMachine {
   OutputAction unmatched_ = OutputAction::content;
   std::vector<Branch> branches_;
   std::string stash_;  // bytes since the last emission (held back)
+  bool reasoning_entered_ = false;
 };
 
 }  // namespace ds::recipe

@@ -6,7 +6,7 @@ OutputParserOptions completions_parser_options(const CompletionRequest& request)
   OutputParserOptions options;
   options.start = OutputStart::content;
   options.drop_leading_newlines = false;
-  options.parse_tool_calls = false;
+  options.tool_markup = ToolCallMarkup::none;
   options.json_object = false;
   options.stop_sequences = request.sampling.stop;
   return options;

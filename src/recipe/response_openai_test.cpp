@@ -276,7 +276,7 @@ TEST(Completion, BodyAndParserOptions) {
   req.sampling.stop = {"\n\n"};
   const OutputParserOptions o = completions_parser_options(req);
   EXPECT_FALSE(o.drop_leading_newlines);
-  EXPECT_FALSE(o.parse_tool_calls);
+  EXPECT_EQ(o.tool_markup, ToolCallMarkup::none);
   OutputParser parser(o);
   CollectedOutput out;
   out.add(parser.feed("\nline one\n\nline two", 3));

@@ -1,7 +1,7 @@
 """Step 1: the training corpus as JSONL, one rendered document per line: {"kind", "segments":
 [[is_marker, text, trained], ...]}. Deterministic for a seed.
 
-usage: build_corpus.py --out DIR [--docs N] [--seed S]
+usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix general|arithmetic]
 """
 import argparse
 import json
@@ -12,10 +12,15 @@ import chat_format
 import data_sources
 import tasks
 
-MIX = [  # (kind, weight)
-    ("arithmetic", 30), ("arithmetic_think", 12), ("units", 7), ("json", 8), ("tools", 13),
-    ("definition", 12), ("multi_turn", 8), ("small_talk", 2), ("quote", 2), ("prose", 6),
-]
+MIXES = {  # name -> [(kind, weight)]
+    # phase 1: every skill
+    "general": [("arithmetic", 30), ("arithmetic_think", 12), ("units", 7), ("json", 8), ("tools", 13),
+                ("definition", 12), ("multi_turn", 8), ("small_talk", 2), ("quote", 2), ("prose", 6)],
+    # phase 2 (train_demo.sh): arithmetic was still climbing when the format skills had converged, so the
+    # second phase gives it 64% of the documents and keeps replaying the rest so nothing is forgotten
+    "arithmetic": [("arithmetic", 40), ("arithmetic_think", 24), ("units", 4), ("json", 4), ("tools", 8),
+                   ("definition", 8), ("multi_turn", 6), ("small_talk", 2), ("quote", 1), ("prose", 3)],
+}
 
 
 def make_document(kind, rng, words, fortunes, prose):
@@ -48,11 +53,12 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--docs", type=int, default=200000)
     ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--mix", choices=sorted(MIXES), default="general")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     words, fortunes, prose = load_sources()
-    kinds = [k for k, _ in MIX]
-    weights = [w for _, w in MIX]
+    kinds = [k for k, _ in MIXES[args.mix]]
+    weights = [w for _, w in MIXES[args.mix]]
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "corpus.jsonl")
     with open(path, "w", encoding="utf-8") as f:
@@ -61,7 +67,7 @@ def main():
             segs = make_document(kind, rng, words, fortunes, prose)
             f.write(json.dumps({"kind": kind, "segments": [[int(s.marker), s.text, int(s.trained)] for s in segs]},
                                ensure_ascii=False) + "\n")
-    print(f"wrote {path}: {args.docs} documents")
+    print(f"wrote {path}: {args.docs} documents, mix {args.mix}")
 
 
 if __name__ == "__main__":

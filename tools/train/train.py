@@ -5,7 +5,10 @@ MTP_WEIGHT times the MTP module's loss on the token after next. MoE balance: V3'
 auxiliary-loss-free bias, e_score_correction_bias += BIAS_RATE * sign(mean load - expert load)
 after every step (no auxiliary loss). Fixed seed; bf16 autocast on CPUs with AVX512-BF16.
 
-usage: train.py --data DIR --tokenizer TOKDIR --run RUNDIR [--steps N] [--export-every N]
+usage: train.py --data DIR --tokenizer TOKDIR --run RUNDIR [--steps N] [--export-every N] [--init-from CKPT]
+
+--init-from starts a new phase from another run's checkpoint: its weights, balancing biases and AdamW
+moments, with this run's own step count, learning-rate schedule, data and packer (a curriculum).
 """
 import argparse
 import json
@@ -32,9 +35,9 @@ def cpu_has_bf16():
         return False
 
 
-def lr_at(step, total, peak):
-    """Linear warm-up over min(200, total/10) steps, then cosine from peak to peak/10 at `total`."""
-    warmup = min(200, max(1, total // 10))
+def lr_at(step, total, peak, warmup_steps=200):
+    """Linear warm-up over min(warmup_steps, total/10) steps, then cosine from peak to peak/10 at `total`."""
+    warmup = min(warmup_steps, max(1, total // 10))
     if step < warmup:
         return peak * (step + 1) / warmup
     progress = min(1.0, (step - warmup) / max(1, total - warmup))
@@ -102,6 +105,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--save-every", type=int, default=25)
     ap.add_argument("--export-every", type=int, default=100)
+    ap.add_argument("--init-from", default="", help="checkpoint.pt of an earlier phase (weights + optimizer)")
+    ap.add_argument("--warmup", type=int, default=200, help="warm-up steps (at most steps/10)")
     ap.add_argument("--config", default="", help="JSON overrides of DemoConfig fields (tests use a tiny one)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -126,6 +131,13 @@ def main():
         torch.set_rng_state(ckpt["rng"])
         step, log = ckpt["step"], ckpt.get("log", [])
         print(f"resumed at step {step}", flush=True)
+    elif args.init_from:
+        ckpt = torch.load(args.init_from, map_location="cpu")
+        if ckpt["config"] != cfg.to_dict():
+            raise SystemExit(f"{args.init_from}: config differs from this run's ({ckpt['config']} vs {cfg.to_dict()})")
+        model.load_state_dict(ckpt["model"])
+        opt.load_state_dict(ckpt["optimizer"])
+        print(f"phase starts from {args.init_from} (its step {ckpt['step']})", flush=True)
     bf16 = cpu_has_bf16()
     print(f"params {sum(p.numel() for p in model.parameters()) / 1e6:.2f} M, bf16 autocast {bf16}, "
           f"{packer.n_docs()} documents", flush=True)
@@ -134,7 +146,7 @@ def main():
     while step < args.steps:
         ids, pos, doc, trained = packer.batch(args.batch)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, args.steps, args.lr)
+            g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             main_loss, mtp_loss, n_tok = losses(model, ids, pos, doc, trained)
             loss = main_loss + MTP_WEIGHT * mtp_loss
