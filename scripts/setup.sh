@@ -17,6 +17,7 @@ packages=(
   python3-torch python3-regex wordnet-base fortunes-min python3-doc  # tools/train (the demo model)
   clang-14 libclang-rt-14-dev clang-format
   libhiredis-dev redis-server liburing-dev
+  libucx-dev libssl-dev  # src/transport (P/D KV transfer over UCX, HMAC-SHA256 control messages)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -70,6 +70,16 @@ const char* error_code_name(ErrorCode code) {
       return "grammar_too_large";
     case ErrorCode::grammar_empty:
       return "grammar_empty";
+    case ErrorCode::transport_io:
+      return "transport_io";
+    case ErrorCode::transport_bad_message:
+      return "transport_bad_message";
+    case ErrorCode::transport_auth_failed:
+      return "transport_auth_failed";
+    case ErrorCode::transport_peer_mismatch:
+      return "transport_peer_mismatch";
+    case ErrorCode::transport_timeout:
+      return "transport_timeout";
   }
   return "unknown";
 }

@@ -14,7 +14,7 @@ namespace ds {
 enum class ErrorKind { user, retryable, bug };
 
 // Subsystem ranges: 1xxx base/io, 2xxx weights, 3xxx kvcache, 4xxx tokenizer, 5xxx model,
-// 6xxx engine, 7xxx recipe/server, 8xxx kernels, 9xxx grammar.
+// 6xxx engine, 7xxx recipe/server, 8xxx kernels, 9xxx grammar, 10xxx transport.
 enum class ErrorCode : int {
   ok = 0,
   io_error = 1001,          // open/read/mmap failed
@@ -49,6 +49,11 @@ enum class ErrorCode : int {
   grammar_unsupported = 9002,  // a valid keyword/construct the compilers do not enforce (named)
   grammar_too_large = 9003,    // over a configured size or compile-time limit
   grammar_empty = 9004,        // the language is empty or can never terminate
+  transport_io = 10001,             // a UCX/socket operation failed or the peer is gone
+  transport_bad_message = 10002,    // a peer's control message is malformed
+  transport_auth_failed = 10003,    // HMAC did not verify (another shared secret) or no secret set
+  transport_peer_mismatch = 10004,  // peer speaks another protocol version, model or KV layout
+  transport_timeout = 10005,        // a bounded wait ran out
 };
 
 constexpr ErrorKind error_kind(ErrorCode code) {
@@ -58,6 +63,8 @@ constexpr ErrorKind error_kind(ErrorCode code) {
     case ErrorCode::engine_overloaded:
     case ErrorCode::engine_shutting_down:
     case ErrorCode::engine_deadline_exceeded:
+    case ErrorCode::transport_io:
+    case ErrorCode::transport_timeout:
       return ErrorKind::retryable;
     case ErrorCode::internal:
       return ErrorKind::bug;
