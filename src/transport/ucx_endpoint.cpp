@@ -52,12 +52,15 @@ Result<RemoteKey> UcxEndpoint::unpack_remote_key(std::string_view packed) {
   return RemoteKey(rkey);
 }
 
-Status UcxEndpoint::put(const void* data, size_t bytes, uint64_t remote_address, const RemoteKey& key,
-                        Deadline deadline) {
+Status UcxEndpoint::put(const void* data, size_t bytes, uint64_t remote_address, const RemoteKey& key) {
   if (failed_) return {ErrorCode::transport_io, "UCX put: the peer failed"};
   ucp_request_param_t rp{};
   ucs_status_ptr_t request = ucp_put_nbx(ep_, data, bytes, remote_address, key.get(), &rp);
-  return worker_.wait(request, deadline, "put");
+  if (UCS_PTR_IS_ERR(request))
+    return {ErrorCode::transport_io, fmt::format("UCX put: {}", ucs_status_string(UCS_PTR_STATUS(request)))};
+  // In flight: UCX frees the request when it completes; the endpoint flush orders after it.
+  if (request != nullptr) ucp_request_free(request);
+  return ok_status();
 }
 
 Status UcxEndpoint::flush(Deadline deadline) {

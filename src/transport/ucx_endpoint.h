@@ -36,10 +36,10 @@ class UcxEndpoint {
   // Sends one control frame (eager: control frames are small) and waits for local completion.
   Status send(std::string_view frame, Deadline deadline);
   Result<RemoteKey> unpack_remote_key(std::string_view packed);
-  // Writes [data, data + bytes) to remote_address in the peer's region; completes locally when the
-  // data may be reused (not yet visible remotely: flush() for that).
-  Status put(const void* data, size_t bytes, uint64_t remote_address, const RemoteKey& key,
-             Deadline deadline);
+  // Starts writing [data, data + bytes) to remote_address in the peer's region and returns at once
+  // (puts pipeline: a page per call, one flush per layer or request). The bytes must stay unchanged
+  // until flush() returns; a failed put shows up as flush()'s error.
+  Status put(const void* data, size_t bytes, uint64_t remote_address, const RemoteKey& key);
   // Every earlier put is visible at the peer once this returns ok.
   Status flush(Deadline deadline);
   bool failed() const { return failed_; }

@@ -81,7 +81,7 @@ Status run_prefill(UcxWorker& w, uint16_t port, const std::string& secret, const
   DS_ASSIGN_OR_RETURN(RemoteKey key, ep->unpack_remote_key(grant.packed_rkey));
   for (size_t i = 0; i < grant.block_ids.size(); ++i)
     DS_TRY(ep->put(pages[i].data(), pages[i].size(),
-                   grant.remote_address + uint64_t{grant.block_ids[i]} * kBlockBytes, key, in(20)));
+                   grant.remote_address + uint64_t{grant.block_ids[i]} * kBlockBytes, key));
   DS_TRY(ep->flush(in(20)));
   return ep->send(encode_control_message({ControlType::kv_written, m.request_id, ""}, secret), in(20));
 }
