@@ -42,6 +42,60 @@ def wordnet_definitions():
     return out
 
 
+INDEX_PARTS = {"noun": "noun", "verb": "verb", "adjective": "adj", "adverb": "adv"}
+
+
+def _first_sense_gloss(part, offset):
+    """Definition and first example of the synset at byte `offset` of data.<part>."""
+    with open(f"{WORDNET_DIR}/data.{part}", encoding="latin-1") as f:
+        f.seek(offset)
+        line = f.readline()
+    gloss = line.split("|", 1)[1]
+    parts = [p.strip() for p in gloss.strip().split(";")]
+    examples = [p.strip('"') for p in parts[1:] if p.startswith('"') and p.endswith('"')]
+    return parts[0], examples[0] if examples else None
+
+
+def common_definitions(n_words=1500):
+    """The n most frequent single-word lemmas (SemCor tag counts, WordNet's cntlist.rev), each once,
+    with its most frequent part of speech and its first (most frequent) sense: a vocabulary small
+    enough for the demo model to learn what its words mean, unlike all 92k WordNet glosses."""
+    require(WORDNET_DIR + "/cntlist.rev", "wordnet-base")
+    ss_pos = {"1": "noun", "2": "verb", "3": "adjective", "4": "adverb", "5": "adjective"}
+    counts = {}
+    with open(f"{WORDNET_DIR}/cntlist.rev", encoding="latin-1") as f:
+        for line in f:
+            key, _, tag_count = line.split()
+            lemma, rest = key.split("%", 1)
+            pos = ss_pos.get(rest[0])
+            if pos and lemma.isalpha() and lemma.islower() and 2 < len(lemma) < 16:
+                counts[(lemma, pos)] = counts.get((lemma, pos), 0) + int(tag_count)
+    best = {}
+    for (lemma, pos), c in counts.items():
+        if c > best.get(lemma, ("", -1))[1]:
+            best[lemma] = (pos, c)
+    ranked = sorted(best.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    first_offset = {}
+    for pos, part in INDEX_PARTS.items():
+        with open(f"{WORDNET_DIR}/index.{part}", encoding="latin-1") as f:
+            for line in f:
+                if line.startswith("  "):
+                    continue
+                fields = line.split()
+                synset_cnt = int(fields[2])
+                first_offset[(fields[0], pos)] = int(fields[-synset_cnt])
+    out = []
+    for lemma, (pos, _) in ranked:
+        if (lemma, pos) not in first_offset:
+            continue
+        definition, example = _first_sense_gloss(INDEX_PARTS[pos], first_offset[(lemma, pos)])
+        if 10 < len(definition) < 140:
+            out.append((lemma, pos, definition, example))
+        if len(out) == n_words:
+            break
+    return out
+
+
 def _rst_paragraphs(text):
     for block in re.split(r"\n\s*\n", text):
         lines = block.split("\n")

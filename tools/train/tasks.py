@@ -97,8 +97,12 @@ def arithmetic_sizes(rng, op):
     return rng.choice([(2, 2), (2, 2), (3, 3), (3, 3), (3, 2), (2, 3), (4, 4), (4, 3), (1, 2)])
 
 
-def arithmetic(rng, think=False):
-    op = rng.choice(["+", "+", "-", "-", "*", "*"])
+ALL_OPS = ["+", "+", "-", "-", "*", "*"]
+HARD_OPS = ["+", "-", "-", "*", "*"]  # phase 3: subtraction and multiplication lag behind addition
+
+
+def arithmetic(rng, think=False, ops=ALL_OPS):
+    op = rng.choice(ops)
     a, b = operands(rng, op, *arithmetic_sizes(rng, op))
     answer = f"{a} {op} {b} = {OPS[op](a, b)}."
     msgs = [{"role": "user", "content": arithmetic_question(rng, a, op, b)}]

@@ -56,6 +56,17 @@ class HeldOut(unittest.TestCase):
         self.assertAlmostEqual(share, 0.1, delta=0.02)
 
 
+class CommonWords(unittest.TestCase):
+    def test_frequent_lemmas_once_each_with_their_first_sense(self):
+        import data_sources
+        words = data_sources.common_definitions(300)
+        self.assertEqual(len(words), 300)
+        self.assertEqual(len({w for w, _, _, _ in words}), 300)
+        by_word = {w: (pos, d) for w, pos, d, _ in words}
+        self.assertEqual(by_word["person"], ("noun", "a human being"))  # the most frequent noun sense
+        self.assertTrue(all(pos in ("noun", "verb", "adjective", "adverb") for pos, _ in by_word.values()))
+
+
 class Bpe(unittest.TestCase):
     def test_most_frequent_pair_first_and_digits_never_merged(self):
         merges = bpe.train_bpe(bpe.count_words(["low lower lowest 123 123 123"] * 5), 10)
