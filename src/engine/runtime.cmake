@@ -6,9 +6,12 @@ add_library(ds_engine
   step_batch.cpp
   step_executor.cpp
   sequence_slots.cpp
+  speculative_config.cpp
+  mtp_drafter.cpp
   engine.cpp
 )
-target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar)
+target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar
+                      PRIVATE nlohmann_json::nlohmann_json)
 ds_set_warnings(ds_engine)
 
 # Test double for the engine's tests and benchmarks (no tensors).
@@ -39,4 +42,11 @@ if(TARGET engine_grammar_test)
   target_compile_definitions(engine_grammar_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
   target_link_libraries(engine_grammar_test PRIVATE nlohmann_json::nlohmann_json)
+endif()
+
+# Speculative decoding end to end on a generated tiny V3 (the `model` tier): lossless outputs and KV rows.
+ds_add_test(engine_speculative_test SOURCES engine_speculative_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+if(TARGET engine_speculative_test)
+  target_compile_definitions(engine_speculative_test PRIVATE
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
 endif()
