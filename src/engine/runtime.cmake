@@ -19,7 +19,8 @@ add_library(ds_engine_testing testing/fake_model_runner.cpp testing/scripted_out
 target_link_libraries(ds_engine_testing PUBLIC ds_model ds_tokenizer PRIVATE nlohmann_json::nlohmann_json)
 ds_set_warnings(ds_engine_testing)
 
-ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp LIBS ds_engine)
+ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp speculative_config_test.cpp
+            LIBS ds_engine)
 ds_add_test(engine_test SOURCES engine_test.cpp LIBS ds_engine ds_engine_testing)
 ds_add_test(scripted_output_runner_test SOURCES testing/scripted_output_runner_test.cpp LIBS ds_engine ds_engine_testing)
 # Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.
