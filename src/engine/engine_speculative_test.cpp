@@ -138,9 +138,10 @@ struct SpecSetup {
   int32_t k = 3;
   std::shared_ptr<Drafter> drafter;  // null: the checkpoint's MTP layer
   bool async = true;
+  int32_t n_kv_blocks = 96;
 };
 SpecSetup no_spec() { return SpecSetup{}; }
-SpecSetup mtp_spec(int32_t k) { return SpecSetup{true, k, nullptr, true}; }
+SpecSetup mtp_spec(int32_t k) { return SpecSetup{true, k, nullptr, true, 96}; }
 SpecSetup scripted_spec(int32_t k, std::shared_ptr<Drafter> d) {
   return SpecSetup{true, k, std::move(d), true};
 }
@@ -170,7 +171,7 @@ Outcome run(const SpecSetup& s, const std::vector<Request>& reqs) {
   cfg.scheduler.max_step_tokens = 16;  // chunked prefill, and a budget that cuts drafts short
   cfg.scheduler.max_running = 8;
   cfg.block_size_tokens = 16;
-  cfg.n_kv_blocks = 96;
+  cfg.n_kv_blocks = s.n_kv_blocks;
   cfg.async_scheduling = s.async;
   cfg.check_integrity = true;
   if (s.speculate) {
@@ -329,6 +330,81 @@ void expect_lossless(float temperature) {
                         static_cast<double>(st.spec_decode_num_drafts));
   // Fewer steps than tokens: accepted drafts saved forwards.
   EXPECT_LT(st.n_steps, base.stats.n_steps);
+
+  // A pool too small for all six: preemption by recompute, drafts resuming after it.
+  SpecSetup tight = scripted_spec(4, std::make_shared<ScriptedDrafter>(references_of(reqs, base)));
+  tight.n_kv_blocks = 9;
+  const Outcome preempted = run(tight, reqs);
+  expect_same_outputs(preempted, base, "scripted k=4, 9 blocks");
+  EXPECT_GT(preempted.stats.n_preemptions, 0) << "the pool should force preemption";
+  EXPECT_GT(preempted.stats.spec_decode_num_accepted_tokens, 0);
+}
+
+// Records what the real MTP drafter proposes, keyed by (sequence, position of the chunk's token).
+class RecordingDrafter final : public Drafter {
+ public:
+  explicit RecordingDrafter(std::shared_ptr<Drafter> inner) : inner_(std::move(inner)) {}
+  bool needs_hidden() const override { return inner_->needs_hidden(); }
+  Status propose(std::span<DraftChunk> chunks) override {
+    DS_TRY(inner_->propose(chunks));
+    for (const DraftChunk& c : chunks)
+      proposals[{c.seq_id, c.pos_begin}] =
+          std::vector<int32_t>(c.draft.begin(), c.draft.begin() + c.n_filled);
+    return ok_status();
+  }
+  Status observe(std::span<const ObservedChunk> chunks) override { return inner_->observe(chunks); }
+  void forget(SeqId seq_id) override { inner_->forget(seq_id); }
+  std::map<std::pair<SeqId, int64_t>, std::vector<int32_t>> proposals;
+
+ private:
+  std::shared_ptr<Drafter> inner_;
+};
+
+TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
+  // The drafts the engine verifies after a prompt must be the MTP layer's own greedy chain computed
+  // the plain way: every prompt row through forward + forward_mtp in one sequence (the path the
+  // model tests compare with numpy), then the layer fed its own output for drafts 2 and 3.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  ModelRunner& m = *f.model;
+  const size_t vocab =
+      std::min<size_t>(static_cast<size_t>(m.config().vocab_size), f.tokenizer->vocab_size());
+  std::vector<Request> reqs = requests(0.0f);
+  reqs.resize(1);
+  reqs[0].stop.max_tokens = 5;
+  auto recorder = std::make_shared<RecordingDrafter>(std::make_shared<MtpDrafter>(m, vocab));
+  const Outcome o = run(scripted_spec(3, recorder), reqs);
+  ASSERT_EQ(o.events[0].tokens.size(), 5u);
+  const std::vector<int32_t>& prompt = reqs[0].prompt_tokens;
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  // The first decode step verifies drafts for the positions after the prompt's first sampled token.
+  ASSERT_FALSE(recorder->proposals.empty());
+  const auto first = recorder->proposals.find({recorder->proposals.begin()->first.first, n});
+  ASSERT_NE(first, recorder->proposals.end());
+  const std::vector<int32_t> engine_drafts = first->second;
+  ASSERT_EQ(engine_drafts.size(), 3u);
+
+  ASSERT_TRUE(m.init_kv_cache(standalone_kv_cache_config(n + 8, 16)).ok());
+  SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+  LogitsOutput out;
+  ForwardRequest fr{&seq, prompt, true};
+  ASSERT_TRUE(m.forward({&fr, 1}, out).ok());
+  const int32_t x = argmax(std::span<const float>(out.logits.row(n - 1), vocab));
+  EXPECT_EQ(x, o.events[0].tokens[0]);
+  const std::vector<float> hidden(out.hidden.data(), out.hidden.data() + out.hidden.numel());
+  std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+  next.push_back(x);
+  MtpRequest mr{&seq, next, hidden.data()};
+  ASSERT_TRUE(m.forward_mtp({&mr, 1}, out).ok());
+  std::vector<int32_t> want{argmax(std::span<const float>(out.logits.row(n - 1), vocab))};
+  std::vector<float> h(out.hidden.row(n - 1), out.hidden.row(n - 1) + m.config().hidden_size);
+  for (int j = 1; j < 3; ++j) {
+    MtpRequest chain{&seq, {&want.back(), 1}, h.data(), true, /*draft=*/true};
+    ASSERT_TRUE(m.forward_mtp({&chain, 1}, out).ok());
+    want.push_back(argmax(std::span<const float>(out.logits.row(0), vocab)));
+    h.assign(out.hidden.row(0), out.hidden.row(0) + m.config().hidden_size);
+  }
+  EXPECT_EQ(engine_drafts, want);
 }
 
 TEST(EngineSpeculative, GreedyOutputAndKvEqualARunWithoutDrafts) { expect_lossless(0.0f); }
