@@ -58,7 +58,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
   // Models with unpaged per-sequence state (V4's window rings and compressor groups) get one state
   // slot per running sequence (+1 spare) and resume a prefix hit by SWA bounded replay of the
   // model's replay length (scheduler.h); a model with such state but no replay gets no prefix
-  // caching. The engine does not run the MTP layer, so the model keeps no state for it.
+  // caching. Without speculative decoding the engine does not run the MTP layer, so the model keeps no state
+  // for it.
   EngineConfig engine_config = config;
   KvCacheConfig kv_config{bs, static_cast<int32_t>(n_blocks)};
   kv_config.mtp_layer = false;
