@@ -450,6 +450,21 @@ TEST(EngineSpeculative, MtpRowsAreTheSameWhateverWasDrafted) {
   }
 }
 
+TEST(EngineSpeculative, RequestsWithPenaltiesRunWithoutDrafts) {
+  // Penalties would need each verify row to see the drafts before it: such a request decodes one
+  // token per step (and still gives the tokens of a run without speculation).
+  ASSERT_NE(fixture().model, nullptr);
+  std::vector<Request> reqs = requests(0.0f);
+  reqs.resize(2);
+  for (Request& r : reqs) r.sampling.repetition_penalty = 1.3f;
+  const Outcome base = run(no_spec(), reqs);
+  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+  const Outcome o = run(scripted_spec(4, drafter), reqs);
+  expect_same_outputs(o, base, "penalties");
+  EXPECT_EQ(drafter->n_proposals, 0);
+  EXPECT_EQ(o.stats.spec_decode_num_drafts, 0);
+}
+
 TEST(EngineSpeculative, RefusesAModelThatCannotDraftAndBadConfigs) {
   ASSERT_NE(fixture().model, nullptr);
   EngineConfig cfg;
