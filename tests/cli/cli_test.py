@@ -253,7 +253,37 @@ def chat_v4():
     check("thinking" in p.stderr and "deepseek_v3" in p.stderr, p.stderr)
 
 
+def speculative():
+    # --speculative-config: the same text as without it (greedy and sampled, --prompt and --input), a summary
+    # line with the acceptance figures, and one usage-error line per bad config.
+    base = ("generate", "--model", BF16, "--prompt", "The quick brown fox", "--max-tokens", "16", "--threads", "2")
+    spec = ("--speculative-config", '{"method": "mtp", "num_speculative_tokens": 3}')
+    for extra in ((), ("--temperature", "0.9", "--seed", "4")):
+        plain = run(*base, *extra)
+        drafted = run(*base, *extra, *spec)
+        check(plain.stdout == drafted.stdout, f"{extra}: text differs with speculation:\n{plain.stdout!r}\n{drafted.stdout!r}")
+        check("speculative decoding:" in drafted.stderr and "mean acceptance length" in drafted.stderr, drafted.stderr)
+    prompts = os.path.join(WORK, f"{TEST}_in.jsonl")
+    with open(prompts, "w") as f:
+        for i, text in enumerate(("Hello", "Bonjour tout le monde", "1 2 3 4")):
+            f.write(json.dumps({"prompt": text, "max_tokens": 10 + i}) + "\n")
+    outs = []
+    for extra in ((), spec):
+        out = os.path.join(WORK, f"{TEST}_out{len(outs)}.jsonl")
+        run("generate", "--model", BF16, "--input", prompts, "--output", out, "--threads", "2", *extra)
+        with open(out) as f:
+            outs.append([json.loads(line)["text"] for line in f])
+    check(outs[0] == outs[1], f"offline batch differs with speculation: {outs}")
+    for bad, needle in (('{"method": "mtp"', "not valid JSON"), ('{"method": "mtp"}', "num_speculative_tokens"),
+                        ('{"method": "eagle", "num_speculative_tokens": 2}', "eagle"),
+                        ('{"method": "mtp", "num_speculative_tokens": 99}', "[1, 16]")):
+        for cmd in (("generate", "--model", BF16, "--prompt", "x"), ("serve", "--model", BF16, "--port", "0")):
+            p = run(*cmd, "--speculative-config", bad, expect_rc=2)
+            lines = p.stderr.strip().splitlines()
+            check(len(lines) == 1 and needle in lines[0] and "--speculative-config" in lines[0], f"{cmd[0]} {bad}: {p.stderr!r}")
+
+
 TESTS = {f.__name__: f for f in (make_models, generate, logits_chunking, logits_isa, inspect, usage_errors, corrupt,
-                                 chat_v4)}
+                                 chat_v4, speculative)}
 TESTS[TEST]()
 print("PASS", TEST)
