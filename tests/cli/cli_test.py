@@ -253,6 +253,38 @@ def chat_v4():
     check("thinking" in p.stderr and "deepseek_v3" in p.stderr, p.stderr)
 
 
+def serve_metrics(spec):
+    # serve with speculation on a free loopback port: a completion, then vLLM's spec_decode names in /metrics.
+    import urllib.request
+    proc = subprocess.Popen([DEEPINFER, "serve", "--model", BF16, "--port", "0", "--threads", "2", *spec],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # "deepinfer serve: listening on http://127.0.0.1:PORT ..." (bounded by timeout)
+        check("listening on http://" in line, f"serve did not start: {line!r}")
+        url = line.split("listening on ")[1].split()[0]
+        body = json.dumps({"model": "x", "prompt": "Hello there", "max_tokens": 12}).encode()
+        req = urllib.request.Request(url + "/v1/completions", data=body, headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            check(json.load(r)["usage"]["completion_tokens"] == 12, "completion did not generate 12 tokens")
+        with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+            metrics = r.read().decode()
+        values = {}
+        for m in metrics.splitlines():
+            if m.startswith(("vllm:spec_decode", "deepinfer:spec_decode")):
+                name, value = m.rsplit(" ", 1)
+                values[name] = float(value)
+        check(values.get("vllm:spec_decode_num_drafts_total", 0) > 0, f"no drafts counted: {values}")
+        check(values["vllm:spec_decode_num_draft_tokens_total"] >= values["vllm:spec_decode_num_drafts_total"], str(values))
+        check("vllm:spec_decode_num_accepted_tokens_total" in values, str(values))
+        for pos in range(3):
+            check(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{pos}"}}' in values, str(values))
+        check(values["deepinfer:spec_decode_mean_acceptance_length"] >= 1.0, str(values))
+        print("serve /metrics:", values)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
 def speculative():
     # --speculative-config: the same text as without it (greedy and sampled, --prompt and --input), a summary
     # line with the acceptance figures, and one usage-error line per bad config.
@@ -274,6 +306,7 @@ def speculative():
         with open(out) as f:
             outs.append([json.loads(line)["text"] for line in f])
     check(outs[0] == outs[1], f"offline batch differs with speculation: {outs}")
+    serve_metrics(spec)
     for bad, needle in (('{"method": "mtp"', "not valid JSON"), ('{"method": "mtp"}', "num_speculative_tokens"),
                         ('{"method": "eagle", "num_speculative_tokens": 2}', "eagle"),
                         ('{"method": "mtp", "num_speculative_tokens": 99}', "[1, 16]")):
