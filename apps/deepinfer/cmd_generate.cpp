@@ -95,7 +95,12 @@ int generate_with_engine(const std::string& cmd, const GenerateOptions& o,
   EngineConfig cfg;
   cfg.scheduler.max_running = 1;
   cfg.scheduler.max_seq_len = static_cast<int64_t>(prompt.size()) + o.max_tokens;
-  cfg.kv_cache_bytes = int64_t{256} << 20;
+  // Blocks for the one sequence and its draft positions (64-token blocks, or the model's multiple).
+  cfg.block_size_tokens = default_block_size_tokens(m.kv_cache_layout());
+  cfg.n_kv_blocks = static_cast<int32_t>(
+      (cfg.scheduler.max_seq_len + speculative.num_speculative_tokens + cfg.block_size_tokens) /
+          cfg.block_size_tokens +
+      1);
   cfg.speculative = speculative;
   Result<std::unique_ptr<Engine>> engine = Engine::create(cfg, m, &tok);
   if (!engine.ok()) return report_error(cmd, engine.status());
