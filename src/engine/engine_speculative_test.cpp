@@ -465,6 +465,37 @@ TEST(EngineSpeculative, RequestsWithPenaltiesRunWithoutDrafts) {
   EXPECT_EQ(o.stats.spec_decode_num_drafts, 0);
 }
 
+TEST(EngineSpeculative, GrammarRequestsRunWithoutDraftsNextToDraftingOnes) {
+  // Structured output would need the matcher rolled back past rejected drafts: a grammar request
+  // decodes one token per step (its rows still feed the MTP layer), the others draft as usual.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  {
+    EngineConfig cfg;
+    cfg.n_kv_blocks = 8;
+    cfg.block_size_tokens = 16;
+    Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *f.model, f.tokenizer.get());
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    grammar::GrammarSpec spec;
+    spec.kind = grammar::GrammarSpec::Kind::regex;
+    spec.source = "[a-z]{4,10}";
+    Result<std::shared_ptr<const grammar::CompiledGrammar>> compiled = (*e)->compile_grammar(spec);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    g = *compiled;
+  }
+  std::vector<Request> reqs = requests(0.0f);
+  reqs.resize(3);
+  reqs[1].grammar = g;
+  const Outcome base = run(no_spec(), reqs);
+  ASSERT_TRUE(base.events[1].error.ok()) << base.events[1].error.to_string();
+  ASSERT_GE(base.events[1].tokens.size(), 1u) << "the grammar request generated nothing";
+  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+  const Outcome o = run(scripted_spec(4, drafter), reqs);
+  expect_same_outputs(o, base, "grammar next to drafting requests");
+  EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, 0) << "the plain requests still draft";
+}
+
 TEST(EngineSpeculative, RefusesAModelThatCannotDraftAndBadConfigs) {
   ASSERT_NE(fixture().model, nullptr);
   EngineConfig cfg;
