@@ -14,6 +14,7 @@
 #include "recipe/encoding.h"
 #include "recipe/prompt.h"
 #include "sampling/sampler.h"
+#include "speculative_option.h"
 #include "tokenizer/tokenizer.h"
 #include "weights/model_config.h"
 
@@ -32,8 +33,9 @@ struct GenerateOptions {
   std::string numerics = "production";
   std::string isa = "auto";
   int threads = 0;
-  std::string input;   // offline batch: JSONL prompts
-  std::string output;  // offline batch: JSONL results
+  std::string input;               // offline batch: JSONL prompts
+  std::string output;              // offline batch: JSONL results
+  std::string speculative_config;  // --speculative-config JSON ("" = off)
 };
 
 // 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
@@ -85,10 +87,66 @@ Result<std::vector<int32_t>> encode_prompt(const Tokenizer& tok, const GenerateO
   return ids;
 }
 
+// With --speculative-config the prompt runs through the engine (drafting and verification live
+// there), one request, its text streamed as it comes.
+int generate_with_engine(const std::string& cmd, const GenerateOptions& o,
+                         const SpeculativeConfig& speculative, ModelRunner& m, const Tokenizer& tok,
+                         std::vector<int32_t> prompt, Isa isa, int n_threads) {
+  EngineConfig cfg;
+  cfg.scheduler.max_running = 1;
+  cfg.scheduler.max_seq_len = static_cast<int64_t>(prompt.size()) + o.max_tokens;
+  // Blocks for the one sequence and its draft positions (64-token blocks, or the model's multiple).
+  cfg.block_size_tokens = default_block_size_tokens(m.kv_cache_layout());
+  cfg.n_kv_blocks = static_cast<int32_t>(
+      (cfg.scheduler.max_seq_len + speculative.num_speculative_tokens + cfg.block_size_tokens) /
+          cfg.block_size_tokens +
+      1);
+  cfg.speculative = speculative;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(cfg, m, &tok);
+  if (!engine.ok()) return report_error(cmd, engine.status());
+  Request r;
+  r.prompt_tokens = std::move(prompt);
+  r.sampling = SamplingParams{o.temperature, o.seed};
+  r.stop.max_tokens = o.max_tokens;
+  const size_t n_prompt = r.prompt_tokens.size();
+  RequestStream stream;
+  const double t0 = now_seconds();
+  if (Result<RequestId> id = (*engine)->submit(std::move(r), stream.sink()); !id.ok())
+    return report_error(cmd, id.status());
+  double first_token_s = 0.0;
+  int64_t n_generated = 0;
+  Status error;
+  while (std::optional<TokenEvent> event = stream.next()) {
+    if (n_generated == 0 && !event->tokens.empty()) first_token_s = now_seconds() - t0;
+    n_generated += static_cast<int64_t>(event->tokens.size());
+    std::fwrite(event->text.data(), 1, event->text.size(), stdout);
+    std::fflush(stdout);
+    if (event->finished) {
+      n_generated = event->usage.completion_tokens;
+      error = event->error;
+    }
+  }
+  std::fputc('\n', stdout);
+  const double total_s = now_seconds() - t0;
+  (*engine)->shutdown();
+  if (!error.ok()) return report_error(cmd, error);
+  const double decode_s = total_s - first_token_s;
+  std::fprintf(stderr,
+               "prompt tokens: %zu, generated tokens: %lld, time to first token: %.3f s, decode: %.1f tok/s "
+               "(isa %s, %d threads)\n",
+               n_prompt, static_cast<long long>(n_generated), first_token_s,
+               decode_s > 0 && n_generated > 1 ? static_cast<double>(n_generated - 1) / decode_s : 0.0,
+               std::string(isa_name(isa)).c_str(), n_threads);
+  print_spec_decode_summary(cmd.c_str(), (*engine)->stats());
+  return 0;
+}
+
 int run_generate(const GenerateOptions& o) {
   const std::string cmd = "generate";
   if (Status st = check_default_model_dir(o.model_dir, DS_DEFAULT_MODEL_DIR); !st.ok())
     return report_usage_error(cmd, st.message());
+  Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
+  if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
   if (!o.input.empty())
     return run_offline_batch({.model_dir = o.model_dir,
                               .input_path = o.input,
@@ -96,7 +154,8 @@ int run_generate(const GenerateOptions& o) {
                               .defaults = {o.max_tokens, o.temperature, o.seed},
                               .isa = o.isa,
                               .threads = o.threads,
-                              .numerics = o.numerics});
+                              .numerics = o.numerics,
+                              .speculative = *speculative});
   if (o.prompt.empty()) return report_usage_error(cmd, "--prompt or --input is required");
   if (o.max_tokens < 0) return report_usage_error(cmd, "--max-tokens must be >= 0");
   const SamplingParams params{o.temperature, o.seed};
@@ -124,6 +183,11 @@ int run_generate(const GenerateOptions& o) {
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
+  if (speculative->enabled()) {
+    if (o.max_tokens < 1)
+      return report_usage_error(cmd, "--max-tokens must be >= 1 with --speculative-config");
+    return generate_with_engine(cmd, o, *speculative, m, *tok, std::move(*prompt), *isa, mo.n_threads);
+  }
   const int32_t eos_model = m.config().eos_token_id;
   const int32_t eos_tok = tok->eos_id();
 
@@ -203,6 +267,7 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
+  add_speculative_option(sub, o->speculative_config);
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_generate(*o);

@@ -32,6 +32,7 @@
 #include "server/routes_chat_page.h"
 #include "server/routes_generate.h"
 #include "server/routes_operational.h"
+#include "speculative_option.h"
 #include "tokenizer/tokenizer.h"
 #include "weights/model_config.h"
 
@@ -68,6 +69,7 @@ struct ServeOptions {
   KvTierOptions kv_tiers;
   bool chat_page = true;                // GET / serves web/chat.html
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
+  std::string speculative_config;       // --speculative-config JSON ("" = off)
 };
 
 // Blocks SIGINT/SIGTERM in this thread (and every thread it starts later), so sigwait() can take
@@ -94,6 +96,8 @@ int run_serve(const ServeOptions& o) {
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
   if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
+  Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
+  if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
 
   server::ServerConfig server_config;
   server_config.host = o.host;
@@ -144,6 +148,7 @@ int run_serve(const ServeOptions& o) {
   engine_config.scheduler.max_seq_len = max_model_len;
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
   engine_config.prefix_hash_seed = std::random_device{}();
+  engine_config.speculative = *speculative;
   if (Status st = configure_kv_tiers(o.kv_tiers, o.model_dir, engine_config.kv_tiers); !st.ok())
     return report_error(cmd, st);
   Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);
@@ -168,6 +173,7 @@ int run_serve(const ServeOptions& o) {
          .generation_tokens = static_cast<double>(s.generation_tokens_total)});
   });
   if (engine_config.kv_tiers.open) add_kv_tier_metrics(registry, eng);
+  add_spec_decode_metrics(registry, eng);
   const Logger log(LogLevel::info);
   const int64_t started_unix_s =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -222,6 +228,7 @@ int run_serve(const ServeOptions& o) {
   std::fprintf(stderr, "deepinfer serve: signal %d, shutting down\n", signal_number);
   (*http)->shutdown();
   eng.shutdown();
+  if (engine_config.speculative.enabled()) print_spec_decode_summary("deepinfer serve", eng.stats());
   if (engine_config.kv_tiers.open) {
     const EngineStats s = eng.stats();
     std::fprintf(
@@ -290,6 +297,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   add_kv_tier_options(sub, o->kv_tiers);
+  add_speculative_option(sub, o->speculative_config);
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,
                   "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
                   "tokens (docs/server.md, scripted output); never use in production")

@@ -22,6 +22,7 @@
 #include "base/clock.h"
 #include "command_support.h"
 #include "model/model_registry.h"
+#include "speculative_option.h"
 
 namespace ds::cli {
 
@@ -366,6 +367,7 @@ int run_offline_batch(const OfflineBatchOptions& o) {
   cfg.scheduler.max_seq_len = max_seq_len;
   cfg.kv_cache_bytes = o.kv_cache_mib << 20;
   cfg.prefix_hash_seed = std::random_device{}();
+  cfg.speculative = o.speculative;
   Result<std::unique_ptr<Engine>> engine = Engine::create(cfg, **model, &*tok);
   if (!engine.ok()) return report_error(cmd, engine.status());
 
@@ -374,6 +376,7 @@ int run_offline_batch(const OfflineBatchOptions& o) {
     return report_error(cmd, Status(ErrorCode::io_error, o.output_path + ": cannot open for writing"));
   const BatchSummary s = run_batch(**engine, *items, out, o.progress && ::isatty(STDERR_FILENO) != 0);
   (*engine)->shutdown();
+  if (o.speculative.enabled()) print_spec_decode_summary("generate", (*engine)->stats());
   if (!out) return report_error(cmd, Status(ErrorCode::io_error, o.output_path + ": write failed"));
   const double wall = s.wall_s > 0 ? s.wall_s : 1e-9;
   std::fprintf(stderr,

@@ -69,6 +69,7 @@ struct OfflineBatchOptions {
   int32_t max_step_tokens = 2048;
   int64_t kv_cache_mib = 2048;
   bool progress = true;
+  SpeculativeConfig speculative;  // --speculative-config (off by default)
 };
 
 // Loads the tokenizer and model, runs the batch, prints the throughput summary to stderr.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "engine/mtp_drafter.h"
 #include "kvcache/tier_key.h"
 
 namespace ds {
@@ -57,7 +58,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
   // Models with unpaged per-sequence state (V4's window rings and compressor groups) get one state
   // slot per running sequence (+1 spare) and resume a prefix hit by SWA bounded replay of the
   // model's replay length (scheduler.h); a model with such state but no replay gets no prefix
-  // caching. The engine does not run the MTP layer, so the model keeps no state for it.
+  // caching. Without speculative decoding the engine does not run the MTP layer, so the model keeps no state
+  // for it.
   EngineConfig engine_config = config;
   KvCacheConfig kv_config{bs, static_cast<int32_t>(n_blocks)};
   kv_config.mtp_layer = false;
@@ -65,6 +67,20 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
     kv_config.n_sequence_slots = sc.max_running + 1;
     engine_config.scheduler.swa_replay_tokens = layout.swa_replay_tokens;
     if (layout.swa_replay_tokens == 0) engine_config.enable_prefix_caching = false;
+  }
+  if (config.drafter && !config.speculative.enabled())
+    return Status(ErrorCode::invalid_argument, "a drafter needs speculative.num_speculative_tokens >= 1");
+  if (config.speculative.enabled()) {
+    if (!config.drafter && !model.supports_mtp_drafting()) {
+      return Status(ErrorCode::invalid_argument,
+                    "speculative method mtp needs a DeepSeek-V3 checkpoint with an MTP layer "
+                    "(num_nextn_predict_layers >= 1); this model cannot draft");
+    }
+    // The verify step decides how many positions a sequence keeps: the next step is planned only
+    // after it (docs/speculative.md, async scheduling).
+    engine_config.async_scheduling = false;
+    engine_config.scheduler.num_speculative_tokens = config.speculative.num_speculative_tokens;
+    kv_config.mtp_layer = true;
   }
   DS_TRY(model.init_kv_cache(kv_config));
   std::vector<std::shared_ptr<KvTier>> tiers;
@@ -116,6 +132,11 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
   sample_vocab_ = static_cast<size_t>(mc.vocab_size);
   if (tokenizer != nullptr)
     sample_vocab_ = std::min(sample_vocab_, static_cast<size_t>(tokenizer->vocab_size()));
+  if (config_.speculative.enabled()) {
+    drafter_ = config_.drafter ? config_.drafter : std::make_shared<MtpDrafter>(model_, sample_vocab_);
+    local_stats_.spec_decode_num_accepted_tokens_per_pos.assign(
+        static_cast<size_t>(config_.speculative.num_speculative_tokens), 0);
+  }
   local_stats_.kv_blocks_total = kv_config.n_blocks;
   local_stats_.kv_blocks_free = kv_config.n_blocks;
   stats_ = local_stats_;
@@ -272,6 +293,7 @@ void Engine::try_add_to_scheduler(RequestId id, ActiveRequest& r) {
   spec.deadline = r.request.deadline;
   spec.cache_salt = r.request.cache_salt;
   spec.tenant = r.request.tenant;
+  spec.speculate = drafter_ != nullptr && speculates(r.request);
   const Status st = scheduler_.add(id, std::move(spec));
   if (st.ok()) {
     r.in_scheduler = true;
@@ -283,6 +305,12 @@ void Engine::try_add_to_scheduler(RequestId id, ActiveRequest& r) {
     r.output.finish(FinishReason::error, st);
     touched_.push_back(id);
   }
+}
+
+bool Engine::speculates(const Request& r) const {
+  // Grammar rows would need the matcher rolled back past rejected drafts and penalties the drafts
+  // added per row: not built yet, so those requests decode one token per step.
+  return !r.grammar && !r.sampling.has_penalties();
 }
 
 void Engine::retry_unadmitted() {
@@ -318,6 +346,7 @@ Status Engine::plan_step(StepBatch& batch) {
     auto it = active_.find(seq);
     if (it == active_.end()) continue;
     it->second->in_scheduler = false;  // the scheduler already removed it
+    if (drafter_) drafter_->forget(seq);
     it->second->output.finish(FinishReason::deadline,
                               Status(ErrorCode::engine_deadline_exceeded, "the request's deadline passed"));
     touched_.push_back(seq);
@@ -334,6 +363,7 @@ Status Engine::plan_step(StepBatch& batch) {
     }
   }
   DS_TRY(batch.build(std::move(plan), scheduler_));
+  batch.set_drafter(drafter_.get());
   if (!state_slots_) return ok_status();
   state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
   return batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); });
@@ -354,9 +384,9 @@ Status Engine::launch(StepBatch& batch) {
     ActiveRequest& r = *active_.at(chunks[i].seq_id);
     r.in_flight = true;
     if (chunks[i].samples) {
-      batch.sample_jobs.push_back(StepBatch::SampleJob{i, &r.request.sampling, &r.penalties,
-                                                       static_cast<uint64_t>(r.output.n_generated()),
-                                                       r.grammar_active ? r.matcher.get() : nullptr});
+      batch.sample_jobs.push_back(StepBatch::SampleJob{
+          i, &r.request.sampling, &r.penalties, static_cast<uint64_t>(r.output.n_generated()),
+          r.grammar_active ? r.matcher.get() : nullptr, drafter_ != nullptr && speculates(r.request)});
     }
   }
   batch.launch_ns = now_ns();
@@ -397,7 +427,18 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
   }
   for (const StepBatch::SampleJob& job : batch.sample_jobs)
     sampled_[job.chunk_idx] = batch.samples[job.chunk_idx].token_id;
-  scheduler_.on_step_done(plan, sampled_);
+  if (drafter_) {
+    accepted_.resize(plan.chunks.size());
+    for (size_t i = 0; i < plan.chunks.size(); ++i) {
+      accepted_[i].clear();
+      for (const SampleResult& a : batch.accepted_drafts[i]) accepted_[i].push_back(a.token_id);
+    }
+    count_drafts(batch);
+    scheduler_.on_step_done(plan, sampled_,
+                            std::span<const std::vector<int32_t>>(accepted_.data(), plan.chunks.size()));
+  } else {
+    scheduler_.on_step_done(plan, sampled_);
+  }
   const SteadyTime now = std::chrono::steady_clock::now();
   for (const StepBatch::SampleJob& job : batch.sample_jobs) {
     const SeqId seq = plan.chunks[job.chunk_idx].seq_id;
@@ -408,6 +449,19 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (r.matcher && !advance_grammar(r, sample.token_id)) {
       touched_.push_back(seq);
       continue;
+    }
+    // Accepted drafts first (no grammar, no penalties: such requests do not draft), then the sample;
+    // a stop among them discards the rest, as a non-speculative run would never have produced them.
+    if (drafter_) {
+      for (const SampleResult& a : batch.accepted_drafts[job.chunk_idx]) {
+        if (r.output.finished()) break;
+        r.output.add_token(a);
+        ++local_stats_.generation_tokens_total;
+      }
+      if (r.output.finished()) {
+        touched_.push_back(seq);
+        continue;
+      }
     }
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);
@@ -422,6 +476,19 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     touched_.push_back(seq);
   }
   return ok_status();
+}
+
+void Engine::count_drafts(const StepBatch& batch) {
+  for (size_t i = 0; i < batch.n_drafts_verified.size(); ++i) {
+    const int32_t n_drafts = batch.n_drafts_verified[i];
+    if (n_drafts <= 0) continue;
+    const size_t n_accepted = batch.accepted_drafts[i].size();
+    ++local_stats_.spec_decode_num_drafts;
+    local_stats_.spec_decode_num_draft_tokens += n_drafts;
+    local_stats_.spec_decode_num_accepted_tokens += static_cast<int64_t>(n_accepted);
+    for (size_t j = 0; j < n_accepted && j < local_stats_.spec_decode_num_accepted_tokens_per_pos.size(); ++j)
+      ++local_stats_.spec_decode_num_accepted_tokens_per_pos[j];
+  }
 }
 
 Result<std::shared_ptr<const grammar::CompiledGrammar>> Engine::compile_grammar(
@@ -481,6 +548,9 @@ void Engine::release_finished() {
     }
     if (r.in_scheduler) {
       if (tiers_ && scheduler_.contains(id) && scheduler_.is_running(id)) write_to_tiers(id, r);
+      if (config_.on_sequence_release && scheduler_.contains(id) && scheduler_.is_running(id))
+        config_.on_sequence_release(id, scheduler_.block_table(id), scheduler_.n_computed(id));
+      if (drafter_) drafter_->forget(id);
       scheduler_.finish(id);
       r.in_scheduler = false;
     }

@@ -125,6 +125,9 @@ class Engine {
   // Feeds a sampled token to the request's grammar (activating it after grammar_after_token). false:
   // the token is not allowed (the request is finished with an error).
   bool advance_grammar(ActiveRequest& r, int32_t token_id);
+  // Speculative decoding: whether a request may draft (no grammar, no penalties).
+  bool speculates(const Request& r) const;
+  void count_drafts(const StepBatch& batch);
   void emit_events();
   void release_finished();
   void fail_all(const Status& error);
@@ -151,11 +154,13 @@ class Engine {
   Sampler sampler_;  // used by the thread running the step (the executor under async scheduling)
   std::optional<SequenceSlots> state_slots_;  // models with per-sequence state (V4) only
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
-  std::vector<RequestId> unadmitted_;  // accepted, waiting for room in the scheduler's queue
-  std::vector<RequestId> touched_;     // requests with something to report this iteration
-  std::vector<RequestId> finishing_;   // finished: scheduler release and removal pending
-  std::vector<int32_t> sampled_;       // [n_chunks] of the step being completed
-  int64_t last_done_ns_ = 0;           // when the previous forward finished (0: none pending a gap)
+  std::vector<RequestId> unadmitted_;           // accepted, waiting for room in the scheduler's queue
+  std::vector<RequestId> touched_;              // requests with something to report this iteration
+  std::vector<RequestId> finishing_;            // finished: scheduler release and removal pending
+  std::vector<int32_t> sampled_;                // [n_chunks] of the step being completed
+  std::vector<std::vector<int32_t>> accepted_;  // [n_chunks] accepted draft tokens of that step
+  std::shared_ptr<Drafter> drafter_;            // speculative decoding; null when off
+  int64_t last_done_ns_ = 0;                    // when the previous forward finished (0: none pending a gap)
   EngineStats local_stats_;
 
   // Inbox, guarded by inbox_mu_.

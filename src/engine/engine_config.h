@@ -8,7 +8,9 @@
 #include <memory>
 #include <vector>
 
+#include "engine/drafter.h"
 #include "engine/scheduler.h"
+#include "engine/speculative_config.h"
 #include "kvcache/kv_tier.h"
 #include "kvcache/tier_ttl.h"
 
@@ -46,6 +48,18 @@ struct EngineConfig {
   std::vector<int32_t> extra_eos_token_ids;  // besides config.json's and the tokenizer's EOS
   // KV tiers below the pool (docs/kvcache.md, Tiers); off without kv_tiers.open.
   KvTierConfig kv_tiers;
+  // Speculative decoding (docs/speculative.md). On: the step loop runs synchronously (async
+  // scheduling is turned off), decode chunks of eligible requests carry up to k drafts verified in
+  // the same forward. Requests with a grammar or penalties run without drafts.
+  SpeculativeConfig speculative;
+  // Replaces the method's drafter (tests drive the engine with scripted drafts); needs
+  // speculative.enabled(). Used on the engine thread only.
+  std::shared_ptr<Drafter> drafter;
+  // Called on the engine thread just before a running sequence's blocks are released (finished,
+  // cancelled): its block table and how many positions hold final KV rows. No forward is writing
+  // them then. Inspection for tests; empty = none.
+  std::function<void(uint64_t request_id, std::span<const int32_t> block_table, int64_t n_computed)>
+      on_sequence_release;
 };
 
 struct EngineStats {
@@ -73,6 +87,13 @@ struct EngineStats {
   int64_t kv_tier_restored_tokens = 0;
   int64_t kv_tier_blocks_written = 0;
   int64_t kv_tier_write_jobs_dropped = 0;
+  // Speculative decoding (vLLM's spec_decode_* counters): decode chunks that verified drafts, draft
+  // tokens verified, of which accepted, and accepted by draft position (index j: the (j+1)-th draft).
+  // Mean acceptance length = 1 + accepted / drafts.
+  int64_t spec_decode_num_drafts = 0;
+  int64_t spec_decode_num_draft_tokens = 0;
+  int64_t spec_decode_num_accepted_tokens = 0;
+  std::vector<int64_t> spec_decode_num_accepted_tokens_per_pos;  // [num_speculative_tokens]
 };
 
 }  // namespace ds

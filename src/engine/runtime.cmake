@@ -6,9 +6,12 @@ add_library(ds_engine
   step_batch.cpp
   step_executor.cpp
   sequence_slots.cpp
+  speculative_config.cpp
+  mtp_drafter.cpp
   engine.cpp
 )
-target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar)
+target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar
+                      PRIVATE nlohmann_json::nlohmann_json)
 ds_set_warnings(ds_engine)
 
 # Test double for the engine's tests and benchmarks (no tensors).
@@ -16,7 +19,8 @@ add_library(ds_engine_testing testing/fake_model_runner.cpp testing/scripted_out
 target_link_libraries(ds_engine_testing PUBLIC ds_model ds_tokenizer PRIVATE nlohmann_json::nlohmann_json)
 ds_set_warnings(ds_engine_testing)
 
-ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp LIBS ds_engine)
+ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp speculative_config_test.cpp
+            LIBS ds_engine)
 ds_add_test(engine_test SOURCES engine_test.cpp LIBS ds_engine ds_engine_testing)
 ds_add_test(scripted_output_runner_test SOURCES testing/scripted_output_runner_test.cpp LIBS ds_engine ds_engine_testing)
 # Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.
@@ -39,4 +43,11 @@ if(TARGET engine_grammar_test)
   target_compile_definitions(engine_grammar_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
   target_link_libraries(engine_grammar_test PRIVATE nlohmann_json::nlohmann_json)
+endif()
+
+# Speculative decoding end to end on a generated tiny V3 (the `model` tier): lossless outputs and KV rows.
+ds_add_test(engine_speculative_test SOURCES engine_speculative_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+if(TARGET engine_speculative_test)
+  target_compile_definitions(engine_speculative_test PRIVATE
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
 endif()

@@ -10,5 +10,6 @@ target_link_libraries(ds_engine_scheduler PUBLIC ds_kvcache ds_sampling ds_base 
 ds_set_warnings(ds_engine_scheduler)
 
 ds_add_test(engine_scheduler_test
-  SOURCES scheduler_test.cpp scheduler_stress_test.cpp scheduler_restore_test.cpp waiting_queue_test.cpp
+  SOURCES scheduler_test.cpp scheduler_stress_test.cpp scheduler_restore_test.cpp scheduler_speculative_test.cpp
+          waiting_queue_test.cpp
   LIBS ds_engine_scheduler)

@@ -102,9 +102,16 @@ void Scheduler::schedule_running(StepPlan& plan, int32_t& budget_tokens, bool de
     if (it == seqs_.end() || !it->second.running) continue;  // preempted earlier in this walk
     SeqState& seq = it->second;
     if (seq.last_step_scheduled == plan.step_index || seq.n_schedulable() <= 0) continue;
+    // A chunk with drafts in flight: how many positions it keeps is unknown until it is done.
+    if (seq.n_draft_in_flight > 0) continue;
     if (is_decode(seq) != decode_phase) continue;
     if (decode_phase) {
-      if (reserve_blocks(seq_id, seq.n_scheduled + 1, plan)) add_chunk(seq_id, seq, 1, plan, budget_tokens);
+      // Draft positions only from free blocks: speculation never preempts anyone.
+      int32_t n_draft = draft_positions(seq, budget_tokens);
+      while (n_draft > 0 && kv_.blocks_needed(seq_id, seq.n_scheduled + 1 + n_draft) > kv_.n_free_blocks())
+        --n_draft;
+      if (reserve_blocks(seq_id, seq.n_scheduled + 1 + n_draft, plan))
+        add_chunk(seq_id, seq, 1, plan, budget_tokens, n_draft);
       continue;
     }
     int64_t n_tokens = std::min<int64_t>(seq.n_schedulable(), budget_tokens);
@@ -265,26 +272,44 @@ void Scheduler::on_restored(SeqId seq_id, int32_t n_blocks_restored) {
   waiting_.push(seq_id, seq.spec.priority, seq.spec.tenant, seq.arrival_order, /*resumed=*/false);
 }
 
+int32_t Scheduler::draft_positions(const SeqState& seq, int32_t budget_tokens) const {
+  if (!seq.spec.speculate || cfg_.num_speculative_tokens <= 0) return 0;
+  // Every accepted draft is a generated token: leave room for the one sampled after them.
+  const int64_t room = seq.spec.max_tokens - seq.n_generated - seq.n_pending - 1;
+  return static_cast<int32_t>(
+      std::max<int64_t>(0, std::min<int64_t>({cfg_.num_speculative_tokens, room, budget_tokens - 1})));
+}
+
 void Scheduler::add_chunk(SeqId seq_id, SeqState& seq, int32_t n_tokens, StepPlan& plan,
-                          int32_t& budget_tokens) {
+                          int32_t& budget_tokens, int32_t n_draft_tokens) {
   ScheduledChunk chunk;
   chunk.seq_id = seq_id;
   chunk.pos_begin = seq.n_scheduled;
   chunk.n_tokens = n_tokens;
   chunk.samples = seq.n_scheduled + n_tokens == seq.n_known();
   chunk.replay_end = seq.n_scheduled < seq.replay_end ? seq.replay_end : 0;
+  chunk.n_draft_tokens = chunk.samples ? n_draft_tokens : 0;
   seq.n_scheduled += n_tokens;
   if (chunk.samples) ++seq.n_pending;
   ++seq.n_in_flight;
+  if (chunk.n_draft_tokens > 0) ++seq.n_draft_in_flight;
   seq.last_step_scheduled = plan.step_index;
   plan.chunks.push_back(chunk);
-  plan.n_tokens += n_tokens;
-  budget_tokens -= n_tokens;
-  share_.charge(seq.spec.tenant, n_tokens);
+  const int32_t n_positions = n_tokens + chunk.n_draft_tokens;
+  plan.n_tokens += n_positions;
+  budget_tokens -= n_positions;
+  share_.charge(seq.spec.tenant, n_positions);
 }
 
 void Scheduler::on_step_done(const StepPlan& plan, std::span<const int32_t> sampled) {
+  on_step_done(plan, sampled, {});
+}
+
+void Scheduler::on_step_done(const StepPlan& plan, std::span<const int32_t> sampled,
+                             std::span<const std::vector<int32_t>> accepted_drafts) {
   DS_ASSERT(sampled.size() == plan.chunks.size(), "on_step_done needs one sampled entry per chunk");
+  DS_ASSERT(accepted_drafts.empty() || accepted_drafts.size() == plan.chunks.size(),
+            "on_step_done needs no accepted drafts or one entry per chunk");
   DS_ASSERT(plan.step_index == next_done_step_index_, "steps must complete in the order they were planned");
   ++next_done_step_index_;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -294,11 +319,24 @@ void Scheduler::on_step_done(const StepPlan& plan, std::span<const int32_t> samp
     SeqState& seq = it->second;
     DS_ASSERT(seq.running && seq.n_in_flight > 0, "step result for a sequence with nothing in flight");
     --seq.n_in_flight;
-    seq.n_computed = std::max(seq.n_computed, chunk.pos_begin + chunk.n_tokens);
+    const std::span<const int32_t> accepted =
+        accepted_drafts.empty() ? std::span<const int32_t>{} : std::span<const int32_t>(accepted_drafts[i]);
+    DS_ASSERT(static_cast<int64_t>(accepted.size()) <= chunk.n_draft_tokens,
+              "more drafts accepted than planned");
+    const int64_t n_accepted = static_cast<int64_t>(accepted.size());
+    seq.n_computed = std::max(seq.n_computed, chunk.pos_begin + chunk.n_tokens + n_accepted);
     if (chunk.samples) {
+      seq.tokens.insert(seq.tokens.end(), accepted.begin(), accepted.end());
       seq.tokens.push_back(sampled[i]);
-      ++seq.n_generated;
+      seq.n_generated += static_cast<int32_t>(n_accepted) + 1;
       --seq.n_pending;
+    }
+    if (chunk.n_draft_tokens > 0) {
+      --seq.n_draft_in_flight;
+      // Accepted drafts were computed in this chunk; the rejected ones' positions are forgotten and
+      // the blocks that held only them go back to the pool.
+      seq.n_scheduled = std::max(seq.n_scheduled, chunk.pos_begin + chunk.n_tokens + n_accepted);
+      kv_.shrink(chunk.seq_id, seq.n_scheduled);
     }
     DS_ASSERT(seq.n_computed <= static_cast<int64_t>(seq.tokens.size()),
               "computed a position of unknown value");
@@ -330,6 +368,7 @@ void Scheduler::finish(SeqId seq_id) {
 bool Scheduler::contains(SeqId seq_id) const { return seqs_.contains(seq_id); }
 std::span<const int32_t> Scheduler::tokens(SeqId seq_id) const { return state(seq_id).tokens; }
 int64_t Scheduler::n_generated(SeqId seq_id) const { return state(seq_id).n_generated; }
+int64_t Scheduler::n_computed(SeqId seq_id) const { return state(seq_id).n_computed; }
 int64_t Scheduler::cached_prompt_tokens(SeqId seq_id) const { return state(seq_id).cached_prompt_tokens; }
 int32_t Scheduler::n_preemptions(SeqId seq_id) const { return state(seq_id).n_preemptions; }
 bool Scheduler::is_running(SeqId seq_id) const { return state(seq_id).running; }

@@ -69,6 +69,9 @@ struct SchedulerConfig {
   int32_t max_waiting = 1024;      // bounded admission queue; beyond it add() -> engine_overloaded
   int64_t max_seq_len = 4096;      // prompt + max_tokens must fit
   int32_t swa_replay_tokens = 0;   // 0: no window attention; V4: 128
+  // Speculative decoding (docs/speculative.md): a decode chunk of a sequence with SeqSpec::speculate
+  // also reserves up to this many draft positions after its token; 0 = off.
+  int32_t num_speculative_tokens = 0;
 };
 
 // What the scheduler needs to know of a request (token values only for prefix caching).
@@ -79,6 +82,7 @@ struct SeqSpec {
   std::optional<SteadyTime> deadline;
   std::string cache_salt;
   std::string tenant;
+  bool speculate = false;  // decode chunks carry draft positions (SchedulerConfig::num_speculative_tokens)
 };
 
 // One sequence's share of a step: positions [pos_begin, pos_begin + n_tokens).
@@ -88,6 +92,10 @@ struct ScheduledChunk {
   int32_t n_tokens = 0;
   bool samples = false;    // the chunk reaches the sequence's last known token: sample one after it
   int64_t replay_end = 0;  // SWA bounded replay: positions < replay_end only rebuild the window ring
+  // Speculative decoding: positions [pos_begin + n_tokens, + n_draft_tokens) are reserved (blocks,
+  // budget) for draft tokens the engine proposes and verifies in this chunk; on_step_done says how
+  // many were accepted. Only on a sampling decode chunk; never counted in n_scheduled until accepted.
+  int32_t n_draft_tokens = 0;
 };
 
 // Blocks [first_block, first_block + keys.size()) of a restoring sequence's table, to be filled from
@@ -139,6 +147,12 @@ class Scheduler {
   // returned (rows the engine dropped for sequences it is finishing, which it must then finish());
   // chunks of sequences already finished or expired are ignored.
   void on_step_done(const StepPlan& plan, std::span<const int32_t> sampled);
+  // The same with speculative decoding: accepted_drafts[i] (empty, or one entry per chunk) are the
+  // draft tokens of chunk i the target model accepted, in order (at most chunk.n_draft_tokens); they
+  // precede sampled[i] in the sequence. The chunk's blocks beyond the accepted positions are
+  // released (rollback of the rejected drafts) and only accepted positions are committed.
+  void on_step_done(const StepPlan& plan, std::span<const int32_t> sampled,
+                    std::span<const std::vector<int32_t>> accepted_drafts);
 
   // Enables the KV tiers' read path (see the header comment); empty = off.
   void set_tier_lookup(TierLookup lookup) { tier_lookup_ = std::move(lookup); }
@@ -155,6 +169,7 @@ class Scheduler {
   // Prompt + generated tokens known so far.
   std::span<const int32_t> tokens(SeqId seq_id) const;
   int64_t n_generated(SeqId seq_id) const;
+  int64_t n_computed(SeqId seq_id) const;            // positions whose KV rows are final
   int64_t cached_prompt_tokens(SeqId seq_id) const;  // prefix hit at first admission
   const std::vector<BlockId>& block_table(SeqId seq_id) const;
 
@@ -171,13 +186,14 @@ class Scheduler {
  private:
   struct SeqState {
     SeqSpec spec;
-    std::vector<int32_t> tokens;  // prompt + generated values known so far
-    int32_t n_generated = 0;      // generated tokens whose values are known
-    int32_t n_pending = 0;        // sampled by steps in flight; values not known yet
-    int64_t n_scheduled = 0;      // positions [0, n_scheduled) computed or in flight
-    int64_t n_computed = 0;       // positions [0, n_computed) whose step finished
-    int64_t replay_end = 0;       // SWA bounded replay of the current admission (0: none)
-    int32_t n_in_flight = 0;      // plans holding a chunk of this sequence, not yet done
+    std::vector<int32_t> tokens;    // prompt + generated values known so far
+    int32_t n_generated = 0;        // generated tokens whose values are known
+    int32_t n_pending = 0;          // sampled by steps in flight; values not known yet
+    int64_t n_scheduled = 0;        // positions [0, n_scheduled) computed or in flight
+    int64_t n_computed = 0;         // positions [0, n_computed) whose step finished
+    int64_t replay_end = 0;         // SWA bounded replay of the current admission (0: none)
+    int32_t n_in_flight = 0;        // plans holding a chunk of this sequence, not yet done
+    int32_t n_draft_in_flight = 0;  // of those, chunks with draft positions (their length is unknown)
     uint64_t last_step_scheduled = std::numeric_limits<uint64_t>::max();  // latest plan holding a chunk
     bool running = false;
     bool restoring = false;        // blocks are being filled from the KV tiers (neither queued nor running)
@@ -211,7 +227,10 @@ class Scheduler {
   // Starts a restore for the head of the queue when the tiers hold a continuation of its pool hit
   // and the pool has blocks for it. True when the sequence left the queue for the restoring state.
   bool try_start_restore(SeqId seq_id, SeqState& seq, const PrefixProbe& probe, StepPlan& plan);
-  void add_chunk(SeqId seq_id, SeqState& seq, int32_t n_tokens, StepPlan& plan, int32_t& budget_tokens);
+  void add_chunk(SeqId seq_id, SeqState& seq, int32_t n_tokens, StepPlan& plan, int32_t& budget_tokens,
+                 int32_t n_draft_tokens = 0);
+  // Draft positions a decode chunk of seq may reserve now (0 when it does not speculate).
+  int32_t draft_positions(const SeqState& seq, int32_t budget_tokens) const;
   void remove(SeqId seq_id);
 
   SchedulerConfig cfg_;

@@ -16,6 +16,9 @@ Status StepBatch::build(StepPlan plan, const Scheduler& scheduler) {
   tokens_.clear();
   token_begin_.assign(1, 0);
   pending_.assign(n_chunks, 0);
+  n_draft_.assign(n_chunks, 0);
+  next_token_.assign(n_chunks, -1);
+  context_.resize(n_chunks);
   requests_.clear();
   for (size_t i = 0; i < n_chunks; ++i) {
     const ScheduledChunk& c = plan_.chunks[i];
@@ -38,6 +41,14 @@ Status StepBatch::build(StepPlan plan, const Scheduler& scheduler) {
     if (end > n_known) {
       pending_[i] = 1;
       tokens_.push_back(-1);  // placeholder: the previous step's sample
+    }
+    if (end < n_known) next_token_[i] = known[static_cast<size_t>(end)];
+    context_[i].clear();
+    if (c.n_draft_tokens > 0) {
+      n_draft_[i] = c.n_draft_tokens;
+      context_[i].assign(known.begin(), known.begin() + copy_end);
+      tokens_.insert(tokens_.end(), static_cast<size_t>(c.n_draft_tokens),
+                     0);  // draft slots (propose_drafts)
     }
     token_begin_.push_back(static_cast<int64_t>(tokens_.size()));
   }
@@ -69,18 +80,24 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
                                                std::to_string(c.seq_id) + " has no token at position " +
                                                std::to_string(pos) + " after the previous step");
       }
-      tokens_[static_cast<size_t>(e - 1)] = known[static_cast<size_t>(pos)];
+      tokens_[static_cast<size_t>(b + c.n_tokens - 1)] = known[static_cast<size_t>(pos)];
     }
     for (int64_t t = b; t < e; ++t) tokens_[write++] = tokens_[static_cast<size_t>(t)];
     if (kept != i) {
       plan_.chunks[kept] = c;
       seqs_[kept] = std::move(seqs_[i]);
+      n_draft_[kept] = n_draft_[i];
+      next_token_[kept] = next_token_[i];
+      context_[kept] = std::move(context_[i]);
     }
     kept_begin.push_back(static_cast<int64_t>(write));
     ++kept;
   }
   plan_.chunks.resize(kept);
   seqs_.resize(kept);
+  n_draft_.resize(kept);
+  next_token_.resize(kept);
+  context_.resize(kept);
   tokens_.resize(write);
   token_begin_ = std::move(kept_begin);
   pending_.assign(kept, 0);
@@ -89,8 +106,9 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
   for (size_t i = 0; i < kept; ++i) {
     const size_t b = static_cast<size_t>(token_begin_[i]);
     const size_t n = static_cast<size_t>(token_begin_[i + 1]) - b;
-    requests_[i] = ForwardRequest{&seqs_[i], std::span<const int32_t>(tokens_.data() + b, n), false,
+    requests_[i] = ForwardRequest{&seqs_[i], std::span<const int32_t>(tokens_.data() + b, n), n_draft_[i] > 0,
                                   plan_.chunks[i].replay_end};
+    requests_[i].all_hidden = drafter_ != nullptr && drafter_->needs_hidden();
   }
   return ok_status();
 }
@@ -117,12 +135,20 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
       }
     });
   }
-  const Status forward_status = model.forward(requests_, out_);
+  n_drafts_verified.assign(plan_.chunks.size(), 0);
+  accepted_drafts.resize(plan_.chunks.size());
+  for (auto& a : accepted_drafts) a.clear();
+  Status forward_status = drafter_ != nullptr ? propose_drafts() : ok_status();
+  if (forward_status.ok()) forward_status = model.forward(requests_, out_);
   if (masks_done.valid()) masks_done.get();
   DS_TRY(forward_status);
   samples.resize(plan_.chunks.size());
   size_t g = 0;
   for (const SampleJob& job : sample_jobs) {
+    if (n_drafts_verified[job.chunk_idx] > 0) {  // never a grammar row: those requests do not draft
+      verify(job, sampler, sample_vocab);
+      continue;
+    }
     std::span<const float> row(sample_row(job.chunk_idx), sample_vocab);
     if (job.matcher != nullptr) {
       // Unconstrained rows skip this entirely; a grammar row pays one masked copy of its row.
@@ -142,7 +168,96 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
     }
     samples[job.chunk_idx] = sampler.sample(row, *job.params, *job.penalties, job.position, /*draft_slot=*/0);
   }
+  return drafter_ != nullptr ? observe_kept() : ok_status();
+}
+
+Status StepBatch::propose_drafts() {
+  draft_chunks_.clear();
+  draft_chunk_idx_.clear();
+  for (size_t i = 0; i < plan_.chunks.size(); ++i) {
+    if (n_draft_[i] <= 0) continue;
+    const ScheduledChunk& c = plan_.chunks[i];
+    DraftChunk d;
+    d.seq_id = c.seq_id;
+    d.seq = &seqs_[i];
+    d.pos_begin = c.pos_begin + c.n_tokens - 1;
+    d.context = context_[i];
+    d.draft =
+        std::span<int32_t>(tokens_.data() + token_begin_[i] + c.n_tokens, static_cast<size_t>(n_draft_[i]));
+    draft_chunks_.push_back(d);
+    draft_chunk_idx_.push_back(i);
+  }
+  if (draft_chunks_.empty()) return ok_status();
+  DS_TRY(drafter_->propose(draft_chunks_));
+  for (size_t q = 0; q < draft_chunks_.size(); ++q) {
+    const DraftChunk& d = draft_chunks_[q];
+    const size_t i = draft_chunk_idx_[q];
+    if (d.n_filled < 0 || d.n_filled > n_draft_[i]) {
+      return Status(ErrorCode::internal, "drafter filled " + std::to_string(d.n_filled) + " of " +
+                                             std::to_string(n_draft_[i]) + " draft slots");
+    }
+    // Unfilled slots are not verified: the chunk shrinks to its token plus the proposals.
+    n_drafts_verified[i] = d.n_filled;
+    const size_t n = static_cast<size_t>(plan_.chunks[i].n_tokens + d.n_filled);
+    requests_[i].tokens = std::span<const int32_t>(tokens_.data() + token_begin_[i], n);
+  }
   return ok_status();
+}
+
+void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab) {
+  const size_t i = job.chunk_idx;
+  const int32_t n_drafts = n_drafts_verified[i];
+  const int32_t* drafts = tokens_.data() + token_begin_[i] + plan_.chunks[i].n_tokens;
+  // Every token of the chunk has a logits row; the one of the chunk's last known token comes first.
+  const int64_t first_row = out_.row_begin[i] + plan_.chunks[i].n_tokens - 1;
+  for (int32_t j = 0; j <= n_drafts; ++j) {
+    // The draw a non-speculative run makes at this output position: same logits row (batch
+    // invariance), same key, so the output is the same token for token whatever the drafts were.
+    SampleResult r = sampler.sample(std::span<const float>(out_.logits.row(first_row + j), sample_vocab),
+                                    *job.params, *job.penalties, job.position + static_cast<uint64_t>(j),
+                                    /*draft_slot=*/0);
+    if (j < n_drafts && r.token_id == drafts[j]) {
+      accepted_drafts[i].push_back(r);
+      continue;
+    }
+    samples[i] = r;
+    return;
+  }
+}
+
+Status StepBatch::observe_kept() {
+  if (out_.hidden_row_begin.size() != plan_.chunks.size() + 1)
+    return Status(ErrorCode::internal, "the model returned no hidden rows per request for the drafter");
+  observed_.clear();
+  observed_tokens_.clear();
+  size_t n_tokens_total = 0;
+  for (size_t i = 0; i < plan_.chunks.size(); ++i)
+    n_tokens_total += static_cast<size_t>(plan_.chunks[i].n_tokens) + accepted_drafts[i].size();
+  observed_tokens_.reserve(n_tokens_total);  // spans below point into it
+  std::vector<uint8_t> speculate(plan_.chunks.size(), 0);
+  for (const SampleJob& job : sample_jobs) speculate[job.chunk_idx] = job.speculate ? 1 : 0;
+  for (size_t i = 0; i < plan_.chunks.size(); ++i) {
+    const ScheduledChunk& c = plan_.chunks[i];
+    const int32_t n_kept = c.n_tokens + static_cast<int32_t>(accepted_drafts[i].size());
+    const int32_t last = c.samples ? samples[i].token_id : next_token_[i];
+    ObservedChunk o;
+    o.seq_id = c.seq_id;
+    o.seq = &seqs_[i];
+    o.pos_begin = c.pos_begin;
+    o.wants_draft = speculate[i] != 0;
+    if (last >= 0 && c.replay_end == 0) {
+      // Position p's next token: the chunk's own tokens (accepted drafts included), then `last`.
+      const size_t begin = observed_tokens_.size();
+      const int32_t* chunk_tokens = tokens_.data() + token_begin_[i];
+      observed_tokens_.insert(observed_tokens_.end(), chunk_tokens + 1, chunk_tokens + n_kept);
+      observed_tokens_.push_back(last);
+      o.n_kept = n_kept;
+      o.next_tokens = std::span<const int32_t>(observed_tokens_.data() + begin, static_cast<size_t>(n_kept));
+      o.hidden = out_.hidden.row(out_.hidden_row_begin[i]);
+    }
+    observed_.push_back(o);
+  }
+  return drafter_->observe(observed_);
 }
 
 const float* StepBatch::sample_row(size_t chunk_idx) const {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/drafter.h"
 #include "engine/scheduler.h"
 #include "grammar/grammar_matcher.h"
 #include "model/model_runner.h"
@@ -50,9 +51,18 @@ class StepBatch {
     // Structured output: the row is masked to the tokens this matcher allows before sampling. Read on
     // the executor; the engine thread advances it only after the step completes.
     grammar::GrammarMatcher* matcher = nullptr;
+    bool speculate = false;  // the request drafts (its MTP state should produce a first draft)
   };
   std::vector<SampleJob> sample_jobs;
   std::vector<SampleResult> samples;  // [n_chunks], filled for the chunks of sample_jobs
+  // Speculative decoding: [n_chunks] the drafts of chunk i the target accepted (they come before
+  // samples[i] in the output), and how many drafts it verified.
+  std::vector<std::vector<SampleResult>> accepted_drafts;
+  std::vector<int32_t> n_drafts_verified;
+
+  // Speculative decoding: the drafter that fills the chunks' draft positions (null: none). Set
+  // before prepare_launch(); it must outlive the step.
+  void set_drafter(Drafter* drafter) { drafter_ = drafter; }
 
   // forward() then every sample job; the samples draw only from the first sample_vocab columns.
   // Grammar jobs' masks are computed on a helper thread during the forward.
@@ -69,12 +79,28 @@ class StepBatch {
   std::vector<int32_t> tokens_;       // chunk tokens, concatenated
   std::vector<int64_t> token_begin_;  // [n_chunks + 1] offsets into tokens_
   std::vector<uint8_t> pending_;      // [n_chunks] 1 when the chunk's last token is pending
+  // Speculative decoding, per chunk: draft positions planned (their slots follow the chunk's tokens
+  // in tokens_), the known token after the chunk (-1: none known yet) and, for drafting chunks, the
+  // sequence's tokens up to the chunk's token.
+  std::vector<int32_t> n_draft_;
+  std::vector<int32_t> next_token_;
+  std::vector<std::vector<int32_t>> context_;
+  Drafter* drafter_ = nullptr;
+  std::vector<DraftChunk> draft_chunks_;
+  std::vector<size_t> draft_chunk_idx_;
+  std::vector<ObservedChunk> observed_;
+  std::vector<int32_t> observed_tokens_;
   std::vector<ForwardRequest> requests_;
   LogitsOutput out_;
   // Grammar rows only: their token masks (one per grammar job, in job order) and the masked copy of
   // the row being sampled (reused across jobs and steps).
   std::vector<uint32_t> grammar_masks_;
   std::vector<float> masked_row_;
+
+  Status propose_drafts();
+  // Samples chunk i's rows from its token on, accepting drafts while they equal the samples.
+  void verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab);
+  Status observe_kept();
 };
 
 }  // namespace ds

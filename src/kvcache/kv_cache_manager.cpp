@@ -153,6 +153,18 @@ Status KvCacheManager::grow(SeqId seq_id, int64_t n_tokens_total) {
   return ok_status();
 }
 
+void KvCacheManager::shrink(SeqId seq_id, int64_t n_tokens_total) {
+  const auto it = seqs_.find(seq_id);
+  DS_ASSERT(it != seqs_.end(), "kv cache: shrink of a sequence that is not open");
+  SeqBlocks& blocks = it->second;
+  const size_t keep = static_cast<size_t>(blocks_for_tokens(n_tokens_total));
+  DS_ASSERT(blocks.block_hashes.size() <= keep, "kv cache: shrink would drop a committed block");
+  while (blocks.table.size() > keep) {
+    pool_.release(blocks.table.back());
+    blocks.table.pop_back();
+  }
+}
+
 void KvCacheManager::commit(SeqId seq_id, std::span<const TokenId> tokens) {
   if (!cfg_.enable_prefix_caching) return;
   const auto it = seqs_.find(seq_id);

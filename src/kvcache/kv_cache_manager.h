@@ -94,6 +94,11 @@ class KvCacheManager {
   // kvcache_out_of_blocks (retryable) when the pool cannot supply them; then nothing changed.
   Status grow(SeqId seq_id, int64_t n_tokens_total);
 
+  // Speculative decoding's rollback: releases the blocks at the end of the table beyond those that
+  // hold n_tokens_total positions (the rejected draft positions' blocks). Precondition: none of them
+  // is committed (drafted positions are never committed before they are accepted).
+  void shrink(SeqId seq_id, int64_t n_tokens_total);
+
   // Blocks grow() would need to cover n_tokens_total (0 if already covered); for admission checks.
   int32_t blocks_needed(SeqId seq_id, int64_t n_tokens_total) const;
   int32_t n_free_blocks() const;

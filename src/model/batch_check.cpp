@@ -11,7 +11,7 @@ Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_i
 std::string request_prefix(size_t r) { return "request " + std::to_string(r) + ": "; }
 
 Status check_request(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
-                     size_t r, bool mtp, int64_t vocab_size, int64_t max_seq_len) {
+                     size_t r, bool mtp, int64_t vocab_size, int64_t max_seq_len, bool mtp_draft) {
   const SequenceState* seq = seqs[r];
   if (seq == nullptr) return bad_input(request_prefix(r) + "no sequence");
   for (size_t q = 0; q < r; ++q) {
@@ -26,13 +26,13 @@ Status check_request(std::span<SequenceState* const> seqs, std::span<const std::
                        ")");
     }
   }
-  if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || seq->n_mtp_tokens > seq->n_tokens) {
+  if (seq->n_tokens < 0 || seq->n_mtp_tokens < 0 || (seq->n_mtp_tokens > seq->n_tokens && !mtp_draft)) {
     return bad_input(request_prefix(r) + "inconsistent sequence (n_tokens " + std::to_string(seq->n_tokens) +
                      ", n_mtp_tokens " + std::to_string(seq->n_mtp_tokens) + ")");
   }
   const int64_t n = static_cast<int64_t>(toks.size());
   const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
-  if (mtp && base + n > seq->n_tokens) {
+  if (mtp && !mtp_draft && base + n > seq->n_tokens) {
     return bad_input(request_prefix(r) + "MTP rows up to position " + std::to_string(base + n - 1) +
                      " need the main model to have consumed them first (it has " +
                      std::to_string(seq->n_tokens) + " tokens)");

@@ -18,8 +18,9 @@ namespace ds {
 std::string request_prefix(size_t r);
 
 // model_bad_input naming request r for the first problem of seqs[r] / tokens[r] (seqs[0..r) are
-// the batch's earlier requests). mtp: the chunk is MTP rows (from seq.n_mtp_tokens).
+// the batch's earlier requests). mtp: the chunk is MTP rows (from seq.n_mtp_tokens); mtp_draft: they
+// are drafting rows, which may run past the main model's n_tokens (MtpRequest::draft).
 Status check_request(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
-                     size_t r, bool mtp, int64_t vocab_size, int64_t max_seq_len);
+                     size_t r, bool mtp, int64_t vocab_size, int64_t max_seq_len, bool mtp_draft = false);
 
 }  // namespace ds

@@ -133,7 +133,8 @@ Status DeepSeekV3::plan_batch(std::span<SequenceState* const> seqs,
   block_check_.clear();
   int64_t row = 0;
   for (size_t r = 0; r < seqs.size(); ++r) {
-    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
+    const bool draft = mtp && r < mtp_draft_.size() && mtp_draft_[r] != 0;
+    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len, draft));
     SequenceState* seq = seqs[r];
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
@@ -156,6 +157,7 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   DS_TRY(plan_batch(seqs_, tokens_, /*mtp=*/false));
   if (requests.empty()) {  // nothing to run (and no cache slot to name before init_kv_cache)
     out.row_begin.assign(1, 0);
+    out.hidden_row_begin.assign(1, 0);
     out.logits.reshape(Shape{0, cfg_.vocab_size});
     out.hidden.reshape(Shape{0, cfg_.hidden_size});
     return ok_status();
@@ -190,9 +192,7 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   normed_.reshape(Shape{R, H});
   rmsnorm(ctx_.isa, sel_.data(), R, H, H, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
           normed_.data(), H);
-  out.hidden.reshape(Shape{R, H});
-  const TensorF32& mtp_in = opts_.mtp_input == MtpInput::post_norm ? normed_ : sel_;
-  std::memcpy(out.hidden.data(), mtp_in.data(), static_cast<size_t>(R * H) * sizeof(float));
+  fill_hidden(requests, out);
   out.logits.reshape(Shape{R, cfg_.vocab_size});
   linear(ctx_, head_, normed_.data(), R, H, out.logits.data(), cfg_.vocab_size);
 
@@ -200,21 +200,65 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   return ok_status();
 }
 
+void DeepSeekV3::fill_hidden(std::span<const ForwardRequest> requests, LogitsOutput& out) {
+  const int64_t H = cfg_.hidden_size;
+  const bool post_norm = opts_.mtp_input == MtpInput::post_norm;
+  bool any_all_hidden = false;
+  for (const ForwardRequest& r : requests) any_all_hidden = any_all_hidden || (r.all_hidden && !r.all_logits);
+  if (!any_all_hidden) {  // the logits rows: sel_ (pre-norm) or normed_ (post-norm)
+    out.hidden_row_begin = out.row_begin;
+    const int64_t R = out.row_begin.back();
+    out.hidden.reshape(Shape{R, H});
+    const TensorF32& mtp_in = post_norm ? normed_ : sel_;
+    std::memcpy(out.hidden.data(), mtp_in.data(), static_cast<size_t>(R * H) * sizeof(float));
+    return;
+  }
+  // Some request wants every row: gather those rows from the residual stream and norm them the same
+  // way (rmsnorm is per row, so a row's hidden state does not depend on which rows were gathered).
+  out.hidden_row_begin.assign(1, 0);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const bool all = requests[r].all_hidden || requests[r].all_logits;
+    out.hidden_row_begin.push_back(out.hidden_row_begin.back() + (all ? chunks_[r].n_rows : 1));
+  }
+  const int64_t RH = out.hidden_row_begin.back();
+  hidden_sel_.reshape(Shape{RH, H});
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const SeqChunk& c = chunks_[r];
+    const int64_t n_out = out.hidden_row_begin[r + 1] - out.hidden_row_begin[r];
+    const int64_t first = c.row_begin + c.n_rows - n_out;
+    std::memcpy(hidden_sel_.row(out.hidden_row_begin[r]), x_.row(first),
+                static_cast<size_t>(n_out * H) * sizeof(float));
+  }
+  out.hidden.reshape(Shape{RH, H});
+  if (post_norm) {
+    rmsnorm(ctx_.isa, hidden_sel_.data(), RH, H, H, final_norm_.data(), static_cast<float>(cfg_.rms_norm_eps),
+            out.hidden.data(), H);
+  } else {
+    std::memcpy(out.hidden.data(), hidden_sel_.data(), static_cast<size_t>(RH * H) * sizeof(float));
+  }
+}
+
 Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
   if (!mtp_)
     return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
   seqs_.clear();
   tokens_.clear();
+  mtp_draft_.clear();
   for (size_t r = 0; r < requests.size(); ++r) {
     if (requests[r].hidden == nullptr)
       return bad_input("request " + std::to_string(r) + ": no hidden states");
     seqs_.push_back(requests[r].seq);
     tokens_.push_back(requests[r].next_tokens);
+    mtp_draft_.push_back(requests[r].draft ? 1 : 0);
   }
-  DS_TRY(plan_batch(seqs_, tokens_, /*mtp=*/true));
+  const Status planned = plan_batch(seqs_, tokens_, /*mtp=*/true);
+  mtp_draft_.clear();
+  DS_TRY(planned);
   if (requests.empty()) {
     out.row_begin.assign(1, 0);
+    out.hidden_row_begin.assign(1, 0);
     out.logits.reshape(Shape{0, cfg_.vocab_size});
+    out.hidden.reshape(Shape{0, cfg_.hidden_size});
     return ok_status();
   }
   const int64_t H = cfg_.hidden_size;
@@ -228,12 +272,28 @@ Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
     const SeqChunk& c = chunks_[r];
     flat_tokens_.insert(flat_tokens_.end(), tokens_[r].begin(), tokens_[r].end());
     std::memcpy(sel_.row(c.row_begin), requests[r].hidden, static_cast<size_t>(c.n_rows * H) * sizeof(float));
-    out.row_begin.push_back(c.row_begin + c.n_rows);
+    out.row_begin.push_back(out.row_begin.back() + (requests[r].all_logits ? c.n_rows : 1));
   }
   const AttentionBatch batch{chunks_, pos_.data(), block_tables_, kv_.slot(cfg_.num_hidden_layers), T};
-  out.logits.reshape(Shape{T, cfg_.vocab_size});
-  mtp_->forward(ctx_, opts_.mla_mode, batch, inv_freq_, flat_tokens_.data(), sel_.data(), mtp_scratch_,
-                layer_scratch_, out.logits.data());
+  mtp_->block(ctx_, opts_.mla_mode, batch, inv_freq_, flat_tokens_.data(), sel_.data(), mtp_scratch_,
+              layer_scratch_);
+  // x_: [R, H] the MTP block's output rows that get logits (all of a request's, or its last).
+  const int64_t R = out.row_begin.back();
+  x_.reshape(Shape{R, H});
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const SeqChunk& c = chunks_[r];
+    const int64_t n_out = out.row_begin[r + 1] - out.row_begin[r];
+    std::memcpy(x_.row(out.row_begin[r]), mtp_scratch_.x.row(c.row_begin + c.n_rows - n_out),
+                static_cast<size_t>(n_out * H) * sizeof(float));
+  }
+  normed_.reshape(Shape{R, H});
+  out.logits.reshape(Shape{R, cfg_.vocab_size});
+  mtp_->head(ctx_, x_.data(), R, normed_.data(), out.logits.data());
+  // The next MTP step's input, in the convention the main model feeds it (ModelOptions::mtp_input).
+  out.hidden_row_begin = out.row_begin;
+  out.hidden.reshape(Shape{R, H});
+  const TensorF32& next_in = opts_.mtp_input == MtpInput::post_norm ? normed_ : x_;
+  std::memcpy(out.hidden.data(), next_in.data(), static_cast<size_t>(R * H) * sizeof(float));
   for (size_t r = 0; r < requests.size(); ++r) seqs_[r]->n_mtp_tokens += chunks_[r].n_rows;
   return ok_status();
 }

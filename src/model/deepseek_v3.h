@@ -45,6 +45,7 @@ class DeepSeekV3 final : public ModelRunner {
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
   bool has_mtp() const override { return mtp_.has_value(); }
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
+  bool supports_mtp_drafting() const override { return has_mtp(); }
 
  private:
   DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts);
@@ -53,6 +54,8 @@ class DeepSeekV3 final : public ModelRunner {
   // rows of the batch.
   Status plan_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
                     bool mtp);
+  // out.hidden / hidden_row_begin after the final norm (normed_, sel_ and x_ hold the forward's rows).
+  void fill_hidden(std::span<const ForwardRequest> requests, LogitsOutput& out);
   // Layer slots of the cache: one per main layer, then the MTP layer's.
   int n_cache_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
 
@@ -80,9 +83,11 @@ class DeepSeekV3 final : public ModelRunner {
   std::vector<SequenceState*> seqs_;
   std::vector<std::span<const int32_t>> tokens_;
   std::vector<int32_t> flat_tokens_;
-  TensorF32 x_;       // [n_rows, hidden] residual stream
-  TensorF32 sel_;     // [n_out_rows, hidden] rows that produce logits
-  TensorF32 normed_;  // [n_out_rows, hidden]
+  std::vector<uint8_t> mtp_draft_;  // [n_requests] MtpRequest::draft, for plan_batch
+  TensorF32 hidden_sel_;            // [n_hidden_rows, hidden] rows gathered for all_hidden
+  TensorF32 x_;                     // [n_rows, hidden] residual stream
+  TensorF32 sel_;                   // [n_out_rows, hidden] rows that produce logits
+  TensorF32 normed_;                // [n_out_rows, hidden]
   LayerScratch layer_scratch_;
   MtpScratch mtp_scratch_;
 };

@@ -28,6 +28,9 @@ struct ForwardRequest {
   // read the cached compressed entries, which are never recomputed into the pages or rewritten.
   // 0 = no replay (every row is new).
   int64_t replay_end = 0;
+  // LogitsOutput::hidden for every token of the chunk, else only for the rows that get logits.
+  // Speculative decoding sets it so the MTP drafter can consume every position (docs/speculative.md).
+  bool all_hidden = false;
 };
 
 // One sequence's MTP chunk: row i pairs the main model's hidden state at position
@@ -37,15 +40,26 @@ struct MtpRequest {
   SequenceState* seq = nullptr;
   std::span<const int32_t> next_tokens;  // [n]
   const float* hidden = nullptr;         // [n, hidden_size], from LogitsOutput::hidden
+  // false: logits (and LogitsOutput::hidden) only for the last row.
+  bool all_logits = true;
+  // Drafting (docs/speculative.md): rows may run past the main model's n_tokens (the MTP layer fed
+  // its own output autoregressively). The caller lowers n_mtp_tokens back afterwards; the rows it
+  // wrote are overwritten before anything reads them as context of a real position.
+  bool draft = false;
 };
 
 struct LogitsOutput {
   TensorF32 logits;  // [n_out_rows, vocab]
-  // [n_out_rows, hidden_size]: the MTP input for the same rows (after the final norm by default;
-  // ModelOptions::mtp_input). Filled by forward(), left alone by forward_mtp().
+  // [n_hidden_rows, hidden_size]: forward() gives the MTP input for the rows that get logits, or for
+  // every row of a request with all_hidden (after the final norm by default; ModelOptions::mtp_input).
+  // forward_mtp() gives the MTP layer's own output for its logits rows, in the same convention: the
+  // input of the next MTP step when the layer is reused autoregressively for drafting.
   TensorF32 hidden;
   // Request r owns output rows [row_begin[r], row_begin[r + 1]) (size n_requests + 1).
   std::vector<int64_t> row_begin;
+  // Request r owns hidden rows [hidden_row_begin[r], hidden_row_begin[r + 1]); equal to row_begin
+  // unless a request asked for all_hidden. Empty from a model that does not fill it (V4).
+  std::vector<int64_t> hidden_row_begin;
 };
 
 class ModelRunner {
@@ -90,6 +104,11 @@ class ModelRunner {
   }
 
   virtual bool has_mtp() const = 0;
+  // True when the engine can draft with the MTP layer (docs/speculative.md): forward() honours
+  // all_hidden and fills hidden_row_begin, forward_mtp() honours draft rows and all_logits = false,
+  // and rolling a sequence back is lowering its counts (all state paged). V3; V4 needs its window
+  // rings and compressor groups rolled back first.
+  virtual bool supports_mtp_drafting() const { return false; }
   // MTP logits for every row of every request (model_unsupported without an MTP layer); the same
   // validation as forward, plus: MTP rows only for positions the main model has consumed.
   virtual Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) = 0;

@@ -36,19 +36,30 @@ Result<MtpLayer> MtpLayer::load(const Checkpoint& ckpt, const ModelConfig& cfg, 
 void MtpLayer::forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
                        const std::vector<float>& inv_freq, const int32_t* next_tokens, const float* hidden,
                        MtpScratch& s, LayerScratch& ls, float* logits) const {
+  block(ctx, mode, batch, inv_freq, next_tokens, hidden, s, ls);
+  s.normed.reshape(Shape{batch.n_rows, hidden_});
+  head(ctx, s.x.data(), batch.n_rows, s.normed.data(), logits);
+}
+
+void MtpLayer::block(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
+                     const std::vector<float>& inv_freq, const int32_t* next_tokens, const float* hidden,
+                     MtpScratch& s, LayerScratch& ls) const {
   const int64_t T = batch.n_rows;
   const int64_t H = hidden_;
   s.cat.reshape(Shape{T, 2 * H});
   s.x.reshape(Shape{T, H});
-  s.normed.reshape(Shape{T, H});
   // e first, then h (numerics.md).
   embed_.lookup(next_tokens, T, s.cat.data(), 2 * H);
   rmsnorm(ctx.isa, s.cat.data(), T, H, 2 * H, enorm_.data(), eps_, s.cat.data(), 2 * H);
   rmsnorm(ctx.isa, hidden, T, H, H, hnorm_.data(), eps_, s.cat.data() + H, 2 * H);
   linear(ctx, eh_proj_.w, s.cat.data(), T, 2 * H, s.x.data(), H);
   block_->forward(ctx, mode, batch, inv_freq, s.x.data(), ls);
-  rmsnorm(ctx.isa, s.x.data(), T, H, H, head_norm_.data(), eps_, s.normed.data(), H);
-  linear(ctx, head_, s.normed.data(), T, H, logits, vocab_);
+}
+
+void MtpLayer::head(const ForwardContext& ctx, const float* x, int64_t n_rows, float* normed,
+                    float* logits) const {
+  rmsnorm(ctx.isa, x, n_rows, hidden_, hidden_, head_norm_.data(), eps_, normed, hidden_);
+  linear(ctx, head_, normed, n_rows, hidden_, logits, vocab_);
 }
 
 }  // namespace ds

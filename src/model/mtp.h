@@ -35,6 +35,13 @@ class MtpLayer {
   void forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
                const std::vector<float>& inv_freq, const int32_t* next_tokens, const float* hidden,
                MtpScratch& s, LayerScratch& ls, float* logits) const;
+  // The two halves of forward(), for callers that want logits of some rows only (drafting).
+  // block(): s.x = the block's residual stream [batch.n_rows, hidden], its cache rows written.
+  void block(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,
+             const std::vector<float>& inv_freq, const int32_t* next_tokens, const float* hidden,
+             MtpScratch& s, LayerScratch& ls) const;
+  // head(): rows x [n_rows, hidden] -> normed [n_rows, hidden] (shared_head.norm) and logits.
+  void head(const ForwardContext& ctx, const float* x, int64_t n_rows, float* normed, float* logits) const;
 
  private:
   int64_t hidden_ = 0;

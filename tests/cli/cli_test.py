@@ -253,7 +253,70 @@ def chat_v4():
     check("thinking" in p.stderr and "deepseek_v3" in p.stderr, p.stderr)
 
 
+def serve_metrics(spec):
+    # serve with speculation on a free loopback port: a completion, then vLLM's spec_decode names in /metrics.
+    import urllib.request
+    proc = subprocess.Popen([DEEPINFER, "serve", "--model", BF16, "--port", "0", "--threads", "2", *spec],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()  # "deepinfer serve: listening on http://127.0.0.1:PORT ..." (bounded by timeout)
+        check("listening on http://" in line, f"serve did not start: {line!r}")
+        url = line.split("listening on ")[1].split()[0]
+        body = json.dumps({"model": "x", "prompt": "Hello there", "max_tokens": 12}).encode()
+        req = urllib.request.Request(url + "/v1/completions", data=body, headers={"content-type": "application/json"})
+        with urllib.request.urlopen(req, timeout=60) as r:
+            check(json.load(r)["usage"]["completion_tokens"] == 12, "completion did not generate 12 tokens")
+        with urllib.request.urlopen(url + "/metrics", timeout=30) as r:
+            metrics = r.read().decode()
+        values = {}
+        for m in metrics.splitlines():
+            if m.startswith(("vllm:spec_decode", "deepinfer:spec_decode")):
+                name, value = m.rsplit(" ", 1)
+                values[name] = float(value)
+        check(values.get("vllm:spec_decode_num_drafts_total", 0) > 0, f"no drafts counted: {values}")
+        check(values["vllm:spec_decode_num_draft_tokens_total"] >= values["vllm:spec_decode_num_drafts_total"], str(values))
+        check("vllm:spec_decode_num_accepted_tokens_total" in values, str(values))
+        for pos in range(3):
+            check(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{pos}"}}' in values, str(values))
+        check(values["deepinfer:spec_decode_mean_acceptance_length"] >= 1.0, str(values))
+        print("serve /metrics:", values)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def speculative():
+    # --speculative-config: the same text as without it (greedy and sampled, --prompt and --input), a summary
+    # line with the acceptance figures, and one usage-error line per bad config.
+    base = ("generate", "--model", BF16, "--prompt", "The quick brown fox", "--max-tokens", "16", "--threads", "2")
+    spec = ("--speculative-config", '{"method": "mtp", "num_speculative_tokens": 3}')
+    for extra in ((), ("--temperature", "0.9", "--seed", "4")):
+        plain = run(*base, *extra)
+        drafted = run(*base, *extra, *spec)
+        check(plain.stdout == drafted.stdout, f"{extra}: text differs with speculation:\n{plain.stdout!r}\n{drafted.stdout!r}")
+        check("speculative decoding:" in drafted.stderr and "mean acceptance length" in drafted.stderr, drafted.stderr)
+    prompts = os.path.join(WORK, f"{TEST}_in.jsonl")
+    with open(prompts, "w") as f:
+        for i, text in enumerate(("Hello", "Bonjour tout le monde", "1 2 3 4")):
+            f.write(json.dumps({"prompt": text, "max_tokens": 10 + i}) + "\n")
+    outs = []
+    for extra in ((), spec):
+        out = os.path.join(WORK, f"{TEST}_out{len(outs)}.jsonl")
+        run("generate", "--model", BF16, "--input", prompts, "--output", out, "--threads", "2", *extra)
+        with open(out) as f:
+            outs.append([json.loads(line)["text"] for line in f])
+    check(outs[0] == outs[1], f"offline batch differs with speculation: {outs}")
+    serve_metrics(spec)
+    for bad, needle in (('{"method": "mtp"', "not valid JSON"), ('{"method": "mtp"}', "num_speculative_tokens"),
+                        ('{"method": "eagle", "num_speculative_tokens": 2}', "eagle"),
+                        ('{"method": "mtp", "num_speculative_tokens": 99}', "[1, 16]")):
+        for cmd in (("generate", "--model", BF16, "--prompt", "x"), ("serve", "--model", BF16, "--port", "0")):
+            p = run(*cmd, "--speculative-config", bad, expect_rc=2)
+            lines = p.stderr.strip().splitlines()
+            check(len(lines) == 1 and needle in lines[0] and "--speculative-config" in lines[0], f"{cmd[0]} {bad}: {p.stderr!r}")
+
+
 TESTS = {f.__name__: f for f in (make_models, generate, logits_chunking, logits_isa, inspect, usage_errors, corrupt,
-                                 chat_v4)}
+                                 chat_v4, speculative)}
 TESTS[TEST]()
 print("PASS", TEST)

@@ -1,0 +1,77 @@
+#include "speculative_option.h"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+
+namespace ds::cli {
+
+void add_speculative_option(CLI::App* sub, std::string& json) {
+  sub->add_option("--speculative-config", json,
+                  "Speculative decoding, as vLLM: '{\"method\": \"mtp\", \"num_speculative_tokens\": 3}' "
+                  "(the checkpoint's MTP layer drafts k tokens, verified in one forward; lossless)");
+}
+
+Result<SpeculativeConfig> resolve_speculative_option(const std::string& json) {
+  if (json.empty()) return SpeculativeConfig{};
+  return parse_speculative_config(json);
+}
+
+namespace {
+
+double mean_acceptance_length(const EngineStats& s) {
+  return s.spec_decode_num_drafts > 0 ? 1.0 + static_cast<double>(s.spec_decode_num_accepted_tokens) /
+                                                  static_cast<double>(s.spec_decode_num_drafts)
+                                      : 0.0;
+}
+
+}  // namespace
+
+void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& engine) {
+  if (!engine.config().speculative.enabled()) return;
+  using server::Counter;
+  using server::Gauge;
+  Counter* drafts =
+      &registry.counter("vllm:spec_decode_num_drafts_total", "Decode steps that verified drafts.");
+  Counter* draft_tokens = &registry.counter("vllm:spec_decode_num_draft_tokens_total",
+                                            "Draft tokens verified by the target model.");
+  Counter* accepted = &registry.counter("vllm:spec_decode_num_accepted_tokens_total",
+                                        "Draft tokens the target model accepted.");
+  auto* per_pos =
+      &registry.counter_family("vllm:spec_decode_num_accepted_tokens_per_pos_total",
+                               "Accepted draft tokens by draft position (0 = first).", {"position"});
+  Gauge* mean = &registry.gauge("deepinfer:spec_decode_mean_acceptance_length",
+                                "Tokens produced per verifying step: 1 + accepted / drafts.");
+  registry.add_collector([=, &engine] {
+    const EngineStats s = engine.stats();
+    drafts->set_total(static_cast<double>(s.spec_decode_num_drafts));
+    draft_tokens->set_total(static_cast<double>(s.spec_decode_num_draft_tokens));
+    accepted->set_total(static_cast<double>(s.spec_decode_num_accepted_tokens));
+    for (size_t j = 0; j < s.spec_decode_num_accepted_tokens_per_pos.size(); ++j)
+      per_pos->with({std::to_string(j)})
+          .set_total(static_cast<double>(s.spec_decode_num_accepted_tokens_per_pos[j]));
+    mean->set(mean_acceptance_length(s));
+  });
+}
+
+void print_spec_decode_summary(const char* cmd, const EngineStats& s) {
+  std::string per_pos;
+  for (size_t j = 0; j < s.spec_decode_num_accepted_tokens_per_pos.size(); ++j) {
+    const double rate = s.spec_decode_num_drafts > 0
+                            ? static_cast<double>(s.spec_decode_num_accepted_tokens_per_pos[j]) /
+                                  static_cast<double>(s.spec_decode_num_drafts)
+                            : 0.0;
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%s%.2f", j == 0 ? "" : " ", rate);
+    per_pos += buf;
+  }
+  std::fprintf(
+      stderr,
+      "%s: speculative decoding: %lld verifying steps, %lld draft tokens, %lld accepted, mean acceptance "
+      "length %.2f (acceptance by position: %s)\n",
+      cmd, static_cast<long long>(s.spec_decode_num_drafts),
+      static_cast<long long>(s.spec_decode_num_draft_tokens),
+      static_cast<long long>(s.spec_decode_num_accepted_tokens), mean_acceptance_length(s), per_pos.c_str());
+}
+
+}  // namespace ds::cli

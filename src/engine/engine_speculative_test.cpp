@@ -1,0 +1,510 @@
+// Speculative decoding end to end on a generated tiny DeepSeek-V3 checkpoint (docs/speculative.md):
+// with the checkpoint's MTP layer drafting k tokens (random weights: mostly rejected) and with a
+// scripted drafter that proposes the reference continuation with every third guess wrong (many
+// accepted runs, many rejections), the engine must give exactly the tokens and log-probabilities of a
+// run without speculation — greedy and seeded sampling, several requests at once, chunked prefill,
+// prefix caching, stop strings and stop ids — and leave the same KV rows behind for every finished
+// sequence (the rejected positions rolled back exactly).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "engine/engine.h"
+#include "engine/mtp_drafter.h"
+#include "model/model_registry.h"
+#include "modelgen/make_model.h"
+
+namespace ds {
+namespace {
+
+class TinyModelDir {
+ public:
+  TinyModelDir() : dir_(::testing::TempDir() + "/ds_engine_spec_" + std::to_string(::getpid())) {
+    modelgen::MakeModelOptions o;
+    o.arch = "deepseek_v3";
+    o.preset = "tiny";
+    o.seed = 5;
+    o.out_dir = dir_;
+    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
+    ThreadPool pool(2);
+    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
+    EXPECT_TRUE(r.ok()) << r.status().to_string();
+  }
+  ~TinyModelDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  const std::string& path() const { return dir_; }
+
+ private:
+  std::string dir_;
+};
+
+struct Fixture {
+  TinyModelDir dir;
+  std::unique_ptr<ModelRunner> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  Fixture() {
+    ModelOptions o;
+    o.isa = best_isa();
+    o.n_threads = 2;
+    o.max_seq_len = 256;
+    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir.path(), o);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    if (m.ok()) model = std::move(m).value();
+    Result<Tokenizer> t = Tokenizer::load(dir.path());
+    EXPECT_TRUE(t.ok()) << t.status().to_string();
+    if (t.ok()) tokenizer = std::make_unique<Tokenizer>(std::move(t).value());
+  }
+};
+
+Fixture& fixture() {
+  static Fixture f;
+  return f;
+}
+
+std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) {
+  std::vector<int32_t> p;
+  uint32_t x = salt * 2654435761u + 1;
+  for (int32_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    p.push_back(static_cast<int32_t>(x % 120000u));
+  }
+  return p;
+}
+
+// Proposes the reference continuation of the sequence (looked up by its context), with the guess at
+// about one position in four (a hash of position and sequence) replaced by a wrong token: accepted
+// runs of every length and rejections at every draft depth.
+bool wrong_at(size_t pos, uint64_t seq) { return (((pos * 2654435761u) ^ (seq * 40503u)) >> 7) % 4 == 0; }
+
+class ScriptedDrafter final : public Drafter {
+ public:
+  explicit ScriptedDrafter(std::vector<std::vector<int32_t>> references)
+      : references_(std::move(references)) {}
+  bool needs_hidden() const override { return false; }
+  Status propose(std::span<DraftChunk> chunks) override {
+    for (DraftChunk& c : chunks) {
+      c.n_filled = 0;
+      const std::vector<int32_t>* ref = find(c.context);
+      if (ref == nullptr) continue;
+      for (size_t j = 0; j < c.draft.size(); ++j) {
+        const size_t pos = static_cast<size_t>(c.pos_begin) + 1 + j;
+        const int32_t want = pos < ref->size() ? (*ref)[pos] : 0;
+        c.draft[j] = wrong_at(pos, c.seq_id) ? (want + 1) % 1000 : want;
+      }
+      c.n_filled = static_cast<int32_t>(c.draft.size());
+      ++n_proposals;
+    }
+    return ok_status();
+  }
+  Status observe(std::span<const ObservedChunk>) override { return ok_status(); }
+  void forget(SeqId) override {}
+  int64_t n_proposals = 0;
+
+ private:
+  const std::vector<int32_t>* find(std::span<const int32_t> context) const {
+    for (const auto& ref : references_) {
+      if (ref.size() >= context.size() && std::equal(context.begin(), context.end(), ref.begin()))
+        return &ref;
+    }
+    return nullptr;
+  }
+  std::vector<std::vector<int32_t>> references_;
+};
+
+struct Outcome {
+  std::vector<TokenEvent> events;  // per request, in submission order (collected)
+  // Per request: the main layers' KV rows of its positions [0, n_computed) when it was released,
+  // and the MTP layer's (empty without one), [n_computed, row_dim] per layer, layers concatenated.
+  std::vector<std::vector<float>> main_rows;
+  std::vector<std::vector<float>> mtp_rows;
+  std::vector<int64_t> n_computed;
+  EngineStats stats;
+};
+
+struct SpecSetup {
+  bool speculate = false;
+  int32_t k = 3;
+  std::shared_ptr<Drafter> drafter;  // null: the checkpoint's MTP layer
+  bool async = true;
+  int32_t n_kv_blocks = 96;
+};
+SpecSetup no_spec() { return SpecSetup{}; }
+SpecSetup mtp_spec(int32_t k) { return SpecSetup{true, k, nullptr, true, 96}; }
+SpecSetup scripted_spec(int32_t k, std::shared_ptr<Drafter> d) {
+  return SpecSetup{true, k, std::move(d), true};
+}
+
+std::vector<Request> requests(float temperature) {
+  // Prompts 1 and 2 share prompt 0's first 40 tokens (2 blocks of 16 from the cache after the warm-up).
+  std::vector<Request> out;
+  const std::vector<int32_t> shared = prompt_of(40, 3);
+  for (int i = 0; i < 6; ++i) {
+    Request r;
+    r.prompt_tokens = prompt_of(13 + 9 * i, 100 + static_cast<uint32_t>(i));
+    if (i < 3) r.prompt_tokens.insert(r.prompt_tokens.begin(), shared.begin(), shared.end());
+    r.stop.max_tokens = 20 + 3 * i;
+    r.stop.ignore_eos = true;
+    r.sampling.logprobs = true;
+    r.sampling.temperature = temperature;
+    r.sampling.seed = 77 + static_cast<uint64_t>(i);
+    r.detokenize = false;
+    out.push_back(r);
+  }
+  return out;
+}
+
+Outcome run(const SpecSetup& s, const std::vector<Request>& reqs) {
+  Fixture& f = fixture();
+  EngineConfig cfg;
+  cfg.scheduler.max_step_tokens = 16;  // chunked prefill, and a budget that cuts drafts short
+  cfg.scheduler.max_running = 8;
+  cfg.block_size_tokens = 16;
+  cfg.n_kv_blocks = s.n_kv_blocks;
+  cfg.async_scheduling = s.async;
+  cfg.check_integrity = true;
+  if (s.speculate) {
+    cfg.speculative.method = SpeculativeMethod::mtp;
+    cfg.speculative.num_speculative_tokens = s.k;
+    cfg.drafter = s.drafter;
+  }
+  const ModelConfig& mc = f.model->config();
+  const int64_t row_dim = mc.kv_lora_rank + mc.qk_rope_head_dim;
+  const int64_t bs = cfg.block_size_tokens;
+  std::mutex mu;
+  std::map<uint64_t, std::vector<float>> main_by_id, mtp_by_id;
+  std::map<uint64_t, int64_t> n_by_id;
+  cfg.on_sequence_release = [&](uint64_t id, std::span<const int32_t> table, int64_t n_computed) {
+    const int64_t block_bytes = f.model->kv_block_bytes();
+    const int64_t n_slots = block_bytes / (bs * row_dim * static_cast<int64_t>(sizeof(float)));
+    std::vector<float> block(static_cast<size_t>(block_bytes) / sizeof(float));
+    std::vector<std::vector<float>> by_slot(static_cast<size_t>(n_slots));
+    for (int64_t b = 0; b * bs < n_computed; ++b) {
+      const Status st = f.model->export_kv_block(table[static_cast<size_t>(b)],
+                                                 std::as_writable_bytes(std::span<float>(block)));
+      EXPECT_TRUE(st.ok()) << st.to_string();
+      const int64_t n_rows = std::min(bs, n_computed - b * bs);
+      for (int64_t slot = 0; slot < n_slots; ++slot) {
+        const float* rows = block.data() + slot * bs * row_dim;
+        by_slot[static_cast<size_t>(slot)].insert(by_slot[static_cast<size_t>(slot)].end(), rows,
+                                                  rows + n_rows * row_dim);
+      }
+    }
+    std::vector<float> main_rows, mtp_rows;
+    for (int64_t slot = 0; slot < n_slots; ++slot) {
+      std::vector<float>& dst = slot < mc.num_hidden_layers ? main_rows : mtp_rows;
+      dst.insert(dst.end(), by_slot[static_cast<size_t>(slot)].begin(),
+                 by_slot[static_cast<size_t>(slot)].end());
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    main_by_id[id] = std::move(main_rows);
+    mtp_by_id[id] = std::move(mtp_rows);
+    n_by_id[id] = n_computed;
+  };
+  Result<std::unique_ptr<Engine>> created = Engine::create(cfg, *f.model, f.tokenizer.get());
+  EXPECT_TRUE(created.ok()) << created.status().to_string();
+  if (!created.ok()) return {};
+  Engine& engine = **created;
+  std::vector<uint64_t> ids;
+  std::vector<RequestStream> streams(reqs.size());
+  // The first request alone, so the two that share its prefix find it in the cache.
+  Result<RequestId> first = engine.submit(reqs[0], streams[0].sink());
+  EXPECT_TRUE(first.ok());
+  ids.push_back(first.ok() ? *first : 0);
+  Outcome o;
+  o.events.resize(reqs.size());
+  o.events[0] = streams[0].collect();
+  for (size_t i = 1; i < reqs.size(); ++i) {
+    Result<RequestId> id = engine.submit(reqs[i], streams[i].sink());
+    EXPECT_TRUE(id.ok());
+    ids.push_back(id.ok() ? *id : 0);
+  }
+  for (size_t i = 1; i < reqs.size(); ++i) o.events[i] = streams[i].collect();
+  engine.shutdown();
+  o.stats = engine.stats();
+  std::lock_guard<std::mutex> lock(mu);
+  for (const uint64_t id : ids) {
+    o.main_rows.push_back(main_by_id[id]);
+    o.mtp_rows.push_back(mtp_by_id[id]);
+    o.n_computed.push_back(n_by_id[id]);
+  }
+  return o;
+}
+
+void expect_same_outputs(const Outcome& got, const Outcome& want, const std::string& name) {
+  ASSERT_EQ(got.events.size(), want.events.size());
+  for (size_t i = 0; i < want.events.size(); ++i) {
+    const TokenEvent& g = got.events[i];
+    const TokenEvent& w = want.events[i];
+    EXPECT_TRUE(g.error.ok()) << name << " request " << i << ": " << g.error.to_string();
+    EXPECT_EQ(g.tokens, w.tokens) << name << " request " << i;
+    EXPECT_EQ(g.text, w.text) << name << " request " << i;
+    EXPECT_EQ(g.finish_reason, w.finish_reason) << name << " request " << i;
+    ASSERT_EQ(g.chosen_logprobs.size(), w.chosen_logprobs.size()) << name << " request " << i;
+    for (size_t t = 0; t < w.chosen_logprobs.size(); ++t) {
+      EXPECT_EQ(g.chosen_logprobs[t].token_id, w.chosen_logprobs[t].token_id) << name;
+      EXPECT_EQ(std::memcmp(&g.chosen_logprobs[t].logprob, &w.chosen_logprobs[t].logprob, sizeof(float)), 0)
+          << name << " request " << i << " token " << t << ": log-probabilities differ in their bits";
+    }
+    EXPECT_EQ(g.usage.completion_tokens, w.usage.completion_tokens) << name << " request " << i;
+  }
+}
+
+void expect_same_kv(const Outcome& got, const Outcome& want, const std::string& name) {
+  for (size_t i = 0; i < want.main_rows.size(); ++i) {
+    ASSERT_GT(want.n_computed[i], 0) << name << " request " << i;
+    EXPECT_EQ(got.n_computed[i], want.n_computed[i]) << name << " request " << i;
+    ASSERT_EQ(got.main_rows[i].size(), want.main_rows[i].size()) << name << " request " << i;
+    EXPECT_EQ(std::memcmp(got.main_rows[i].data(), want.main_rows[i].data(),
+                          want.main_rows[i].size() * sizeof(float)),
+              0)
+        << name << " request " << i
+        << ": the KV rows of its final sequence differ from a run that never drafted";
+  }
+}
+
+std::vector<std::vector<int32_t>> references_of(const std::vector<Request>& reqs, const Outcome& base) {
+  std::vector<std::vector<int32_t>> refs;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    std::vector<int32_t> full = reqs[i].prompt_tokens;
+    full.insert(full.end(), base.events[i].tokens.begin(), base.events[i].tokens.end());
+    refs.push_back(std::move(full));
+  }
+  return refs;
+}
+
+void expect_lossless(float temperature) {
+  ASSERT_NE(fixture().model, nullptr);
+  ASSERT_TRUE(fixture().model->supports_mtp_drafting());
+  const std::vector<Request> reqs = requests(temperature);
+  const Outcome base = run(no_spec(), reqs);
+  EXPECT_EQ(base.events[1].usage.cached_prompt_tokens, 32) << "the shared prefix should come from the cache";
+
+  // The checkpoint's MTP layer (k = 3 and 5).
+  for (const int32_t k : {3, 5}) {
+    const Outcome mtp = run(mtp_spec(k), reqs);
+    const std::string name = "mtp k=" + std::to_string(k);
+    expect_same_outputs(mtp, base, name);
+    expect_same_kv(mtp, base, name);
+    EXPECT_GT(mtp.stats.spec_decode_num_drafts, 0) << name;
+    EXPECT_GT(mtp.stats.spec_decode_num_draft_tokens, mtp.stats.spec_decode_num_accepted_tokens) << name;
+    ASSERT_EQ(mtp.stats.spec_decode_num_accepted_tokens_per_pos.size(), static_cast<size_t>(k));
+    EXPECT_EQ(mtp.events[1].usage.cached_prompt_tokens, 32) << name;
+    std::printf("%s: %lld drafts, %lld draft tokens, %lld accepted\n", name.c_str(),
+                static_cast<long long>(mtp.stats.spec_decode_num_drafts),
+                static_cast<long long>(mtp.stats.spec_decode_num_draft_tokens),
+                static_cast<long long>(mtp.stats.spec_decode_num_accepted_tokens));
+  }
+
+  // Scripted drafts: long accepted runs and rejections at every depth.
+  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+  const Outcome scripted = run(scripted_spec(4, drafter), reqs);
+  expect_same_outputs(scripted, base, "scripted k=4");
+  expect_same_kv(scripted, base, "scripted k=4");
+  const EngineStats& st = scripted.stats;
+  EXPECT_GT(drafter->n_proposals, 20);
+  EXPECT_GT(st.spec_decode_num_accepted_tokens, st.spec_decode_num_drafts) << "mean acceptance length > 2";
+  EXPECT_LT(st.spec_decode_num_accepted_tokens, st.spec_decode_num_draft_tokens) << "some drafts rejected";
+  ASSERT_EQ(st.spec_decode_num_accepted_tokens_per_pos.size(), 4u);
+  EXPECT_GT(st.spec_decode_num_accepted_tokens_per_pos[0], st.spec_decode_num_accepted_tokens_per_pos[3]);
+  EXPECT_GT(st.spec_decode_num_accepted_tokens_per_pos[3], 0);
+  int64_t sum = 0;
+  for (const int64_t n : st.spec_decode_num_accepted_tokens_per_pos) sum += n;
+  EXPECT_EQ(sum, st.spec_decode_num_accepted_tokens);
+  std::printf("scripted k=4: %lld drafts, %lld draft tokens, %lld accepted (mean acceptance length %.2f)\n",
+              static_cast<long long>(st.spec_decode_num_drafts),
+              static_cast<long long>(st.spec_decode_num_draft_tokens),
+              static_cast<long long>(st.spec_decode_num_accepted_tokens),
+              1.0 + static_cast<double>(st.spec_decode_num_accepted_tokens) /
+                        static_cast<double>(st.spec_decode_num_drafts));
+  // Fewer steps than tokens: accepted drafts saved forwards.
+  EXPECT_LT(st.n_steps, base.stats.n_steps);
+
+  // A pool too small for all six: preemption by recompute, drafts resuming after it.
+  SpecSetup tight = scripted_spec(4, std::make_shared<ScriptedDrafter>(references_of(reqs, base)));
+  tight.n_kv_blocks = 9;
+  const Outcome preempted = run(tight, reqs);
+  expect_same_outputs(preempted, base, "scripted k=4, 9 blocks");
+  EXPECT_GT(preempted.stats.n_preemptions, 0) << "the pool should force preemption";
+  EXPECT_GT(preempted.stats.spec_decode_num_accepted_tokens, 0);
+}
+
+// Records what the real MTP drafter proposes, keyed by (sequence, position of the chunk's token).
+class RecordingDrafter final : public Drafter {
+ public:
+  explicit RecordingDrafter(std::shared_ptr<Drafter> inner) : inner_(std::move(inner)) {}
+  bool needs_hidden() const override { return inner_->needs_hidden(); }
+  Status propose(std::span<DraftChunk> chunks) override {
+    DS_TRY(inner_->propose(chunks));
+    for (const DraftChunk& c : chunks)
+      proposals[{c.seq_id, c.pos_begin}] =
+          std::vector<int32_t>(c.draft.begin(), c.draft.begin() + c.n_filled);
+    return ok_status();
+  }
+  Status observe(std::span<const ObservedChunk> chunks) override { return inner_->observe(chunks); }
+  void forget(SeqId seq_id) override { inner_->forget(seq_id); }
+  std::map<std::pair<SeqId, int64_t>, std::vector<int32_t>> proposals;
+
+ private:
+  std::shared_ptr<Drafter> inner_;
+};
+
+TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
+  // The drafts the engine verifies after a prompt must be the MTP layer's own greedy chain computed
+  // the plain way: every prompt row through forward + forward_mtp in one sequence (the path the
+  // model tests compare with numpy), then the layer fed its own output for drafts 2 and 3.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  ModelRunner& m = *f.model;
+  const size_t vocab =
+      std::min<size_t>(static_cast<size_t>(m.config().vocab_size), f.tokenizer->vocab_size());
+  std::vector<Request> reqs = requests(0.0f);
+  reqs.resize(1);
+  reqs[0].stop.max_tokens = 5;
+  auto recorder = std::make_shared<RecordingDrafter>(std::make_shared<MtpDrafter>(m, vocab));
+  const Outcome o = run(scripted_spec(3, recorder), reqs);
+  ASSERT_EQ(o.events[0].tokens.size(), 5u);
+  const std::vector<int32_t>& prompt = reqs[0].prompt_tokens;
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  // The first decode step verifies drafts for the positions after the prompt's first sampled token.
+  ASSERT_FALSE(recorder->proposals.empty());
+  const auto first = recorder->proposals.find({recorder->proposals.begin()->first.first, n});
+  ASSERT_NE(first, recorder->proposals.end());
+  const std::vector<int32_t> engine_drafts = first->second;
+  ASSERT_EQ(engine_drafts.size(), 3u);
+
+  ASSERT_TRUE(m.init_kv_cache(standalone_kv_cache_config(n + 8, 16)).ok());
+  SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+  LogitsOutput out;
+  ForwardRequest fr{&seq, prompt, true};
+  ASSERT_TRUE(m.forward({&fr, 1}, out).ok());
+  const int32_t x = argmax(std::span<const float>(out.logits.row(n - 1), vocab));
+  EXPECT_EQ(x, o.events[0].tokens[0]);
+  const std::vector<float> hidden(out.hidden.data(), out.hidden.data() + out.hidden.numel());
+  std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+  next.push_back(x);
+  MtpRequest mr{&seq, next, hidden.data()};
+  ASSERT_TRUE(m.forward_mtp({&mr, 1}, out).ok());
+  std::vector<int32_t> want{argmax(std::span<const float>(out.logits.row(n - 1), vocab))};
+  std::vector<float> h(out.hidden.row(n - 1), out.hidden.row(n - 1) + m.config().hidden_size);
+  for (int j = 1; j < 3; ++j) {
+    MtpRequest chain{&seq, {&want.back(), 1}, h.data(), true, /*draft=*/true};
+    ASSERT_TRUE(m.forward_mtp({&chain, 1}, out).ok());
+    want.push_back(argmax(std::span<const float>(out.logits.row(0), vocab)));
+    h.assign(out.hidden.row(0), out.hidden.row(0) + m.config().hidden_size);
+  }
+  EXPECT_EQ(engine_drafts, want);
+}
+
+TEST(EngineSpeculative, GreedyOutputAndKvEqualARunWithoutDrafts) { expect_lossless(0.0f); }
+
+TEST(EngineSpeculative, SeededSamplingOutputAndKvEqualARunWithoutDrafts) { expect_lossless(1.0f); }
+
+TEST(EngineSpeculative, StopStringsAndStopIdsCutAcceptedDrafts) {
+  ASSERT_NE(fixture().model, nullptr);
+  std::vector<Request> reqs = requests(0.0f);
+  for (Request& r : reqs) r.detokenize = true;
+  const Outcome free_run = run(no_spec(), reqs);
+  // A stop string taken from the middle of request 2's text, a stop id from request 4's tokens.
+  const std::string& text = free_run.events[2].text;
+  ASSERT_GT(text.size(), 12u);
+  reqs[2].stop.stop_strings = {text.substr(text.size() / 2, 3)};
+  ASSERT_GT(free_run.events[4].tokens.size(), 10u);
+  reqs[4].stop.stop_token_ids = {free_run.events[4].tokens[9]};
+  const Outcome base = run(no_spec(), reqs);
+  EXPECT_EQ(base.events[2].finish_reason, FinishReason::stop);
+  EXPECT_EQ(base.events[4].finish_reason, FinishReason::stop);
+  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, free_run));
+  const Outcome scripted = run(scripted_spec(4, drafter), reqs);
+  expect_same_outputs(scripted, base, "scripted with stops");
+  const Outcome mtp = run(mtp_spec(3), reqs);
+  expect_same_outputs(mtp, base, "mtp with stops");
+}
+
+TEST(EngineSpeculative, MtpRowsAreTheSameWhateverWasDrafted) {
+  // The MTP layer's own cache rows of the kept positions do not depend on the drafts (its chain rows
+  // are scratch, overwritten by the next observe): compare two runs with different drafts.
+  ASSERT_NE(fixture().model, nullptr);
+  const std::vector<Request> reqs = requests(0.0f);
+  const Outcome mtp = run(mtp_spec(3), reqs);
+  const Outcome mtp_k1 = run(mtp_spec(1), reqs);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    ASSERT_FALSE(mtp.mtp_rows[i].empty());
+    ASSERT_EQ(mtp.mtp_rows[i].size(), mtp_k1.mtp_rows[i].size());
+    // Positions under a cached prefix hold whichever run wrote them first; both runs start cold.
+    EXPECT_EQ(std::memcmp(mtp.mtp_rows[i].data(), mtp_k1.mtp_rows[i].data(),
+                          mtp.mtp_rows[i].size() * sizeof(float)),
+              0)
+        << "request " << i;
+  }
+}
+
+TEST(EngineSpeculative, RequestsWithPenaltiesRunWithoutDrafts) {
+  // Penalties would need each verify row to see the drafts before it: such a request decodes one
+  // token per step (and still gives the tokens of a run without speculation).
+  ASSERT_NE(fixture().model, nullptr);
+  std::vector<Request> reqs = requests(0.0f);
+  reqs.resize(2);
+  for (Request& r : reqs) r.sampling.repetition_penalty = 1.3f;
+  const Outcome base = run(no_spec(), reqs);
+  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+  const Outcome o = run(scripted_spec(4, drafter), reqs);
+  expect_same_outputs(o, base, "penalties");
+  EXPECT_EQ(drafter->n_proposals, 0);
+  EXPECT_EQ(o.stats.spec_decode_num_drafts, 0);
+}
+
+TEST(EngineSpeculative, GrammarRequestsRunWithoutDraftsNextToDraftingOnes) {
+  // Structured output would need the matcher rolled back past rejected drafts: a grammar request
+  // decodes one token per step (its rows still feed the MTP layer), the others draft as usual.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  std::shared_ptr<const grammar::CompiledGrammar> g;
+  {
+    EngineConfig cfg;
+    cfg.n_kv_blocks = 8;
+    cfg.block_size_tokens = 16;
+    Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *f.model, f.tokenizer.get());
+    ASSERT_TRUE(e.ok()) << e.status().to_string();
+    grammar::GrammarSpec spec;
+    spec.kind = grammar::GrammarSpec::Kind::regex;
+    spec.source = "[a-z]{4,10}";
+    Result<std::shared_ptr<const grammar::CompiledGrammar>> compiled = (*e)->compile_grammar(spec);
+    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
+    g = *compiled;
+  }
+  std::vector<Request> reqs = requests(0.0f);
+  reqs.resize(3);
+  reqs[1].grammar = g;
+  const Outcome base = run(no_spec(), reqs);
+  ASSERT_TRUE(base.events[1].error.ok()) << base.events[1].error.to_string();
+  ASSERT_GE(base.events[1].tokens.size(), 1u) << "the grammar request generated nothing";
+  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+  const Outcome o = run(scripted_spec(4, drafter), reqs);
+  expect_same_outputs(o, base, "grammar next to drafting requests");
+  EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, 0) << "the plain requests still draft";
+}
+
+TEST(EngineSpeculative, RefusesAModelThatCannotDraftAndBadConfigs) {
+  ASSERT_NE(fixture().model, nullptr);
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 16;
+  cfg.block_size_tokens = 16;
+  cfg.drafter = std::make_shared<ScriptedDrafter>(std::vector<std::vector<int32_t>>{});
+  Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *fixture().model, fixture().tokenizer.get());
+  EXPECT_EQ(e.status().code(), ErrorCode::invalid_argument) << "a drafter without num_speculative_tokens";
+}
+
+}  // namespace
+}  // namespace ds

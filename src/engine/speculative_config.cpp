@@ -1,0 +1,49 @@
+#include "engine/speculative_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace ds {
+
+namespace {
+
+Status bad(const std::string& what) {
+  return Status(ErrorCode::invalid_argument, "--speculative-config: " + what);
+}
+
+}  // namespace
+
+Result<SpeculativeConfig> parse_speculative_config(std::string_view json) {
+  const nlohmann::json doc = nlohmann::json::parse(json, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded()) return bad("not valid JSON");
+  if (!doc.is_object())
+    return bad("must be a JSON object like {\"method\": \"mtp\", \"num_speculative_tokens\": 3}");
+  SpeculativeConfig cfg;
+  for (const auto& [key, value] : doc.items()) {
+    if (key == "method") {
+      if (!value.is_string()) return bad("\"method\" must be a string");
+      const std::string method = value.get<std::string>();
+      if (method == "mtp" || method == "deepseek_mtp") {
+        cfg.method = SpeculativeMethod::mtp;
+      } else if (method == "dspark") {
+        return bad("\"method\": \"dspark\" is not implemented yet (only \"mtp\")");
+      } else {
+        return bad("\"method\": \"" + method + "\" is not supported (only \"mtp\")");
+      }
+    } else if (key == "num_speculative_tokens") {
+      if (!value.is_number_integer()) return bad("\"num_speculative_tokens\" must be an integer");
+      const int64_t k = value.get<int64_t>();
+      if (k < 1 || k > SpeculativeConfig::kMaxSpeculativeTokens) {
+        return bad("\"num_speculative_tokens\" must be in [1, " +
+                   std::to_string(SpeculativeConfig::kMaxSpeculativeTokens) + "], got " + std::to_string(k));
+      }
+      cfg.num_speculative_tokens = static_cast<int32_t>(k);
+    } else {
+      return bad("unknown key \"" + key + "\" (known: method, num_speculative_tokens)");
+    }
+  }
+  if (cfg.method == SpeculativeMethod::none) return bad("\"method\" is missing");
+  if (cfg.num_speculative_tokens == 0) return bad("\"num_speculative_tokens\" is missing");
+  return cfg;
+}
+
+}  // namespace ds

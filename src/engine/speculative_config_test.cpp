@@ -1,0 +1,43 @@
+#include "engine/speculative_config.h"
+
+#include <gtest/gtest.h>
+
+namespace ds {
+namespace {
+
+TEST(SpeculativeConfig, ParsesVllmShape) {
+  Result<SpeculativeConfig> c = parse_speculative_config(R"({"method": "mtp", "num_speculative_tokens": 3})");
+  ASSERT_TRUE(c.ok()) << c.status().to_string();
+  EXPECT_EQ(c->method, SpeculativeMethod::mtp);
+  EXPECT_EQ(c->num_speculative_tokens, 3);
+  EXPECT_TRUE(c->enabled());
+  EXPECT_TRUE(parse_speculative_config(R"({"num_speculative_tokens": 1, "method": "deepseek_mtp"})").ok());
+  EXPECT_FALSE(SpeculativeConfig{}.enabled());
+}
+
+TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{\"method\": \"mtp\"", "not valid JSON"},
+      {"[3]", "must be a JSON object"},
+      {R"({"num_speculative_tokens": 3})", "\"method\" is missing"},
+      {R"({"method": "mtp"})", "\"num_speculative_tokens\" is missing"},
+      {R"({"method": 3, "num_speculative_tokens": 3})", "\"method\" must be a string"},
+      {R"({"method": "eagle", "num_speculative_tokens": 3})", "\"eagle\" is not supported"},
+      {R"({"method": "dspark", "num_speculative_tokens": 3})", "not implemented yet"},
+      {R"({"method": "mtp", "num_speculative_tokens": 0})", "must be in [1, 16], got 0"},
+      {R"({"method": "mtp", "num_speculative_tokens": 17})", "got 17"},
+      {R"({"method": "mtp", "num_speculative_tokens": 2.5})", "must be an integer"},
+      {R"({"method": "mtp", "num_speculative_tokens": 2, "model": "x"})", "unknown key \"model\""},
+  };
+  for (const auto& [json, want] : cases) {
+    Result<SpeculativeConfig> c = parse_speculative_config(json);
+    ASSERT_FALSE(c.ok()) << json;
+    EXPECT_EQ(c.status().code(), ErrorCode::invalid_argument) << json;
+    EXPECT_NE(c.status().message().find(want), std::string::npos) << json << " -> " << c.status().message();
+    EXPECT_EQ(c.status().message().find('\n'), std::string::npos) << "one line";
+    EXPECT_EQ(c.status().message().rfind("--speculative-config: ", 0), 0u) << c.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace ds
