@@ -17,6 +17,7 @@ packages=(
   python3-torch python3-regex wordnet-base fortunes-min python3-doc  # tools/train (the demo model)
   clang-14 libclang-rt-14-dev clang-format
   libhiredis-dev redis-server liburing-dev
+  libutf8proc-dev  # V4.1 Engram token map (src/tokenizer/engram_token_map.cpp)
 )
 missing=()
 for p in "${packages[@]}"; do
