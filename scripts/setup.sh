@@ -18,6 +18,7 @@ packages=(
   clang-14 libclang-rt-14-dev clang-format
   libhiredis-dev redis-server liburing-dev
   libucx-dev libssl-dev  # src/transport (P/D KV transfer over UCX, HMAC-SHA256 control messages)
+  libutf8proc-dev  # V4.1 Engram token map (src/tokenizer/engram_token_map.cpp)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -1,5 +1,5 @@
-// deepinfer inspect DIR: the parsed config (key: value lines; V4 adds a per-layer table), the tensor
-// table, bytes by dtype and totals.
+// deepinfer inspect DIR: the parsed config (key: value lines; V4 adds a per-layer table, V4.1 the
+// layer roles and the KV bytes per token), the tensor table, bytes by dtype and totals.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -12,6 +12,7 @@
 #include "command_support.h"
 #include "commands.h"
 #include "weights/checkpoint.h"
+#include "weights/layer_spec.h"
 #include "weights/model_config.h"
 
 namespace ds::cli {
@@ -89,6 +90,48 @@ const char* attention_kind_name(AttentionKind kind) {
 }
 
 // deepseek_v4: the keys of its config.json, then one line per layer (main and draft).
+// V4.1: every layer's role (model-spec §5.3) and the cache bytes per token (§5.11).
+void print_roles_v41(const ModelConfig& c) {
+  auto kv = [](const char* key, const auto& value) { fmt::print("{}: {}\n", key, value); };
+  kv("kv_source_layer_ids", fmt::format("[{}]", fmt::join(c.kv_source_layer_ids, ", ")));
+  kv("index_source_layer_ids", fmt::format("[{}]", fmt::join(c.index_source_layer_ids, ", ")));
+  kv("candidate_source_layer_id", c.candidate_source_layer_id);
+  kv("candidate_topk_blocks", c.candidate_topk_blocks);
+  kv("candidate_block_size", c.candidate_block_size);
+  kv("gate_temp", c.gate_temp);
+  kv("engram_layer_ids", c.engram ? fmt::format("[{}]", fmt::join(c.engram->layer_ids, ", ")) : "none");
+  kv("pad_token_id", c.pad_token_id);
+  kv("image_token_id", c.image_token_id);
+  kv("vision_config", c.has_vision ? "present (weights skipped)" : "none");
+  Result<std::vector<LayerSpec>> specs = v41_layer_specs(c);
+  if (!specs.ok()) return;  // the parser ran the same check
+  fmt::print("\nlayers:\n{:<10}  {:>5}  {:<28}  {:<9}  {:<10}  {}\n", "layer", "ratio", "role", "kv from",
+             "top-k from", "extras");
+  for (const LayerSpec& s : *specs) {
+    const std::string name = s.layer < c.num_hidden_layers
+                                 ? fmt::format("layers.{}", s.layer)
+                                 : fmt::format("mtp.{}", s.layer - c.num_hidden_layers);
+    std::string role = "window only";
+    if (s.compress_ratio > 0) {
+      role = s.owns_compressor() ? "KV source" : "reader";
+      if (s.owns_indexer()) role += s.owns_compressor() ? " + index source" : " (index source)";
+    }
+    std::string extras;
+    if (s.candidate_source) extras += "candidate source ";
+    if (s.candidate_pool) extras += "top-k inside the pool ";
+    if (s.engram) extras += "Engram";
+    auto layer_or_dash = [](int l) { return l < 0 ? std::string("-") : std::to_string(l); };
+    fmt::print("{:<10}  {:>5}  {:<28}  {:<9}  {:<10}  {}\n", name, s.compress_ratio, role,
+               layer_or_dash(s.kv_source_layer), layer_or_dash(s.index_source_layer), extras);
+  }
+  // Stored formats: compressed KV FP4 (16-blocks, E4M3 scales), index keys FP4 (32-blocks, E8M0),
+  // window rings FP8 (32-blocks, E8M0), as model-spec §3 and §5.11 count them.
+  fmt::print("\nkv_bytes_per_token: {:g} (compressed KV + index keys of the sources, stored formats)\n",
+             paged_cache_bytes_per_token(c, *specs));
+  fmt::print("window_ring_bytes_per_sequence: {} ({} layers x {} slots)\n",
+             window_ring_bytes_per_sequence(c, *specs), specs->size(), c.sliding_window);
+}
+
 void print_config_v4(const ModelConfig& c) {
   auto kv = [](const char* key, const auto& value) { fmt::print("{}: {}\n", key, value); };
   kv("model_type", c.model_type);
@@ -151,6 +194,7 @@ void print_config_v4(const ModelConfig& c) {
     kv("dspark_noise_token_id", c.dspark->noise_token_id);
     kv("dspark_markov_rank", c.dspark->markov_rank);
   }
+  if (c.is_v41()) return print_roles_v41(c);
   fmt::print("\nlayers:\n{:<10}  {:>5}  {:<4}  {}\n", "layer", "ratio", "attn", "routing");
   for (int layer = 0; layer < c.num_hidden_layers + c.num_draft_layers(); ++layer) {
     const std::string name = layer < c.num_hidden_layers ? fmt::format("layers.{}", layer)
@@ -173,7 +217,7 @@ int run_inspect(const std::string& dir) {
   Result<Checkpoint> ckpt = Checkpoint::open(dir);
   if (!ckpt.ok()) return report_error(cmd, ckpt.status());
 
-  if (cfg->is_v4()) {
+  if (cfg->is_v4_family()) {
     print_config_v4(*cfg);
   } else {
     print_config(*cfg);

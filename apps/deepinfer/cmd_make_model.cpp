@@ -23,7 +23,7 @@ struct MakeModelArgs {
 double gib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0); }
 
 int run_make_model(MakeModelArgs& args) {
-  if (args.dtype.empty()) args.dtype = args.options.arch == "deepseek_v4" ? "fp8" : "bf16";
+  if (args.dtype.empty()) args.dtype = args.options.arch == "deepseek_v3" ? "bf16" : "fp8";
   args.options.fp8 = args.dtype == "fp8";
   const int n_threads = args.n_threads > 0
                             ? args.n_threads
@@ -58,14 +58,15 @@ void add_make_model_command(CLI::App& app, CommandContext& ctx) {
   CLI::App* cmd = app.add_subcommand(
       "make-model", "Write a random-weight checkpoint (config.json, sharded safetensors, tokenizer)");
   cmd->add_option("--arch", args->options.arch, "Architecture")
-      ->check(CLI::IsMember({"deepseek_v3", "deepseek_v4"}))
+      ->check(CLI::IsMember({"deepseek_v3", "deepseek_v4", "deepseek_v41"}))
       ->capture_default_str();
   cmd->add_option("--preset", args->options.preset, "Size: tiny | small | bench")
       ->check(CLI::IsMember({"tiny", "small", "bench"}))
       ->capture_default_str();
   cmd->add_option("--dtype", args->dtype,
                   "Linear weights: bf16 | fp8 (V3: E4M3 with 128x128 F32 scales, the default bf16; "
-                  "V4: E4M3 with E8M0 scales and FP4 experts as released, the default)")
+                  "V4: E4M3 with 128x128 E8M0 scales and FP4 experts as released, the default; "
+                  "V4.1: the same with 32x32 tiles)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--seed", args->options.seed, "Random seed (same seed -> identical bytes)")
       ->capture_default_str();

@@ -14,9 +14,17 @@ namespace ds {
 namespace {
 
 Status check_config(const ModelConfig& c) {
-  if (!c.is_v4()) {
-    return Status(ErrorCode::model_unsupported, "config.json: model_type '" + c.model_type +
-                                                    "' is not supported by the V4 model (deepseek_v4)");
+  if (!c.is_v4_family()) {
+    return Status(ErrorCode::model_unsupported,
+                  "config.json: model_type '" + c.model_type +
+                      "' is not supported by the V4 model (deepseek_v4, deepseek_v41)");
+  }
+  if (c.is_v41()) {
+    if (c.engram) {
+      return Status(ErrorCode::model_unsupported,
+                    "config.json: text_config.engram_layer_ids: Engram is not implemented yet");
+    }
+    return ok_status();  // head_dim, index_head_dim: multiples of 32 (checked by the parser)
   }
   if (c.head_dim <= c.qk_rope_head_dim || (c.head_dim - c.qk_rope_head_dim) % 64 != 0) {
     return Status(
@@ -34,7 +42,7 @@ Status check_config(const ModelConfig& c) {
 
 DeepSeekV4::DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts,
                        const V4Numerics& num)
-    : ckpt_(std::move(ckpt)), cfg_(cfg), opts_(opts), num_(num) {
+    : ckpt_(std::move(ckpt)), cfg_(cfg), opts_(opts), num_(num), v41_(cfg.is_v41()) {
   pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
@@ -58,7 +66,11 @@ Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(Checkpoint ckpt, const Mode
 
 Status DeepSeekV4::build() {
   const ModelConfig& c = cfg_;
-  DS_ASSIGN_OR_RETURN(specs_, v4_layer_specs(c));
+  if (v41_) {
+    DS_ASSIGN_OR_RETURN(specs_, v41_layer_specs(c));
+  } else {
+    DS_ASSIGN_OR_RETURN(specs_, v4_layer_specs(c));
+  }
   replay_ = SwaReplay(c, specs_, c.kv_block_size_multiple());
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
@@ -66,11 +78,13 @@ Status DeepSeekV4::build() {
                                                  c.is_hash_layer(l)));
     layers_.push_back(std::move(b));
   }
-  DS_ASSIGN_OR_RETURN(hc_head_, MhcHead::load(ckpt_, "", mhc_dims(c)));
+  if (!v41_) {
+    DS_ASSIGN_OR_RETURN(hc_head_, MhcHead::load(ckpt_, "", mhc_dims(c)));
+  }
   DS_ASSIGN_OR_RETURN(final_norm_, load_f32(ckpt_, "norm.weight", Shape{c.hidden_size}));
   const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
   DS_ASSIGN_OR_RETURN(head_, load_linear_layer(ckpt_, "head", c.vocab_size, c.hidden_size, block));
-  if (c.num_draft_layers() == 1) {
+  if (!v41_ && c.num_draft_layers() == 1) {
     DS_ASSIGN_OR_RETURN(mtp_, V4Mtp::load(ckpt_, c, 0, specs_[c.num_hidden_layers]));
   }
   return ok_status();
@@ -83,14 +97,16 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
   int64_t per_seq = 0;
   const int64_t lcm = l.block_size_multiple;
   for (int layer = 0; layer < n_layer_slots(); ++layer) {
-    const int ratio = specs_[layer].compress_ratio;
+    const LayerSpec& s = specs_[layer];
+    const int ratio = s.compress_ratio;
     per_seq += int64_t{cfg_.sliding_window} * (cfg_.head_dim * 4 + 8);  // ring rows + positions
-    if (ratio == 0) continue;
-    const bool csa = specs_[layer].owns_indexer();
-    per_token_x_lcm += lcm / ratio * 4 * (cfg_.head_dim + (csa ? cfg_.index_head_dim : 0));
+    if (ratio == 0 || !s.owns_compressor()) continue;                   // V4.1 readers: only their ring
+    const bool keys = s.owns_index_keys();
+    per_token_x_lcm += lcm / ratio * 4 * (cfg_.head_dim + (keys ? cfg_.index_head_dim : 0));
     // compressor partial groups: kv + score, rows × coff·d_c
-    per_seq += int64_t{2} * 4 * (csa ? 2 * ratio : ratio) * (csa ? 2 : 1) * cfg_.head_dim;
-    if (csa) per_seq += int64_t{2} * 4 * 2 * ratio * 2 * cfg_.index_head_dim;
+    const int64_t coff = s.overlap ? 2 : 1;
+    per_seq += int64_t{2} * 4 * coff * ratio * coff * cfg_.head_dim;
+    if (s.index_compressor) per_seq += int64_t{2} * 4 * 2 * ratio * 2 * cfg_.index_head_dim;
   }
   l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
   l.bytes_per_sequence = per_seq;
@@ -122,10 +138,11 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
   std::vector<PagedLatentCache> comp(static_cast<size_t>(n_layer_slots())), idx(comp.size());
   for (int layer = 0; layer < n_layer_slots(); ++layer) {
     const int ratio = specs_[layer].compress_ratio;
-    if (ratio == 0 || (layer >= cfg_.num_hidden_layers && !cfg.mtp_layer)) continue;
+    if (ratio == 0 || !specs_[layer].owns_compressor() || (layer >= cfg_.num_hidden_layers && !cfg.mtp_layer))
+      continue;
     const KvCacheConfig entry_cfg{cfg.block_size_tokens / ratio, cfg.n_blocks, 0};
     DS_ASSIGN_OR_RETURN(comp[layer], PagedLatentCache::allocate(1, cfg_.head_dim, entry_cfg, 1, limit));
-    if (specs_[layer].owns_indexer()) {
+    if (specs_[layer].owns_index_keys()) {
       DS_ASSIGN_OR_RETURN(idx[layer],
                           PagedLatentCache::allocate(1, cfg_.index_head_dim, entry_cfg, 1, limit));
     }
@@ -138,10 +155,14 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
 }
 
 V4LayerPages DeepSeekV4::pages_for(int layer, const int32_t* block_table) const {
+  // V4.1 readers read their KV source's entries and index keys (V4: every layer its own).
   V4LayerPages p;
-  const int ratio = specs_[layer].compress_ratio;
-  if (!comp_pages_[layer].empty()) p.comp = V4EntryPages{comp_pages_[layer].slot(0), ratio, block_table};
-  if (!idx_pages_[layer].empty()) p.idx = V4EntryPages{idx_pages_[layer].slot(0), ratio, block_table};
+  const LayerSpec& s = specs_[layer];
+  const int ratio = s.compress_ratio;
+  const int kv = s.kv_source_layer, keys = s.index_keys_layer;
+  if (kv >= 0 && !comp_pages_[kv].empty()) p.comp = V4EntryPages{comp_pages_[kv].slot(0), ratio, block_table};
+  if (keys >= 0 && !idx_pages_[keys].empty())
+    p.idx = V4EntryPages{idx_pages_[keys].slot(0), ratio, block_table};
   return p;
 }
 
@@ -203,12 +224,22 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   for (int64_t t = 0; t < n_rows; ++t)
     for (int64_t k = 0; k < hc; ++k) std::copy_n(e + t * d, d, streams + (t * hc + k) * d);
   std::vector<V4SequenceRows> rows(requests.size());
+  std::vector<V41StepSelection> shared(requests.size());  // V4.1: top-k and pool, per sequence
+  double* carried = nullptr;  // V4.1: block 0's attention collapses with the one-hot pre (§5.1)
+  if (v41_) {
+    carried = scratch_of(carried_pre_, n_rows * hc);
+    for (int64_t t = 0; t < n_rows; ++t)
+      for (int64_t k = 0; k < hc; ++k) carried[t * hc + k] = k == 0 ? 1.0 : 0.0;
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
+    const int kv_source = specs_[l].kv_source_layer;
     for (size_t r = 0; r < requests.size(); ++r) {
       rows[r] = V4SequenceRows{first_row[r], first_row[r + 1] - first_row[r], &slots[r]->layers[l],
                                pages_for(static_cast<int>(l), seqs[r]->block_table.data())};
+      if (kv_source >= 0 && kv_source != static_cast<int>(l)) rows[r].source = &slots[r]->layers[kv_source];
+      rows[r].shared = &shared[r];
     }
-    layers_[l].forward(ctx_, num_, streams, n_rows, pos.data(), ids.data(), rows, scratch_);
+    layers_[l].forward(ctx_, num_, streams, n_rows, pos.data(), ids.data(), rows, scratch_, carried);
   }
   // The rows that get logits: each request's last row, or all of them (out.row_begin).
   out.row_begin.assign(1, 0);
@@ -220,7 +251,14 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   float* col = scratch_of(scratch_.collapsed, n_rows * d);
   float* h = scratch_of(scratch_.final_rows, n_rows * d);
   pool_->parallel_range(n_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
-    for (int64_t t = t0; t < t1; ++t) hc_head_.collapse(num_, streams + t * hc * d, col + t * d);
+    for (int64_t t = t0; t < t1; ++t) {
+      if (v41_) {  // the last block's FFN pre, no hyper-head (§5.1)
+        mhc_collapse(num_, mhc_dims(cfg_), streams + t * hc * d, carried + t * hc, col + t * d,
+                     Bf16Point::head_collapse);
+      } else {
+        hc_head_.collapse(num_, streams + t * hc * d, col + t * d);
+      }
+    }
   });
   v4_rmsnorm(num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
 

@@ -16,6 +16,12 @@
 // MTP: forward_mtp reads the main final streams [hc, hidden] the slot kept for positions
 // [n_mtp_tokens, n_tokens); MtpRequest::hidden may be null and is not read (V4's MTP needs all hc
 // streams, the LogitsOutput::hidden rows are only the normed collapse).
+//
+// The same runner serves DeepSeek-V4.1 (model_type deepseek_v41, model-spec §5; loaded through
+// deepseek_v41.h): its differences are in the layer specs (weights/layer_spec.h: CSA2 sources,
+// index sources, candidate pool) and the blocks' options, plus two here: the delayed mHC pre
+// carried from block to block with no hyper-head (§5.1), and caches only for the layers that own
+// them, readers reading their source's pages. V4.1's DSpark stages are not loaded (no MTP).
 #pragma once
 
 #include <cstdint>
@@ -85,9 +91,10 @@ class DeepSeekV4 final : public ModelRunner {
   std::unique_ptr<ThreadPool> pool_;
   ForwardContext ctx_;
   Embedding embed_;
+  bool v41_ = false;
   std::vector<LayerSpec> specs_;  // every layer slot's role (main layers, then MTP)
   std::vector<V4Block> layers_;
-  MhcHead hc_head_;
+  MhcHead hc_head_;  // V4 only
   std::vector<float> final_norm_;
   Linear head_;
   std::optional<V4Mtp> mtp_;
@@ -99,6 +106,7 @@ class DeepSeekV4 final : public ModelRunner {
   BlockUseCheck block_check_;
   SwaReplay replay_;   // SWA bounded replay (its length W is kv_cache_layout().swa_replay_tokens)
   V4Scratch scratch_;  // every layer's working buffers, reused across layers and calls
+  std::vector<double> carried_pre_;  // V4.1: [rows, hc] the delayed mHC pre (V4Block::forward)
 };
 
 }  // namespace ds

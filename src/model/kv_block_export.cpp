@@ -61,7 +61,8 @@ int64_t DeepSeekV4::kv_block_bytes() const {
 }
 
 std::string DeepSeekV4::kv_layout_tag() const {
-  return "deepseek_v4/compressed+indexer/f32" + std::string(kv_config_.mtp_layer && has_mtp() ? "/mtp" : "");
+  return std::string(v41_ ? "deepseek_v41/sources" : "deepseek_v4") + "/compressed+indexer/f32" +
+         std::string(kv_config_.mtp_layer && has_mtp() ? "/mtp" : "");
 }
 
 Status DeepSeekV4::export_kv_block(int32_t block_id, std::span<std::byte> out) const {

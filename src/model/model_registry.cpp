@@ -4,6 +4,7 @@
 
 #include "model/deepseek_v3.h"
 #include "model/deepseek_v4.h"
+#include "model/deepseek_v41.h"
 #include "model/v4_numerics_options.h"
 
 namespace ds {
@@ -34,10 +35,11 @@ Result<std::unique_ptr<ModelRunner>> load_v4(const std::string& dir, const Model
 }
 
 // DeepSeekV3 runs V2-style and V3 checkpoints; V3.2 (deepseek_v32) parses but has no model yet.
-constexpr std::array<ModelRegistration, 3> kModels{{
+constexpr std::array<ModelRegistration, 4> kModels{{
     {"deepseek_v2", load_v3},
     {"deepseek_v3", load_v3},
     {"deepseek_v4", load_v4},
+    {"deepseek_v41", load_deepseek_v41},
 }};
 
 }  // namespace

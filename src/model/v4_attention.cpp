@@ -23,7 +23,9 @@ Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string&
   a.window_ = c.sliding_window;
   a.ratio_ = spec.compress_ratio;
   a.window_quant_ = spec.window_kv;
-  a.eps_ = static_cast<float>(c.rms_norm_eps);
+  a.v41_ = c.is_v41();
+  a.q_head_norm_ = !a.v41_;
+  a.eps_ = c.rms_norm_eps;
   const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
 
   RopeParams rp;
@@ -53,13 +55,18 @@ Result<V4Attention> V4Attention::load(const Checkpoint& ckpt, const std::string&
   DS_ASSIGN_OR_RETURN(a.kv_norm_, load_f32(ckpt, prefix + "kv_norm.weight", Shape{a.head_dim_}));
   a.slice_wo_a();
   DS_ASSIGN_OR_RETURN(a.sink_, load_f32_param(ckpt, prefix + "attn_sink", Shape{a.n_heads_}));
-  if (a.ratio_ > 0) {
+  if (a.ratio_ > 0 && spec.owns_compressor()) {
     V4CompressorDims cd{a.ratio_,  spec.overlap, a.head_dim_, a.rope_dim_,
                         a.hidden_, a.eps_,       false,       spec.compressed_kv};
+    cd.has_ape = !a.v41_;                // V4.1: no ape (§5.4)
+    cd.gated = !a.v41_ || a.ratio_ > 1;  // V4.1 ratio 1: no gate
     DS_ASSIGN_OR_RETURN(a.compressor_, V4Compressor::load(ckpt, prefix + "compressor.", cd));
-    if (spec.owns_indexer()) {
-      DS_ASSIGN_OR_RETURN(a.indexer_, V4Indexer::load(ckpt, prefix + "indexer.", c, spec));
-    }
+  }
+  if (a.ratio_ > 0 && spec.owns_indexer()) {
+    DS_ASSIGN_OR_RETURN(a.indexer_, V4Indexer::load(ckpt, prefix + "indexer.", c, spec));
+  }
+  if (a.v41_ && a.ratio_ > 0 && spec.owns_index_keys()) {
+    DS_ASSIGN_OR_RETURN(a.index_keys_, V41IndexKeys::load(ckpt, prefix + "indexer.", c, spec));
   }
   return a;
 }
@@ -86,22 +93,55 @@ void V4Attention::slice_wo_a() {
   }
 }
 
+void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
+                            int64_t n, const int32_t* pos, const V4SequenceRows& rows, int64_t n_entries,
+                            std::vector<std::vector<int32_t>>& selected) const {
+  const V4LayerState& src = rows.source != nullptr ? *rows.source : *rows.state;
+  if (indexer_ && !v41_) {
+    indexer_->select(ctx, num, x, qr, n, pos, inv_freq_, *rows.state, rows.pages.idx, selected);
+  } else if (indexer_) {
+    indexer_->select_v41(ctx, num, x, qr, n, pos, inv_freq_, rows.pages.idx, src.n_idx_keys, *rows.shared,
+                         selected);
+    rows.shared->topk = selected;  // the layers up to the next index source reuse it
+  } else if (v41_) {
+    selected = rows.shared->topk;
+  } else {  // V4 HCA: every visible entry
+    selected.assign(static_cast<size_t>(n), {});
+    for (int64_t t = 0; t < n; ++t) {
+      const int64_t vis = std::min<int64_t>((pos[t] + 1) / ratio_, n_entries);
+      for (int32_t j = 0; j < vis; ++j) selected[t].push_back(j);
+    }
+  }
+}
+
 void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                         const float* q, const float* kv, int64_t n, const int32_t* pos, V4LayerState& st,
-                         const V4LayerPages& pages, float* o, V4Scratch& scratch) const {
+                         const float* q, const float* kv, int64_t n, const int32_t* pos,
+                         const V4SequenceRows& rows, float* o, V4Scratch& scratch) const {
   const int64_t H = n_heads_, D = head_dim_;
+  V4LayerState& st = *rows.state;
+  const V4LayerPages& pages = rows.pages;
   // The entries this chunk completes go to the pages first; attention and the indexer then read
   // every entry where it lies (comp_idx below holds pool rows, V4EntryPages::row_of), so a step
   // copies no O(context) data.
   if (compressor_) {
     std::vector<float>& new_kv = scratch.new_kv;  // [n_new, D]
-    compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, st.n_entries, new_kv);
+    std::vector<float> latent;                    // V4.1: before RoPE, for the index keys
+    std::vector<int32_t> entry_pos;
+    compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, st.n_entries, new_kv,
+                      index_keys_ ? &latent : nullptr, index_keys_ ? &entry_pos : nullptr);
     const int64_t n_new = static_cast<int64_t>(new_kv.size()) / D;
     pages.comp.write(st.n_entries, n_new, new_kv.data());
     st.n_entries += n_new;
+    if (index_keys_) {  // published every step, so decode equals prefill (model-spec §9)
+      std::vector<float> keys;
+      index_keys_->make(ctx, num, latent.data(), n_new, entry_pos.data(), inv_freq_, keys);
+      pages.idx.write(st.n_idx_keys, n_new, keys.data());
+      st.n_idx_keys += n_new;
+    }
   }
+  const int64_t n_entries = rows.source != nullptr ? rows.source->n_entries : st.n_entries;
   std::vector<std::vector<int32_t>> selected;
-  if (indexer_) indexer_->select(ctx, num, x, qr, n, pos, inv_freq_, st, pages.idx, selected);
+  if (ratio_ > 0) selection(ctx, num, x, qr, n, pos, rows, n_entries, selected);
 
   // Window keys in canonical order: the ring's positions ascending, then this chunk's tokens.
   // win_kv: [n_ring + n, D]
@@ -122,11 +162,7 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
 
   const int64_t n_win_idx = window_;
   int64_t n_comp_idx = 0;
-  const int64_t n_entries = st.n_entries;
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t vis = ratio_ > 0 ? std::min<int64_t>((pos[t] + 1) / ratio_, n_entries) : 0;
-    n_comp_idx = std::max<int64_t>(n_comp_idx, indexer_ ? static_cast<int64_t>(selected[t].size()) : vis);
-  }
+  for (const std::vector<int32_t>& sel : selected) n_comp_idx = std::max<int64_t>(n_comp_idx, sel.size());
   std::vector<int32_t> win_idx(static_cast<size_t>(n * n_win_idx), -1);
   std::vector<int32_t> comp_idx(static_cast<size_t>(n * std::max<int64_t>(n_comp_idx, 1)), -1);
   for (int64_t t = 0; t < n; ++t) {
@@ -135,13 +171,9 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
       if (win_pos[i] > pos[t] - window_ && win_pos[i] <= pos[t])
         win_idx[t * n_win_idx + k++] = static_cast<int32_t>(i);
     }
-    if (indexer_) {
+    if (ratio_ > 0) {
       for (size_t j = 0; j < selected[t].size(); ++j)
         comp_idx[t * n_comp_idx + j] = static_cast<int32_t>(pages.comp.row_of(selected[t][j]));
-    } else if (ratio_ > 0) {
-      const int64_t vis = std::min<int64_t>((pos[t] + 1) / ratio_, n_entries);
-      for (int64_t j = 0; j < vis; ++j)
-        comp_idx[t * n_comp_idx + j] = static_cast<int32_t>(pages.comp.row_of(j));
     }
   }
   SparseAttentionArgs sa;
@@ -176,7 +208,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   linear(ctx, wq_a_.w, x, n, hidden_, qa, q_lora_);
   v4_rmsnorm(num, Bf16Point::q_norm, qa, n, q_lora_, q_norm_.data(), eps_, qr);
   linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
-  for (int64_t r = 0; r < n * H; ++r) {  // per-head RMS normalisation, no weight, not rounded
+  for (int64_t r = 0; r < (q_head_norm(num) ? n * H : 0); ++r) {  // per-head RMS norm, no weight, not rounded
     float* v = q + r * D;
     double ss = 0;
     for (int64_t c = 0; c < D; ++c) ss += static_cast<double>(v[c]) * v[c];
@@ -196,7 +228,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   float* o = scratch_of(scratch.o, n * hd);
   for (const V4SequenceRows& s : seqs) {
     attend(ctx, num, x + s.first_row * hidden_, qr + s.first_row * q_lora_, q + s.first_row * hd,
-           kv + s.first_row * D, s.n, pos + s.first_row, *s.state, s.pages, o + s.first_row * hd, scratch);
+           kv + s.first_row * D, s.n, pos + s.first_row, s, o + s.first_row * hd, scratch);
   }
   rope_interleaved(ctx.isa, o, n, hd, H, D, D - rd, pos, inv_freq_, /*inverse=*/true);
 

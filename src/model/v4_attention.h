@@ -2,7 +2,11 @@
 // normalisation, one shared K=V latent per token (RMSNorm, RoPE on its last rope_dim channels,
 // FP8 simulation of the rest), keys = the sliding window (ring + this chunk) then the compressed
 // entries (all visible ones in HCA, the indexer's top-k in CSA), softmax with a per-head sink,
-// inverse RoPE of the output, and the grouped low-rank output projection.
+// inverse RoPE of the output, and the grouped low-rank output projection. V4.1 (§5.2-5.6, CSA2):
+// no per-head q norm by default (V4Numerics::q_head_norm), FP8 window KV over all channels
+// (LayerSpec::window_kv), and only KV sources own a compressor (plus the index keys); every
+// compressed layer selects top-k entries of its source's cache, computed by index sources and
+// reused by the layers after them (V4SequenceRows::source, ::shared).
 #pragma once
 
 #include <cstdint>
@@ -43,20 +47,30 @@ class V4Attention {
 
   int32_t ratio() const { return ratio_; }
   bool csa() const { return indexer_.has_value(); }
+  bool q_head_norm(const V4Numerics& num) const {
+    return num.q_head_norm < 0 ? q_head_norm_ : num.q_head_norm > 0;
+  }
 
  private:
   // One sequence's part of forward: its compressor and indexer, window keys and sparse attention
   // over its rows (x [n, hidden], qr [n, q_lora], q [n, H, D], kv [n, D] from the projections);
   // o: [n, H, D] before the inverse RoPE. Advances the ring.
   void attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-              const float* q, const float* kv, int64_t n, const int32_t* pos, V4LayerState& st,
-              const V4LayerPages& pages, float* o, V4Scratch& scratch) const;
+              const float* q, const float* kv, int64_t n, const int32_t* pos, const V4SequenceRows& rows,
+              float* o, V4Scratch& scratch) const;
+  // The compressed entries each row attends to (entry ids of the source's cache): the indexer's
+  // top-k (V4 CSA, V4.1 index sources), the reused top-k (V4.1), or every visible one (V4 HCA).
+  void selection(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
+                 const int32_t* pos, const V4SequenceRows& rows, int64_t n_entries,
+                 std::vector<std::vector<int32_t>>& selected) const;
   void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
 
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
   int32_t window_ = 0, ratio_ = 0;
   CacheQuant window_quant_ = CacheQuant::none;  // the window ring's storage (LayerSpec::window_kv)
-  float eps_ = 0;
+  bool q_head_norm_ = true;                     // the model's default (V4 on, V4.1 off)
+  bool v41_ = false;                            // CSA2: top-k on every compressed layer, sources shared
+  double eps_ = 0;                              // rms_norm_eps as configured (V4.1: 1e-20)
   std::vector<float> inv_freq_;  // SWA layers: rope_theta; compressed layers: compress_rope_theta + YaRN
   Linear wq_a_, wq_b_, wkv_, wo_b_;
   // wo_a [o_groups·o_lora, H·D/o_groups] as stored and its o_groups row slices (one per group).
@@ -69,6 +83,7 @@ class V4Attention {
   std::vector<float> q_norm_, kv_norm_, sink_;
   std::optional<V4Compressor> compressor_;
   std::optional<V4Indexer> indexer_;
+  std::optional<V41IndexKeys> index_keys_;  // V4.1 KV sources
 };
 
 }  // namespace ds

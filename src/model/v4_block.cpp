@@ -1,6 +1,8 @@
 #include "model/v4_block.h"
 #include "model/v4_norm.h"
 
+#include <algorithm>
+
 #include "kernels/norm.h"
 
 namespace ds {
@@ -9,7 +11,7 @@ Result<V4Block> V4Block::load(const Checkpoint& ckpt, const std::string& prefix,
                               const LayerSpec& spec, bool hash_layer) {
   V4Block b;
   b.dims_ = mhc_dims(c);
-  b.eps_ = static_cast<float>(c.rms_norm_eps);
+  b.eps_ = c.rms_norm_eps;
   DS_ASSIGN_OR_RETURN(b.hc_attn_, MhcMixer::load(ckpt, prefix + "hc_attn", b.dims_));
   DS_ASSIGN_OR_RETURN(b.hc_ffn_, MhcMixer::load(ckpt, prefix + "hc_ffn", b.dims_));
   DS_ASSIGN_OR_RETURN(b.attn_norm_, load_f32(ckpt, prefix + "attn_norm.weight", Shape{c.hidden_size}));
@@ -20,7 +22,8 @@ Result<V4Block> V4Block::load(const Checkpoint& ckpt, const std::string& prefix,
 }
 
 void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, const MhcMixer& mixer,
-                          const std::vector<float>& norm_w, float* streams, int64_t n, V4Scratch& s) const {
+                          const std::vector<float>& norm_w, float* streams, int64_t n, V4Scratch& s,
+                          double* carried_pre) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
   // x, x_norm: [n, d]; post: [n, hc]; comb: [n, hc, hc]
   float* x = scratch_of(s.x, n * d);
@@ -29,15 +32,24 @@ void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, cons
   double* comb = scratch_of(s.comb, n * hc * hc);
   // Tokens are independent (per-token arithmetic): the pool splits them, results do not change.
   ctx.pool->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t)
-      mixer.pre(num, streams + t * hc * d, x + t * d, post + t * hc, comb + t * hc * hc);
+    std::vector<double> own_pre(static_cast<size_t>(hc));
+    for (int64_t t = t0; t < t1; ++t) {
+      if (carried_pre == nullptr) {
+        mixer.pre(num, streams + t * hc * d, x + t * d, post + t * hc, comb + t * hc * hc);
+        continue;
+      }
+      double* carried = carried_pre + t * hc;
+      mixer.coefficients(streams + t * hc * d, own_pre.data(), post + t * hc, comb + t * hc * hc);
+      mhc_collapse(num, dims_, streams + t * hc * d, carried, x + t * d);
+      std::copy(own_pre.begin(), own_pre.end(), carried);
+    }
   });
   v4_rmsnorm(num, Bf16Point::sub_norm, x, n, d, norm_w.data(), eps_, x_norm);
 }
 
 void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
                       const int32_t* pos, const int32_t* tokens, std::span<const V4SequenceRows> seqs,
-                      V4Scratch& scratch) const {
+                      V4Scratch& scratch, double* carried_pre) const {
   const int64_t n = n_rows;
   const int64_t hc = dims_.hc, d = dims_.hidden;
   float* f = scratch_of(scratch.f, n * d);  // f: [n, d] the sublayer's output
@@ -49,10 +61,10 @@ void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* s
         mixer.post(num, f + t * d, post + t * hc, comb + t * hc * hc, streams + t * hc * d);
     });
   };
-  sublayer_io(ctx, num, hc_attn_, attn_norm_, streams, n, scratch);
+  sublayer_io(ctx, num, hc_attn_, attn_norm_, streams, n, scratch, carried_pre);
   attn_.forward(ctx, num, scratch.x_norm.data(), n, pos, seqs, f, scratch);
   mix_back(hc_attn_);
-  sublayer_io(ctx, num, hc_ffn_, ffn_norm_, streams, n, scratch);
+  sublayer_io(ctx, num, hc_ffn_, ffn_norm_, streams, n, scratch, carried_pre);
   ffn_.forward(ctx, num, scratch.x_norm.data(), n, tokens, f, scratch);
   mix_back(hc_ffn_);
 }

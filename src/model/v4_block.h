@@ -1,5 +1,6 @@
 // One V4 transformer block (model-spec §4.1): mHC around attention, then mHC around the MoE, on
-// the hc_mult residual streams. Main layers and the MTP layer both use it.
+// the hc_mult residual streams. Main layers and the MTP layer both use it. V4.1 (§5.1): each
+// sublayer collapses the streams with the `pre` the sublayer before it computed (delayed pre).
 #pragma once
 
 #include <cstdint>
@@ -31,17 +32,21 @@ class V4Block {
   // over all rows at once (its weights are read once per step), attention (with its projections,
   // compressors and indexer) per sequence. All of it is per-row arithmetic with batch-invariant
   // kernels, so a sequence's rows do not depend on the others.
+  // V4.1: carried_pre [n_rows, hc] holds the pre the previous sublayer computed (block 0: the
+  // one-hot (1, 0, .., 0)); each sublayer collapses with it and leaves its own, so after the last
+  // block it is the final collapse's. nullptr for V4 (each sublayer uses its own pre).
   void forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
                const int32_t* pos, const int32_t* tokens, std::span<const V4SequenceRows> seqs,
-               V4Scratch& scratch) const;
+               V4Scratch& scratch, double* carried_pre = nullptr) const;
 
  private:
   // The mHC collapse and the norm of one sublayer's input: scratch x_norm [n, d], post, comb.
   void sublayer_io(const ForwardContext& ctx, const V4Numerics& num, const MhcMixer& mixer,
-                   const std::vector<float>& norm_w, float* streams, int64_t n, V4Scratch& s) const;
+                   const std::vector<float>& norm_w, float* streams, int64_t n, V4Scratch& s,
+                   double* carried_pre) const;
 
   MhcDims dims_;
-  float eps_ = 0;
+  double eps_ = 0;  // rms_norm_eps as configured (V4.1: 1e-20)
   MhcMixer hc_attn_, hc_ffn_;
   std::vector<float> attn_norm_, ffn_norm_;
   V4Attention attn_;

@@ -17,8 +17,14 @@ Result<V4Compressor> V4Compressor::load(const Checkpoint& ckpt, const std::strin
   c.dims_ = dims;
   const int64_t width = (dims.overlap ? 2 : 1) * dims.d_c;
   DS_ASSIGN_OR_RETURN(c.wkv_, load_linear_layer(ckpt, prefix + "wkv", width, dims.hidden, 128));
-  DS_ASSIGN_OR_RETURN(c.wgate_, load_linear_layer(ckpt, prefix + "wgate", width, dims.hidden, 128));
-  DS_ASSIGN_OR_RETURN(c.ape_, load_f32_param(ckpt, prefix + "ape", Shape{dims.ratio, width}));
+  if (dims.gated) {
+    DS_ASSIGN_OR_RETURN(c.wgate_, load_linear_layer(ckpt, prefix + "wgate", width, dims.hidden, 128));
+  }
+  if (dims.has_ape) {
+    DS_ASSIGN_OR_RETURN(c.ape_, load_f32_param(ckpt, prefix + "ape", Shape{dims.ratio, width}));
+  } else {
+    c.ape_.assign(static_cast<size_t>(dims.ratio * width), 0.0f);  // adds exactly nothing
+  }
   DS_ASSIGN_OR_RETURN(c.norm_, load_f32(ckpt, prefix + "norm.weight", Shape{dims.d_c}));
   return c;
 }
@@ -46,12 +52,14 @@ void v4_cache_quant_sim(Isa isa, const V4Numerics& num, CacheQuant quant, float*
 
 void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
                         const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st,
-                        int64_t n_present, std::vector<float>& new_entries) const {
+                        int64_t n_present, std::vector<float>& new_entries, std::vector<float>* pre_rope,
+                        std::vector<int32_t>* entry_pos_out) const {
   const int64_t width = st.width, d_c = dims_.d_c, ratio = dims_.ratio;
   // a, z: [n, coff·d_c]
   std::vector<float> a(static_cast<size_t>(n * width)), z(static_cast<size_t>(n * width));
   linear(ctx, wkv_.w, x, n, dims_.hidden, a.data(), width);
-  linear(ctx, wgate_.w, x, n, dims_.hidden, z.data(), width);
+  // Ungated (V4.1 ratio 1): equal scores, so a group's softmax weights are 1 / ratio = 1 exactly.
+  if (dims_.gated) linear(ctx, wgate_.w, x, n, dims_.hidden, z.data(), width);
   const int64_t first_new = n_present;
   std::vector<int32_t> entry_pos;
   std::vector<float> pooled;  // [n_new, d_c] before the norm
@@ -94,9 +102,12 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
   }
   const int64_t n_new = static_cast<int64_t>(entry_pos.size());
   new_entries.resize(static_cast<size_t>(n_new * d_c));
+  if (entry_pos_out != nullptr) *entry_pos_out = entry_pos;
+  if (pre_rope != nullptr) pre_rope->clear();
   if (n_new == 0) return;
   float* out = new_entries.data();  // out: [n_new, d_c]
   v4_rmsnorm(num, Bf16Point::comp_norm, pooled.data(), n_new, d_c, norm_.data(), dims_.eps, out);
+  if (pre_rope != nullptr) pre_rope->assign(out, out + n_new * d_c);
   rope_interleaved(ctx.isa, out, n_new, d_c, 1, d_c, d_c - dims_.rope_dim, entry_pos.data(), inv_freq);
   if (dims_.index_keys) hadamard_rows(ctx.isa, out, n_new, d_c, d_c, hadamard_default_scale(d_c));
   { v4_cache_quant_sim(ctx.isa, num, dims_.quant, out, n_new, d_c, dims_.rope_dim); }

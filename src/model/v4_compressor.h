@@ -2,7 +2,8 @@
 // per-channel softmax-gated pooling of W_kv·x̂ under scores W_gate·x̂ + ape, then RMSNorm_c, RoPE
 // at the group's first position and the storage simulation (FP8 KV, or Hadamard + FP4 for the
 // indexer's keys). CSA (ratio 4) overlaps: an entry pools the previous group's first-half
-// channels and its own group's second half under one softmax.
+// channels and its own group's second half under one softmax. V4.1 (§5.4): no overlap, no ape,
+// and ratio 1 has no gate (the entry is the normed projection itself).
 #pragma once
 
 #include <cstdint>
@@ -25,9 +26,11 @@ struct V4CompressorDims {
   int64_t d_c = 0;  // entry width (head_dim, or index_head_dim for the indexer)
   int64_t rope_dim = 0;
   int64_t hidden = 0;
-  float eps = 0;
+  double eps = 0;                       // rms_norm_eps
   bool index_keys = false;              // Hadamard before the storage simulation (indexer keys)
   CacheQuant quant = CacheQuant::none;  // the entries' storage (LayerSpec::compressed_kv / index_keys)
+  bool has_ape = true;                  // V4.1: no positional bias
+  bool gated = true;                    // V4.1 ratio 1: no wgate, every group is one token
 };
 
 class V4Compressor {
@@ -40,9 +43,12 @@ class V4Compressor {
   // entries their groups complete are entries n_present, n_present + 1, ... and are returned in
   // `new_entries` [n_new, d_c] (resized). A group whose entry is below n_present (a replay of a
   // cached prefix: the entry is in the shared blocks already) updates the state but returns nothing.
+  // pre_rope (optional): the same entries after the norm, before RoPE and the storage simulation
+  // (V4.1 derives the index keys from them); entry_pos (optional): their first token positions.
   void feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n, const int32_t* pos,
             const std::vector<float>& inv_freq, V4CompressorState& st, int64_t n_present,
-            std::vector<float>& new_entries) const;
+            std::vector<float>& new_entries, std::vector<float>* pre_rope = nullptr,
+            std::vector<int32_t>* entry_pos = nullptr) const;
 
   const V4CompressorDims& dims() const { return dims_; }
 

@@ -1,7 +1,9 @@
 // The V4 lightning indexer of CSA layers (model-spec §4.5): its own compressor turns every group
 // of `ratio` tokens into a 128-d key (Hadamard + FP4); each query (from the shared q_lora state,
 // RoPE, Hadamard, FP4) scores the visible keys by Σ_h w_h·ReLU(q_h·k) and the attention keeps the
-// top index_topk compressed entries.
+// top index_topk compressed entries. V4.1 (§5.5, §5.6): index keys come from the KV source's
+// compressed latent (V41IndexKeys), queries have no Hadamard, and the candidate source's score
+// rows define a pool of blocks the later index sources select inside.
 #pragma once
 
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include "model/v4_kv_state.h"
 #include "model/v4_numerics.h"
 #include "weights/checkpoint.h"
+#include "weights/layer_spec.h"
 #include "weights/model_config.h"
 
 namespace ds {
@@ -36,12 +39,51 @@ class V4Indexer {
               const int32_t* pos, const std::vector<float>& inv_freq, V4LayerState& st,
               const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const;
 
+  // V4.1: scores the n_keys keys of the KV source (`keys`, written already) and selects as
+  // select() does; the candidate source also fills shared.pool_blocks, a pool layer selects
+  // only inside them (among at most top-k pool entries; decision in docs/models.md).
+  void select_v41(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
+                  int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, const V4EntryPages& keys,
+                  int64_t n_keys, V41StepSelection& shared,
+                  std::vector<std::vector<int32_t>>& selected) const;
+
  private:
+  // q [n, Hi, Di] (RoPE, Hadamard in V4, FP4) and w [n, Hi] of the chunk's rows.
+  void queries(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
+               const int32_t* pos, const std::vector<float>& inv_freq, std::vector<float>& q,
+               std::vector<float>& w) const;
+  // scores (optional) [n, n_keys] and selected from the kernel.
+  void score(const ForwardContext& ctx, const std::vector<float>& q, const std::vector<float>& w, int64_t n,
+             const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys, float* scores,
+             std::vector<std::vector<int32_t>>& selected) const;
+
   int64_t n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, hidden_ = 0, q_lora_ = 0, top_k_ = 0;
   CacheQuant quant_ = CacheQuant::none;  // keys and queries (LayerSpec::index_keys)
   int32_t ratio_ = 0;
+  bool hadamard_ = true;  // V4; not V4.1
+  bool candidate_source_ = false, candidate_pool_ = false;
+  int32_t candidate_block_ = 0, candidate_blocks_ = 0;
   Linear wq_b_, weights_proj_;
-  V4Compressor compressor_;
+  V4Compressor compressor_;  // V4 only (V4.1 keys are the KV source's)
+};
+
+// V4.1 index keys of a KV source (model-spec §5.5): k = RMSNorm_k(W_k · latent) from the
+// compressed latent before RoPE, then RoPE at the entry's first position and FP4 (32-blocks,
+// E8M0). `<prefix>wk.weight` [index_dim, head_dim] BF16, `<prefix>k_norm.weight` [index_dim].
+class V41IndexKeys {
+ public:
+  static Result<V41IndexKeys> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
+                                   const LayerSpec& spec);
+  // latent [n, head_dim] -> keys [n, index_dim] (resized)
+  void make(const ForwardContext& ctx, const V4Numerics& num, const float* latent, int64_t n,
+            const int32_t* entry_pos, const std::vector<float>& inv_freq, std::vector<float>& keys) const;
+
+ private:
+  int64_t head_dim_ = 0, index_dim_ = 0, rope_dim_ = 0;
+  double eps_ = 0;  // rms_norm_eps as configured (V4.1: 1e-20)
+  CacheQuant quant_ = CacheQuant::none;
+  Linear wk_;
+  std::vector<float> k_norm_;
 };
 
 }  // namespace ds

@@ -14,16 +14,16 @@ void V4CompressorState::reset(int32_t ratio_tokens, int64_t width_channels, bool
   score.assign(static_cast<size_t>(rows() * width), -std::numeric_limits<float>::infinity());
 }
 
-void V4LayerState::reset(int32_t window_tokens, int64_t head_dim_channels, int32_t ratio, bool csa,
-                         int64_t index_dim) {
+void V4LayerState::reset(int32_t window_tokens, int64_t head_dim_channels, int32_t ratio, bool overlap,
+                         bool index_compressor, int64_t index_dim) {
   window = window_tokens;
   head_dim = head_dim_channels;
   ring_kv.assign(static_cast<size_t>(window * head_dim), 0.0f);
   ring_pos.assign(static_cast<size_t>(window), -1);
   n_entries = 0;
   n_idx_keys = 0;
-  if (ratio > 0) comp.reset(ratio, (csa ? 2 : 1) * head_dim, csa);
-  if (csa) idx_comp.reset(ratio, 2 * index_dim, true);
+  if (ratio > 0) comp.reset(ratio, (overlap ? 2 : 1) * head_dim, overlap);
+  if (index_compressor) idx_comp.reset(ratio, 2 * index_dim, true);
 }
 
 void V4EntryPages::write(int64_t first, int64_t n, const float* src) const {

@@ -39,7 +39,10 @@ struct V4LayerState {
   V4CompressorState idx_comp;     // indexer compressor (CSA only)
   int64_t n_idx_keys = 0;         // indexer keys written to the pages
 
-  void reset(int32_t window_tokens, int64_t head_dim_channels, int32_t ratio, bool csa, int64_t index_dim);
+  // comp: a compressor of `ratio` (0: none) over (overlap ? 2 : 1)·head_dim channels; idx_comp:
+  // V4's overlapping indexer compressor over 2·index_dim channels when index_compressor.
+  void reset(int32_t window_tokens, int64_t head_dim_channels, int32_t ratio, bool overlap,
+             bool index_compressor, int64_t index_dim);
 };
 
 // One compressed kind of one layer in the paged storage: entry j of a sequence (positions
@@ -64,13 +67,25 @@ struct V4LayerPages {
   V4EntryPages idx;   // indexer keys (CSA)
 };
 
+// V4.1, one sequence in one step (model-spec §5.3, §5.6): the latest index source's top-k for
+// each of the chunk's rows, which the layers after it reuse, and the candidate source's pool
+// (per row, the kept blocks of candidate_block_size entries, ascending).
+struct V41StepSelection {
+  std::vector<std::vector<int32_t>> topk;
+  std::vector<std::vector<int32_t>> pool_blocks;
+};
+
 // One sequence's rows [first_row, first_row + n) of a step's rows, with its state and pages for
 // the layer being run.
 struct V4SequenceRows {
   int64_t first_row = 0;
   int64_t n = 0;
   V4LayerState* state = nullptr;
-  V4LayerPages pages;
+  V4LayerPages pages;  // V4.1 readers: the KV source's compressed entries and index keys
+  // V4.1: the KV source layer's state (its entry and index-key counts; null = `state` itself)
+  // and the step's shared selection.
+  const V4LayerState* source = nullptr;
+  V41StepSelection* shared = nullptr;
 };
 
 struct V4SequenceSlot {

@@ -43,8 +43,7 @@ std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t
 }  // namespace
 
 MhcDims mhc_dims(const ModelConfig& c) {
-  return MhcDims{c.hc_mult, c.hidden_size, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps),
-                 static_cast<float>(c.rms_norm_eps)};
+  return MhcDims{c.hc_mult, c.hidden_size, c.hc_sinkhorn_iters, static_cast<float>(c.hc_eps), c.rms_norm_eps};
 }
 
 Result<MhcMixer> MhcMixer::load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims) {
@@ -70,11 +69,16 @@ MhcMixer MhcMixer::from_params(const MhcDims& dims, const std::vector<float>& fn
 }
 
 void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const {
+  std::vector<double> pre(static_cast<size_t>(dims_.hc));
+  coefficients(streams, pre.data(), post, comb);
+  mhc_collapse(num, dims_, streams, pre.data(), x);
+}
+
+void MhcMixer::coefficients(const float* streams, double* pre, double* post, double* comb) const {
   const int64_t hc = dims_.hc;
   const double eps = dims_.eps;
   std::vector<double> mixes(static_cast<size_t>((2 + hc) * hc));
   mix(dims_, fn_t_, (2 + hc) * hc, streams, mixes.data());
-  std::vector<double> pre(static_cast<size_t>(hc));
   for (int64_t k = 0; k < hc; ++k) {
     pre[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + eps;
     post[k] = 2.0 * sigmoid(mixes[hc + k] * scale_[1] + base_[hc + k]);
@@ -111,10 +115,14 @@ void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, double
     row_norm();
     col_norm();
   }
-  for (int64_t c = 0; c < dims_.hidden; ++c) {
+}
+
+void mhc_collapse(const V4Numerics& num, const MhcDims& dims, const float* streams, const double* pre,
+                  float* x, Bf16Point point) {
+  for (int64_t c = 0; c < dims.hidden; ++c) {
     double acc = 0;
-    for (int64_t k = 0; k < hc; ++k) acc += pre[k] * streams[k * dims_.hidden + c];
-    x[c] = num.round(Bf16Point::mhc_collapse, acc);
+    for (int64_t k = 0; k < dims.hc; ++k) acc += pre[k] * streams[k * dims.hidden + c];
+    x[c] = num.round(point, acc);
   }
 }
 

@@ -19,8 +19,8 @@ struct MhcDims {
   int64_t hc = 0;      // streams
   int64_t hidden = 0;  // per stream
   int sinkhorn_iters = 0;
-  float eps = 0;       // hc_eps
-  float norm_eps = 0;  // rms_norm_eps (the rho normaliser)
+  float eps = 0;        // hc_eps
+  double norm_eps = 0;  // rms_norm_eps (the rho normaliser)
 };
 
 // One sublayer's `<prefix>_fn` [(2+hc)·hc, hc·hidden], `_base` [(2+hc)·hc], `_scale` [3], F32.
@@ -34,6 +34,9 @@ class MhcMixer {
   // streams: [hc, hidden] of one token -> x [hidden] (the collapse, rounded), post [hc], comb
   // [hc, hc] (comb[i·hc + j]: input stream i to output stream j).
   void pre(const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const;
+  // The three coefficient sets of one token without the collapse: pre [hc] (σ(·) + hc_eps),
+  // post [hc], comb [hc, hc]. V4.1 collapses with the pre of the sublayer before (§5.1).
+  void coefficients(const float* streams, double* pre, double* post, double* comb) const;
   // streams [hc, hidden] in place: X'_j = round(post_j·f + Σ_i comb[i][j]·X_i).
   void post(const V4Numerics& num, const float* f, const double* post, const double* comb,
             float* streams) const;
@@ -58,5 +61,10 @@ class MhcHead {
 };
 
 MhcDims mhc_dims(const ModelConfig& c);
+
+// x [hidden] = Σ_k pre_k · streams_k in double, rounded once at `point` (V4.1's final collapse
+// uses head_collapse, like V4's hyper-head).
+void mhc_collapse(const V4Numerics& num, const MhcDims& dims, const float* streams, const double* pre,
+                  float* x, Bf16Point point = Bf16Point::mhc_collapse);
 
 }  // namespace ds

@@ -35,6 +35,8 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
   m.score_func_ = c.scoring_func;
   m.route_scale_ = static_cast<float>(c.routed_scaling_factor);
   m.limit_ = static_cast<float>(c.swiglu_limit);
+  m.gate_temp_ = static_cast<float>(c.gate_temp);
+  m.weight_norm_eps_ = c.is_v41() ? 1e-20f : 0.0f;
   if (m.score_func_ != "sqrtsoftplus" && m.score_func_ != "sigmoid" && m.score_func_ != "softmax") {
     return Status(ErrorCode::model_unsupported, "config.json: scoring_func '" + m.score_func_ + "'");
   }
@@ -45,6 +47,9 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
                                                          m.top_k_, m.n_experts_));
   } else {
     DS_ASSIGN_OR_RETURN(m.bias_, load_f32_param(ckpt, prefix + "gate.bias", Shape{m.n_experts_}));
+  }
+  if (c.is_v41()) {
+    DS_ASSIGN_OR_RETURN(m.bias_vl_, load_f32_param(ckpt, prefix + "gate.bias_vl", Shape{m.n_experts_}));
   }
   for (int64_t e = 0; e < m.n_experts_; ++e) {
     DS_ASSIGN_OR_RETURN(V4Expert ex, load_expert(ckpt, prefix + "experts." + std::to_string(e) + ".",
@@ -131,7 +136,13 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
 
 void V4Moe::route(const float* logits, int32_t token, int32_t* chosen, float* weights) const {
   std::vector<float> scores(static_cast<size_t>(n_experts_));
+  std::vector<float> tempered;
   const float* l = logits;
+  if (gate_temp_ != 1.0f) {
+    tempered.assign(logits, logits + n_experts_);
+    for (float& v : tempered) v /= gate_temp_;
+    l = tempered.data();
+  }
   if (score_func_ == "softmax") {
     const float mx = *std::max_element(l, l + n_experts_);
     float s = 0;
@@ -154,7 +165,7 @@ void V4Moe::route(const float* logits, int32_t token, int32_t* chosen, float* we
   float wsum = 0;
   for (int64_t k = 0; k < top_k_; ++k) wsum += (weights[k] = scores[chosen[k]]);
   for (int64_t k = 0; k < top_k_; ++k) {
-    if (norm_topk_ && score_func_ != "softmax") weights[k] /= wsum;
+    if (norm_topk_ && score_func_ != "softmax") weights[k] /= wsum + weight_norm_eps_;
     weights[k] *= route_scale_;
   }
 }

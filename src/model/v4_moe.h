@@ -2,6 +2,8 @@
 // experts by tid2eid[token], the others by top-k of score + bias (the bias only selects; the
 // weights are the unbiased scores, renormalised, × routed_scaling_factor). Experts are SwiGLU with
 // swiglu_limit clamping (routed always; the shared one per V4Numerics), routed ones usually FP4.
+// V4.1 (model-spec §5.8): the router logits are divided by gate_temp, the weights normalised as
+// w / (Σw + 1e-20), and `gate.bias_vl` (image-span tokens' bias) is loaded and checked but unused.
 #pragma once
 
 #include <cstdint>
@@ -58,8 +60,11 @@ class V4Moe {
   bool hash_ = false, norm_topk_ = true;
   std::string score_func_;
   float route_scale_ = 1, limit_ = 0;
+  float gate_temp_ = 1;        // router logits / gate_temp (V4.1; 1 in V4)
+  float weight_norm_eps_ = 0;  // w / (Σw + eps): V4 0, V4.1 1e-20
   Linear gate_;
   std::vector<float> bias_;
+  std::vector<float> bias_vl_;    // V4.1: the bias of image-span tokens (no vision yet: unused)
   std::vector<int32_t> tid2eid_;  // [vocab, top_k]
   std::vector<V4Expert> experts_;
   std::vector<V4Expert> shared_;  // 0 or 1

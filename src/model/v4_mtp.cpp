@@ -8,7 +8,7 @@ namespace ds {
 Result<V4Mtp> V4Mtp::load(const Checkpoint& ckpt, const ModelConfig& c, int k, const LayerSpec& spec) {
   V4Mtp m;
   m.dims_ = mhc_dims(c);
-  m.eps_ = static_cast<float>(c.rms_norm_eps);
+  m.eps_ = c.rms_norm_eps;
   const std::string p = "mtp." + std::to_string(k) + ".";
   const int block = c.quantization.block_rows > 0 ? c.quantization.block_rows : 128;
   const int64_t d = c.hidden_size;

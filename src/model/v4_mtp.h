@@ -31,7 +31,7 @@ class V4Mtp {
 
  private:
   MhcDims dims_;
-  float eps_ = 0;
+  double eps_ = 0;  // rms_norm_eps as configured (V4.1: 1e-20)
   Linear e_proj_, h_proj_;
   std::vector<float> enorm_, hnorm_, norm_;
   V4Block block_;

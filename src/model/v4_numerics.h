@@ -40,6 +40,9 @@ struct V4Numerics {
   bool kv_fp8_sim = true;
   // The shared expert clamps with swiglu_limit too (reference shared_expert_clamp on).
   bool shared_expert_clamp = true;
+  // Per-head RMS normalisation of the queries (model-spec §4.3): -1 = the model's (V4 on, V4.1
+  // off, §5.2 [?]: one port disagrees, so it stays switchable), 0 = off, 1 = on.
+  int8_t q_head_norm = -1;
 
   bool rounds(Bf16Point p) const { return (bf16_points & bf16_point_bit(p)) != 0; }
   float round(Bf16Point p, float v) const { return rounds(p) ? round_to_bf16(v) : v; }

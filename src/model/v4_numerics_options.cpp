@@ -79,7 +79,7 @@ Result<V4Numerics> parse_v4_numerics(std::string_view text) {
     if (eq == std::string_view::npos) {
       return bad(item,
                  "expected production, no-bf16 or key=value (keys: bf16, bf16_points, "
-                 "shared_expert_clamp, kv_fp8_sim)");
+                 "shared_expert_clamp, kv_fp8_sim, q_head_norm)");
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "bf16") {
@@ -91,8 +91,15 @@ Result<V4Numerics> parse_v4_numerics(std::string_view text) {
       DS_ASSIGN_OR_RETURN(num.shared_expert_clamp, parse_on_off(item, value));
     } else if (key == "kv_fp8_sim") {
       DS_ASSIGN_OR_RETURN(num.kv_fp8_sim, parse_on_off(item, value));
+    } else if (key == "q_head_norm") {
+      if (value == "model") {
+        num.q_head_norm = -1;
+      } else {
+        DS_ASSIGN_OR_RETURN(bool on, parse_on_off(item, value));
+        num.q_head_norm = on ? 1 : 0;
+      }
     } else {
-      return bad(item, "unknown key (keys: bf16, bf16_points, shared_expert_clamp, kv_fp8_sim)");
+      return bad(item, "unknown key (keys: bf16, bf16_points, shared_expert_clamp, kv_fp8_sim, q_head_norm)");
     }
   }
   return num;
@@ -111,8 +118,11 @@ std::string format_v4_numerics(const V4Numerics& num) {
       points += kPointNames[i];
     }
   }
-  return "bf16_points=" + points + ",shared_expert_clamp=" + (num.shared_expert_clamp ? "on" : "off") +
-         ",kv_fp8_sim=" + (num.kv_fp8_sim ? "on" : "off");
+  std::string text = "bf16_points=" + points +
+                     ",shared_expert_clamp=" + (num.shared_expert_clamp ? "on" : "off") +
+                     ",kv_fp8_sim=" + (num.kv_fp8_sim ? "on" : "off");
+  if (num.q_head_norm >= 0) text += std::string(",q_head_norm=") + (num.q_head_norm ? "on" : "off");
+  return text;
 }
 
 }  // namespace ds

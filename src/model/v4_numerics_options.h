@@ -7,6 +7,7 @@
 //   bf16_points=a+b|-a+b|all|none  only those points / all but those (names: bf16_point_name)
 //   shared_expert_clamp=on|off     the shared expert clamps with swiglu_limit too
 //   kv_fp8_sim=on|off              FP8 simulation of the window/compressed KV
+//   q_head_norm=model|on|off       per-head query RMS normalisation (model: V4 on, V4.1 off)
 #pragma once
 
 #include <string>

@@ -50,6 +50,18 @@ TEST(V4NumericsOptions, FormatRoundTrips) {
   }
 }
 
+TEST(V4NumericsOptions, QHeadNormIsTriState) {
+  EXPECT_EQ(parse_v4_numerics("")->q_head_norm, -1);  // the model's: V4 on, V4.1 off
+  EXPECT_EQ(parse_v4_numerics("q_head_norm=on")->q_head_norm, 1);
+  EXPECT_EQ(parse_v4_numerics("q_head_norm=off")->q_head_norm, 0);
+  EXPECT_EQ(parse_v4_numerics("q_head_norm=on,q_head_norm=model")->q_head_norm, -1);
+  for (const char* text : {"q_head_norm=on", "q_head_norm=off", "production"}) {
+    const V4Numerics n = *parse_v4_numerics(text);
+    EXPECT_EQ(parse_v4_numerics(format_v4_numerics(n))->q_head_norm, n.q_head_norm) << text;
+  }
+  EXPECT_FALSE(parse_v4_numerics("q_head_norm=maybe").ok());
+}
+
 TEST(V4NumericsOptions, BadItemsNameThemselves) {
   for (const char* text : {"fast", "bf16=maybe", "bf16_points=q_norm+nope", "clamp=on", "kv_fp8_sim", ","}) {
     Result<V4Numerics> n = parse_v4_numerics(text);

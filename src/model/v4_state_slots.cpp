@@ -8,7 +8,9 @@ Status bad_input(const std::string& what) { return Status(ErrorCode::model_bad_i
 
 V4LayerState fresh_layer(const ModelConfig& cfg, const LayerSpec& spec) {
   V4LayerState st;
-  st.reset(cfg.sliding_window, cfg.head_dim, spec.compress_ratio, spec.owns_indexer(), cfg.index_head_dim);
+  // Readers (V4.1) keep only their window ring: their compressed entries are the source's.
+  st.reset(cfg.sliding_window, cfg.head_dim, spec.owns_compressor() ? spec.compress_ratio : 0, spec.overlap,
+           spec.index_compressor, cfg.index_head_dim);
   return st;
 }
 
@@ -50,7 +52,7 @@ V4SequenceSlot& V4StateSlots::take(SequenceState& seq, bool replay, int64_t repl
     const int ratio = specs[l].compress_ratio;
     if (replay && ratio > 0) {  // the prefix's entries are in the shared blocks already
       slot.layers.back().n_entries = replay_end / ratio;
-      if (specs[l].owns_indexer()) slot.layers.back().n_idx_keys = replay_end / ratio;
+      if (specs[l].owns_index_keys()) slot.layers.back().n_idx_keys = replay_end / ratio;
     }
   }
   slot.mtp_layers.clear();

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "weights/model_config.h"
@@ -94,9 +95,45 @@ class KeyReader {
   std::string prefix_;
 };
 
-// deepseek_v4 keys (model_config_v4.cpp): reads them into `c`, whose common keys are already parsed.
-Status parse_deepseek_v4_keys(const Json& root, const std::string& source, ModelConfig& c);
+// A JSON array of integers in [lo, hi] (error names the key and the first bad element).
+template <class Int>
+Status get_int_array(const KeyReader& r, const std::string& key, bool required, int64_t lo, int64_t hi,
+                     std::vector<Int>& out) {
+  const Json* v = r.find(key);
+  if (v == nullptr) return required ? r.error(key, "missing required key") : ok_status();
+  if (!v->is_array()) return r.error(key, "must be an array of integers");
+  out.clear();
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json& e = (*v)[i];
+    const std::string where = "element " + std::to_string(i);
+    if (!e.is_number_integer()) return r.error(key, where + " must be an integer");
+    // Unsigned values above INT64_MAX read back negative and fail the lower bound.
+    const int64_t x = e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
+                          ? -1
+                          : e.get<int64_t>();
+    if (x < lo || x > hi) {
+      return r.error(key, where + " is " + e.dump() + ", must be in [" + std::to_string(lo) + ", " +
+                              std::to_string(hi) + "]");
+    }
+    out.push_back(static_cast<Int>(x));
+  }
+  return ok_status();
+}
+
+// The keys every model_type shares (model_config.cpp), read from `obj` (the config, or V4.1's
+// text_config with prefix "text_config."); c.model_type is set already.
+Status parse_common_keys(const Json& obj, const std::string& source, const std::string& prefix,
+                         ModelConfig& c);
+// `quantization_config` of `root` (absent or null: unquantised).
+Status parse_quantization(const Json& root, const std::string& source, QuantizationConfig& q);
+// deepseek_v4 keys (model_config_v4.cpp), also the ones V4.1 shares: reads them from `obj` into
+// `c`, whose common keys are already parsed.
+Status parse_deepseek_v4_keys(const Json& obj, const std::string& source, const std::string& prefix,
+                              ModelConfig& c);
 // The real V4-Flash config.json key set for `c`.
 Json deepseek_v4_to_json(const ModelConfig& c);
+// deepseek_v41 (model_config_v41.cpp): the DeepseekV41ForCausalLM wrapper and its text_config.
+Result<ModelConfig> parse_deepseek_v41(const Json& root, const std::string& source);
+Json deepseek_v41_to_json(const ModelConfig& c);
 
 }  // namespace ds::config_detail

@@ -46,11 +46,50 @@ Result<std::vector<LayerSpec>> v4_layer_specs(const ModelConfig& cfg) {
     }
     if (s.attention == AttentionKind::csa) {
       s.index_source_layer = l;
+      s.index_keys_layer = l;
+      s.index_compressor = true;
       s.index_keys = CacheQuant::fp4_32_pow2;
     }
     specs.push_back(s);
   }
   return specs;
+}
+
+int64_t cache_row_bytes(CacheQuant q, int64_t width, int64_t rope_dim) {
+  switch (q) {
+    case CacheQuant::none:
+      return 2 * width;
+    case CacheQuant::fp8_64_pow2_nope:
+      return (width - rope_dim) + (width - rope_dim + 63) / 64 + 2 * rope_dim;
+    case CacheQuant::fp4_32_pow2:
+      return (width + 1) / 2 + (width + 31) / 32;
+    case CacheQuant::fp8_32_pow2:
+      return width + (width + 31) / 32;
+    case CacheQuant::fp4_16_e4m3:
+      return (width + 1) / 2 + (width + 15) / 16;
+  }
+  return 0;
+}
+
+double paged_cache_bytes_per_token(const ModelConfig& cfg, const std::vector<LayerSpec>& specs) {
+  double bytes = 0;
+  for (const LayerSpec& s : specs) {
+    if (s.compress_ratio == 0) continue;
+    if (s.owns_compressor())
+      bytes += static_cast<double>(cache_row_bytes(s.compressed_kv, cfg.head_dim, cfg.qk_rope_head_dim)) /
+               s.compress_ratio;
+    if (s.owns_index_keys())
+      bytes += static_cast<double>(cache_row_bytes(s.index_keys, cfg.index_head_dim, cfg.qk_rope_head_dim)) /
+               s.compress_ratio;
+  }
+  return bytes;
+}
+
+int64_t window_ring_bytes_per_sequence(const ModelConfig& cfg, const std::vector<LayerSpec>& specs) {
+  int64_t bytes = 0;
+  for (const LayerSpec& s : specs)
+    bytes += int64_t{cfg.sliding_window} * cache_row_bytes(s.window_kv, cfg.head_dim, cfg.qk_rope_head_dim);
+  return bytes;
 }
 
 }  // namespace ds

@@ -17,13 +17,15 @@ using config_detail::IntRange;
 using config_detail::Json;
 using config_detail::KeyReader;
 
-Status parse_rope_scaling(const Json& root, const std::string& source, RopeScaling& rs) {
-  auto it = root.find("rope_scaling");
-  if (it == root.end() || it->is_null()) return ok_status();
+Status parse_rope_scaling(const Json& obj, const std::string& source, const std::string& prefix,
+                          RopeScaling& rs) {
+  auto it = obj.find("rope_scaling");
+  if (it == obj.end() || it->is_null()) return ok_status();
   if (!it->is_object()) {
-    return Status(ErrorCode::weights_bad_config, source + ": rope_scaling: must be an object or null");
+    return Status(ErrorCode::weights_bad_config,
+                  source + ": " + prefix + "rope_scaling: must be an object or null");
   }
-  KeyReader r(*it, source, "rope_scaling.");
+  KeyReader r(*it, source, prefix + "rope_scaling.");
   // Newer HF configs spell the key `rope_type`.
   DS_TRY(r.get_string(r.find("rope_type") && !r.find("type") ? "rope_type" : "type", true, rs.type));
   if (rs.type != "yarn") return r.error("type", "'" + rs.type + "' is not supported (expected yarn)");
@@ -44,7 +46,7 @@ Status parse_rope_scaling(const Json& root, const std::string& source, RopeScali
   return ok_status();
 }
 
-Status parse_quantization(const Json& root, const std::string& source, QuantizationConfig& q) {
+Status parse_quantization_impl(const Json& root, const std::string& source, QuantizationConfig& q) {
   auto it = root.find("quantization_config");
   if (it == root.end() || it->is_null()) return ok_status();
   if (!it->is_object()) {
@@ -99,18 +101,18 @@ Status check_moe(const KeyReader& r, const ModelConfig& c) {
 
 }  // namespace
 
-Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source) {
-  const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
-  if (root.is_discarded()) return Status(ErrorCode::weights_bad_config, source + ": not valid JSON");
-  if (!root.is_object()) return Status(ErrorCode::weights_bad_config, source + ": not a JSON object");
-  KeyReader r(root, source);
-  ModelConfig c;
-  if (r.find("model_type") == nullptr) return r.error("model_type", "missing required key");
-  DS_TRY(r.get_choice("model_type", {"deepseek_v3", "deepseek_v32", "deepseek_v2", "deepseek_v4"},
-                      c.model_type));
+namespace config_detail {
+
+Status parse_quantization(const Json& root, const std::string& source, QuantizationConfig& q) {
+  return parse_quantization_impl(root, source, q);
+}
+
+Status parse_common_keys(const Json& obj, const std::string& source, const std::string& prefix,
+                         ModelConfig& c) {
+  KeyReader r(obj, source, prefix);
   const bool v2 = c.model_type == "deepseek_v2";
-  // V4 has no dense layers and no MLA up-projections: those V3 keys are not in its config.
-  const bool v4 = c.is_v4();
+  // V4/V4.1 have no dense layers and no MLA up-projections: those V3 keys are not in its config.
+  const bool v4 = c.is_v4_family();
   if (v4) {
     c.scoring_func = "sqrtsoftplus";
     c.num_key_value_heads = 1;
@@ -130,7 +132,7 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   DS_TRY(r.get_int("num_attention_heads", IntRange::positive, true, c.num_attention_heads));
   if (!v4) c.num_key_value_heads = c.num_attention_heads;
   DS_TRY(r.get_int("num_key_value_heads", IntRange::positive, false, c.num_key_value_heads));
-  if (root.find("q_lora_rank") == root.end()) return r.error("q_lora_rank", "missing required key");
+  if (obj.find("q_lora_rank") == obj.end()) return r.error("q_lora_rank", "missing required key");
   DS_TRY(r.get_int("q_lora_rank", IntRange::non_negative, false, c.q_lora_rank));  // null -> 0
   DS_TRY(r.get_int("kv_lora_rank", IntRange::positive, !v4, c.kv_lora_rank));
   DS_TRY(r.get_int("qk_nope_head_dim", IntRange::positive, !v4, c.qk_nope_head_dim));
@@ -169,20 +171,37 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
   if (!(c.rms_norm_eps > 0)) return r.error("rms_norm_eps", "must be positive");
   DS_TRY(r.get_double("rope_theta", false, c.rope_theta));
   if (!(c.rope_theta > 0)) return r.error("rope_theta", "must be positive");
-  DS_TRY(parse_rope_scaling(root, source, c.rope_scaling));
+  DS_TRY(parse_rope_scaling(obj, source, prefix, c.rope_scaling));
   DS_TRY(r.get_bool("tie_word_embeddings", c.tie_word_embeddings));
   DS_TRY(r.get_int("bos_token_id", IntRange::non_negative, false, c.bos_token_id));
   DS_TRY(r.get_int("eos_token_id", IntRange::non_negative, false, c.eos_token_id));
   if (c.bos_token_id >= c.vocab_size) return r.error("bos_token_id", "must be < vocab_size");
   if (c.eos_token_id >= c.vocab_size) return r.error("eos_token_id", "must be < vocab_size");
-  DS_TRY(parse_quantization(root, source, c.quantization));
+  return ok_status();
+}
 
+}  // namespace config_detail
+
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source) {
+  const Json root = Json::parse(json_text, nullptr, /*allow_exceptions=*/false);
+  if (root.is_discarded()) return Status(ErrorCode::weights_bad_config, source + ": not valid JSON");
+  if (!root.is_object()) return Status(ErrorCode::weights_bad_config, source + ": not a JSON object");
+  KeyReader r(root, source);
+  ModelConfig c;
+  if (r.find("model_type") == nullptr) return r.error("model_type", "missing required key");
+  DS_TRY(r.get_choice("model_type",
+                      {"deepseek_v3", "deepseek_v32", "deepseek_v2", "deepseek_v4", "deepseek_v41"},
+                      c.model_type));
+  // V4.1 is a wrapper (text_config, vision_config): model_config_v41.cpp.
+  if (c.is_v41()) return config_detail::parse_deepseek_v41(root, source);
+  DS_TRY(config_detail::parse_common_keys(root, source, "", c));
+  DS_TRY(config_detail::parse_quantization(root, source, c.quantization));
   if (c.model_type == "deepseek_v32") {
     DS_TRY(r.get_int("index_n_heads", IntRange::positive, true, c.index_n_heads));
     DS_TRY(r.get_int("index_head_dim", IntRange::positive, true, c.index_head_dim));
     DS_TRY(r.get_int("index_topk", IntRange::positive, true, c.index_topk));
   }
-  if (v4) DS_TRY(config_detail::parse_deepseek_v4_keys(root, source, c));
+  if (c.is_v4()) DS_TRY(config_detail::parse_deepseek_v4_keys(root, source, "", c));
   return c;
 }
 
@@ -203,6 +222,9 @@ int32_t ModelConfig::kv_block_size_multiple() const {
 }
 
 std::string model_config_to_json(const ModelConfig& c) {
+  if (c.is_v41()) {
+    return config_detail::deepseek_v41_to_json(c).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  }
   if (c.is_v4()) {
     return config_detail::deepseek_v4_to_json(c).dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
   }

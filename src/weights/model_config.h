@@ -1,6 +1,7 @@
-// config.json of a DeepSeek checkpoint (model_type deepseek_v3, deepseek_v32, deepseek_v4; V2-style
-// `q_lora_rank: null`). Unknown keys are ignored; a missing or out-of-range required key is an
-// error naming the file and the key. The V4 keys and checks live in model_config_v4.cpp.
+// config.json of a DeepSeek checkpoint (model_type deepseek_v3, deepseek_v32, deepseek_v4,
+// deepseek_v41; V2-style `q_lora_rank: null`). Unknown keys are ignored; a missing or out-of-range
+// required key is an error naming the file and the key. The V4 keys and checks live in
+// model_config_v4.cpp, V4.1's wrapper and keys in model_config_v41.cpp.
 #pragma once
 
 #include <optional>
@@ -47,12 +48,29 @@ struct DsparkConfig {
   int block_size = 0;
   int noise_token_id = 0;
   int markov_rank = 0;
+  int n_routed_experts = 0;     // V4.1: the stages' own expert count (0 = the main model's)
+  int num_experts_per_tok = 0;  // V4.1: the stages' top-k (0 = the main model's)
 
   bool operator==(const DsparkConfig&) const = default;
 };
 
+// V4.1 Engram (model-spec §5.7): hashed n-gram embedding tables added to the streams before the
+// listed layers. One table per layer; its rows are the sum of that layer's primes.
+struct EngramConfig {
+  std::vector<int> layer_ids;
+  std::vector<int64_t> num_embeddings;  // rows of each layer's table
+  int max_ngram_size = 0;               // n-grams 2..max_ngram_size
+  int vocab_size = 0;                   // the primes start after engram_vocab_size - 1
+  int n_heads = 0;
+  int head_dim = 0;  // one table row
+  int pad_token_id = 0;
+  int compressed_vocab_size = 0;  // size of the normalised token map
+
+  bool operator==(const EngramConfig&) const = default;
+};
+
 struct ModelConfig {
-  std::string model_type;  // "deepseek_v3" | "deepseek_v32" | "deepseek_v2" | "deepseek_v4"
+  std::string model_type;  // "deepseek_v3" | "deepseek_v32" | "deepseek_v2" | "deepseek_v4" | "deepseek_v41"
   int vocab_size = 0;
   int hidden_size = 0;
   int intermediate_size = 0;      // dense layers' FFN width (0 in V4: every layer is MoE)
@@ -107,19 +125,37 @@ struct ModelConfig {
   std::string expert_dtype;  // "fp4" (packed E2M1 routed experts) or empty (FP8 like the rest)
   std::optional<DsparkConfig> dspark;
 
+  // ---- deepseek_v41 only (model-spec §2.2, §5; from `text_config` and the wrapper) ----
+  std::vector<int> kv_source_layer_ids;     // layers that own a compressor; the rest read the latest
+  std::vector<int> index_source_layer_ids;  // layers that compute top-k; the rest reuse the latest
+  int candidate_source_layer_id = -1;       // -1: no two-level candidate pool
+  int candidate_topk_blocks = 0;
+  int candidate_block_size = 0;
+  double gate_temp = 1.0;  // router logits are divided by it
+  std::optional<EngramConfig> engram;
+  int pad_token_id = -1;    // wrapper; -1 when absent
+  int image_token_id = -1;  // wrapper; -1 when absent
+  bool has_vision = false;  // the wrapper has a vision_config (its weights load and are skipped)
+
   bool operator==(const ModelConfig&) const = default;
 
   bool is_v4() const { return model_type == "deepseek_v4"; }
+  bool is_v41() const { return model_type == "deepseek_v41"; }
+  // V4 and V4.1 share the mHC/compressed-attention layout keys (head_dim, compress_ratios, ...).
+  bool is_v4_family() const { return is_v4() || is_v41(); }
   // Draft layers stored after the main ones (V3 `model.layers.N`, V4 `mtp.K`). V4 counts them
   // from compress_ratios, which V4-Flash-0731 makes 3 long (its DSpark stages) while
   // num_nextn_predict_layers stays 1.
   int num_draft_layers() const {
-    return is_v4() ? static_cast<int>(compress_ratios.size()) - num_hidden_layers : num_nextn_predict_layers;
+    return is_v4_family() ? static_cast<int>(compress_ratios.size()) - num_hidden_layers
+                          : num_nextn_predict_layers;
   }
   // V4: `layer` counts main layers then draft layers (the MTP block of V4-Flash is layer 43).
   int compress_ratio(int layer) const { return compress_ratios.at(static_cast<size_t>(layer)); }
+  // V4.1 (CSA2): every layer with a ratio selects top-k entries of its source's cache.
   AttentionKind attention_kind(int layer) const {
     const int ratio = compress_ratio(layer);
+    if (is_v41()) return ratio == 0 ? AttentionKind::sliding_window : AttentionKind::csa;
     return ratio == 0                   ? AttentionKind::sliding_window
            : ratio == kCsaCompressRatio ? AttentionKind::csa
                                         : AttentionKind::hca;
@@ -145,6 +181,9 @@ struct ModelConfig {
 // head_dim, q_lora_rank (> 0), o_lora_rank, o_groups, sliding_window, compress_ratios, hc_mult,
 // hc_sinkhorn_iters, hc_eps, the MoE keys, compress_rope_theta when a ratio is > 0 and the index_*
 // keys when a layer is CSA (docs/models.md lists every key and check).
+// deepseek_v41 is the DeepseekV41ForCausalLM wrapper: the model keys in `text_config` (errors name
+// `text_config.KEY`), the token ids, `quantization_config` (with expert_dtype) and `vision_config`
+// at the top level; its source lists are checked against compress_ratios (layer_spec.h).
 Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& source);
 Result<ModelConfig> load_model_config(const std::string& dir);
 // Serialises the config back to HF-style JSON (make-model writes it; round-trips through parse).

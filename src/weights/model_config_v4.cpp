@@ -19,30 +19,6 @@ constexpr int kFp4GroupSize = 32;
 
 bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }
 
-// A JSON array of integers in [lo, hi] (error names the key and the first bad element).
-Status get_int_array(const KeyReader& r, const std::string& key, bool required, int lo, int hi,
-                     std::vector<int>& out) {
-  const Json* v = r.find(key);
-  if (v == nullptr) return required ? r.error(key, "missing required key") : ok_status();
-  if (!v->is_array()) return r.error(key, "must be an array of integers");
-  out.clear();
-  for (size_t i = 0; i < v->size(); ++i) {
-    const Json& e = (*v)[i];
-    const std::string where = "element " + std::to_string(i);
-    if (!e.is_number_integer()) return r.error(key, where + " must be an integer");
-    // Unsigned values above INT64_MAX read back negative and fail the lower bound.
-    const int64_t x = e.is_number_unsigned() && e.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)
-                          ? -1
-                          : e.get<int64_t>();
-    if (x < lo || x > hi) {
-      return r.error(key, where + " is " + e.dump() + ", must be in [" + std::to_string(lo) + ", " +
-                              std::to_string(hi) + "]");
-    }
-    out.push_back(static_cast<int>(x));
-  }
-  return ok_status();
-}
-
 Status parse_dspark(const KeyReader& r, ModelConfig& c) {
   if (r.find("dspark_target_layer_ids") == nullptr) return ok_status();
   DsparkConfig d;
@@ -86,8 +62,10 @@ Status check_compression(const KeyReader& r, const ModelConfig& c) {
   }
   const bool any_compressed =
       std::any_of(c.compress_ratios.begin(), c.compress_ratios.end(), [](int x) { return x > 0; });
-  const bool any_csa = std::find(c.compress_ratios.begin(), c.compress_ratios.end(), kCsaCompressRatio) !=
-                       c.compress_ratios.end();
+  // V4.1: every compressed layer selects top-k through an indexer (CSA2), whatever its ratio.
+  const bool any_csa = c.is_v41() ? any_compressed
+                                  : std::find(c.compress_ratios.begin(), c.compress_ratios.end(),
+                                              kCsaCompressRatio) != c.compress_ratios.end();
   int64_t multiple = 1;
   for (int ratio : c.compress_ratios) {
     if (ratio > 0) multiple = std::lcm(multiple, int64_t{ratio});
@@ -109,9 +87,11 @@ Status check_compression(const KeyReader& r, const ModelConfig& c) {
       const char* key = c.index_n_heads == 0    ? "index_n_heads"
                         : c.index_head_dim == 0 ? "index_head_dim"
                                                 : "index_topk";
-      return r.error(key, "missing required key (a layer has compress ratio 4: CSA with an indexer)");
+      return r.error(key, c.is_v41()
+                              ? "missing required key (a layer has a compress ratio > 0)"
+                              : "missing required key (a layer has compress ratio 4: CSA with an indexer)");
     }
-    if (!is_power_of_two(c.index_head_dim)) {
+    if (!c.is_v41() && !is_power_of_two(c.index_head_dim)) {
       return r.error("index_head_dim", "must be a power of two (Hadamard transform)");
     }
     if (c.index_head_dim < c.qk_rope_head_dim) {
@@ -142,8 +122,9 @@ Status check_moe_v4(const KeyReader& r, const ModelConfig& c) {
 
 }  // namespace
 
-Status parse_deepseek_v4_keys(const Json& root, const std::string& source, ModelConfig& c) {
-  KeyReader r(root, source);
+Status parse_deepseek_v4_keys(const Json& obj, const std::string& source, const std::string& prefix,
+                              ModelConfig& c) {
+  KeyReader r(obj, source, prefix);
   DS_TRY(r.get_int("head_dim", IntRange::positive, true, c.head_dim));
   DS_TRY(r.get_int("o_lora_rank", IntRange::positive, true, c.o_lora_rank));
   DS_TRY(r.get_int("o_groups", IntRange::positive, true, c.o_groups));

@@ -71,11 +71,15 @@ Status write_tokenizer(const MakeModelOptions& options, const ModelConfig& confi
       return Status(ErrorCode::not_found, src.string() + ": missing tokenizer file");
     }
   }
-  if (options.arch == "deepseek_v4") {
+  if (options.arch == "deepseek_v4" || options.arch == "deepseek_v41") {
     DS_ASSIGN_OR_RETURN(const std::string tok, read_text(fs::path(from_dir) / "tokenizer.json"));
     DS_ASSIGN_OR_RETURN(const std::string cfg, read_text(fs::path(from_dir) / "tokenizer_config.json"));
-    DS_ASSIGN_OR_RETURN(TokenizerFiles files,
-                        add_template_markers(tok, cfg, kV4Markers, config.vocab_size, from_dir));
+    DS_ASSIGN_OR_RETURN(
+        TokenizerFiles files,
+        add_template_markers(tok, cfg,
+                             options.arch == "deepseek_v41" ? std::span<const V4Marker>(kV41Markers)
+                                                            : std::span<const V4Marker>(kV4Markers),
+                             config.vocab_size, from_dir));
     DS_TRY(write_text(to_dir + "/tokenizer.json", files.tokenizer_json));
     return write_text(to_dir + "/tokenizer_config.json", files.config_json);
   }

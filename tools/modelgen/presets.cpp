@@ -266,11 +266,71 @@ Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8) {
   return c;
 }
 
+namespace {
+
+// V4.1-Flash's roles scaled down to 8 layers (model-spec §5.3): 0-1 SWA; 2 the ratio-2 KV and
+// index source, 3 its reader; 4 the ratio-1 KV and index source and candidate source, 5 its
+// reader; 6 an index source scoring 4's keys inside the candidate pool, 7 its reader. Small
+// candidate blocks and top-k make a 40-token prompt exercise the pool and the selections.
+ModelConfig v41_tiny() {
+  ModelConfig c = v4_common();
+  c.model_type = "deepseek_v41";
+  c.num_nextn_predict_layers = 0;  // DSpark stages: not generated yet
+  c.num_hash_layers = 0;
+  c.rms_norm_eps = 1e-20;
+  c.pad_token_id = 2;
+  c.image_token_id = 129264;
+  c.hidden_size = 64;
+  c.num_hidden_layers = 8;
+  c.compress_ratios = {0, 0, 2, 2, 1, 1, 1, 1};
+  c.kv_source_layer_ids = {2, 4};
+  c.index_source_layer_ids = {2, 4, 6};
+  c.candidate_source_layer_id = 4;
+  c.candidate_topk_blocks = 3;
+  c.candidate_block_size = 4;
+  c.gate_temp = 1.0;
+  c.sliding_window = 16;
+  c.num_attention_heads = 4;
+  c.head_dim = 128;
+  c.qk_rope_head_dim = 64;
+  c.q_lora_rank = 64;
+  c.o_groups = 2;
+  c.o_lora_rank = 32;
+  c.index_n_heads = 4;
+  c.index_head_dim = 128;
+  c.index_topk = 6;
+  c.n_routed_experts = 8;
+  c.num_experts_per_tok = 2;
+  c.moe_intermediate_size = 64;
+  return c;
+}
+
+}  // namespace
+
+Result<ModelConfig> deepseek_v41_preset(std::string_view preset, bool fp8) {
+  if (preset != "tiny") {
+    return Status(ErrorCode::invalid_argument, "preset '" + std::string(preset) +
+                                                   "' is not available for deepseek_v41 yet (expected tiny)");
+  }
+  ModelConfig c = v41_tiny();
+  if (fp8) {  // as released: 32×32 E8M0 tiles, FP4 experts, expert_dtype inside the quantization config
+    c.quantization.quant_method = "fp8";
+    c.quantization.fmt = "e4m3";
+    c.quantization.activation_scheme = "dynamic";
+    c.quantization.scale_fmt = "ue8m0";
+    c.quantization.block_rows = 32;
+    c.quantization.block_cols = 32;
+    c.expert_dtype = "fp4";
+  }
+  return c;
+}
+
 Result<ModelConfig> arch_preset(std::string_view arch, std::string_view preset, bool fp8) {
   if (arch == "deepseek_v3") return deepseek_v3_preset(preset, fp8);
   if (arch == "deepseek_v4") return deepseek_v4_preset(preset, fp8);
-  return Status(ErrorCode::invalid_argument,
-                "unsupported --arch '" + std::string(arch) + "' (supported: deepseek_v3, deepseek_v4)");
+  if (arch == "deepseek_v41") return deepseek_v41_preset(preset, fp8);
+  return Status(ErrorCode::invalid_argument, "unsupported --arch '" + std::string(arch) +
+                                                 "' (supported: deepseek_v3, deepseek_v4, deepseek_v41)");
 }
 
 }  // namespace ds::modelgen

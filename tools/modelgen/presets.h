@@ -21,7 +21,13 @@ Result<ModelConfig> deepseek_v3_preset(std::string_view preset, bool fp8);
 // {fp8, e4m3, dynamic, ue8m0, [128, 128]} and expert_dtype fp4; otherwise every weight is BF16.
 Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8);
 
-// The preset for `arch` ("deepseek_v3" | "deepseek_v4"); invalid_argument names the accepted ones.
+// The preset's DeepSeek-V4.1 config (model_type deepseek_v41, the released roles scaled down;
+// docs/models.md). Only `tiny` so far. `fp8` (as released): FP8 with 32×32 E8M0 tiles and FP4
+// experts; otherwise every weight is BF16. No Engram, no DSpark stages yet.
+Result<ModelConfig> deepseek_v41_preset(std::string_view preset, bool fp8);
+
+// The preset for `arch` ("deepseek_v3" | "deepseek_v4" | "deepseek_v41"); invalid_argument names
+// the accepted ones.
 Result<ModelConfig> arch_preset(std::string_view arch, std::string_view preset, bool fp8);
 
 std::vector<std::string_view> preset_names();

@@ -95,12 +95,12 @@ FilledTensor fill_tensor(const TensorSpec& spec, uint64_t seed, ThreadPool& pool
       fill_parallel(spec, key, pool, [dst](int64_t i, float v) { dst[i] = v; });
       if (spec.scale_format == ScaleFormat::e8m0) {
         Fp8BlockWeightsE8m0 q =
-            quantize_fp8_blocks_e8m0(w.data(), spec.shape[0], spec.shape[1], kFp8Block, pool);
+            quantize_fp8_blocks_e8m0(w.data(), spec.shape[0], spec.shape[1], spec.fp8_block, pool);
         out.bytes = std::move(q.q);
         out.scale_bytes = std::move(q.scales);
         break;
       }
-      Fp8BlockWeights q = quantize_fp8_blocks(w.data(), spec.shape[0], spec.shape[1], kFp8Block, pool);
+      Fp8BlockWeights q = quantize_fp8_blocks(w.data(), spec.shape[0], spec.shape[1], spec.fp8_block, pool);
       out.bytes = std::move(q.q);
       out.scale_bytes.resize(q.scale_inv.size() * sizeof(float));
       std::memcpy(out.scale_bytes.data(), q.scale_inv.data(), out.scale_bytes.size());

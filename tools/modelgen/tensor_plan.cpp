@@ -115,10 +115,11 @@ std::string TensorSpec::scale_name() const {
 
 Shape TensorSpec::scale_shape() const {
   if (fp4()) return Shape{shape[0], in_features() / kFp4Group};
-  return Shape{(shape[0] + kFp8Block - 1) / kFp8Block, (shape[1] + kFp8Block - 1) / kFp8Block};
+  return Shape{(shape[0] + fp8_block - 1) / fp8_block, (shape[1] + fp8_block - 1) / fp8_block};
 }
 
 std::vector<TensorSpec> plan_tensors(const ModelConfig& config) {
+  if (config.is_v41()) return plan_deepseek_v41_tensors(config);
   return config.is_v4() ? plan_deepseek_v4_tensors(config) : plan_deepseek_v3_tensors(config);
 }
 
@@ -150,7 +151,7 @@ ModelBytes model_bytes(const ModelConfig& c, const std::vector<TensorSpec>& plan
     // MTP layers: V3 numbers them from num_hidden_layers on ("model.layers.3." must not match
     // "model.layers.30.", hence the trailing dot); V4 names them `mtp.K.`.
     bool is_mtp = t.name.rfind("mtp.", 0) == 0;
-    for (int k = 0; k < c.num_nextn_predict_layers && !c.is_v4(); ++k) {
+    for (int k = 0; k < c.num_nextn_predict_layers && !c.is_v4_family(); ++k) {
       if (t.name.rfind("model.layers." + std::to_string(c.num_hidden_layers + k) + ".", 0) == 0) {
         is_mtp = true;
       }

@@ -37,7 +37,8 @@ struct TensorSpec {
   InitKind init;
   float gain = 1.0f;  // extra factor for InitKind::linear (residual-output projections use 0.5)
   ScaleFormat scale_format = ScaleFormat::f32_scale_inv;
-  int64_t id_range = 0;  // InitKind::expert_ids: ids are drawn from [0, id_range)
+  int64_t id_range = 0;     // InitKind::expert_ids: ids are drawn from [0, id_range)
+  int64_t fp8_block = 128;  // FP8 tile edge (quantization_config.weight_block_size; V4.1: 32)
 
   bool block_quantized() const { return dtype == DType::f8_e4m3 || dtype == DType::i8; }
   bool fp4() const { return dtype == DType::i8; }
@@ -46,7 +47,7 @@ struct TensorSpec {
   // "...weight_scale_inv" (V3) or "<prefix>.scale" for "<prefix>.weight" (V4).
   std::string scale_name() const;
   DType scale_dtype() const { return scale_format == ScaleFormat::e8m0 ? DType::f8_e8m0 : DType::f32; }
-  // FP8: [ceil(out/128), ceil(in/128)]; FP4: [out, in/32].
+  // FP8: [ceil(out/fp8_block), ceil(in/fp8_block)]; FP4: [out, in/32].
   Shape scale_shape() const;
 };
 
@@ -66,6 +67,13 @@ std::vector<TensorSpec> plan_deepseek_v3_tensors(const ModelConfig& config);
 // F32 mHC/attn_sink/ape/gate.bias, I64 tid2eid on hash layers, and `mtp.K.*` draft blocks. With
 // no quantization_config every Linear weight is BF16 (and expert_dtype must be empty).
 std::vector<TensorSpec> plan_deepseek_v4_tensors(const ModelConfig& config);
+
+// DeepSeek-V4.1 (model-spec §6.2): V4's names with FP8 tiles of 32×32, no hc_head and no
+// compressor `ape`; compressors (wkv, plus wgate for ratio > 1) and index keys (indexer.wk,
+// k_norm) only on kv_source_layer_ids, indexer queries (wq_b, weights_proj) only on
+// index_source_layer_ids, `gate.bias` and `gate.bias_vl` on every layer. No Engram tables and no
+// DSpark stages yet (the tiny preset has neither).
+std::vector<TensorSpec> plan_deepseek_v41_tensors(const ModelConfig& config);
 
 // The plan for config.model_type.
 std::vector<TensorSpec> plan_tensors(const ModelConfig& config);

@@ -1,5 +1,5 @@
-// The DeepSeek-V4 tensor list (model-spec §6.1), in DeepSeek's own names: `embed.weight`,
-// `layers.N.{attn,ffn,hc_*}`, `mtp.K.*`, `head.weight`, no `model.` prefix.
+// The DeepSeek-V4 and V4.1 tensor lists (model-spec §6.1, §6.2), in DeepSeek's own names:
+// `embed.weight`, `layers.N.{attn,ffn,hc_*}`, `mtp.K.*`, `head.weight`, no `model.` prefix.
 #include <algorithm>
 #include <string>
 
@@ -10,13 +10,18 @@ namespace {
 
 class V4PlanBuilder {
  public:
-  explicit V4PlanBuilder(const ModelConfig& c) : c_(c), fp8_(c.quantization.quant_method == "fp8") {}
+  explicit V4PlanBuilder(const ModelConfig& c)
+      : c_(c),
+        fp8_(c.quantization.quant_method == "fp8"),
+        block_(fp8_ ? c.quantization.block_rows : kFp8Block) {}
 
   // A Linear weight `<prefix>.weight` [out, in]: F8_E4M3 + E8M0 `.scale` in an fp8 checkpoint.
   void linear(const std::string& prefix, int64_t out, int64_t in, float gain = 1.0f) {
     if (!fp8_) return bf16_linear(prefix, out, in, gain);
-    plan_.push_back(
-        {prefix + ".weight", Shape{out, in}, DType::f8_e4m3, InitKind::linear, gain, ScaleFormat::e8m0});
+    TensorSpec t{prefix + ".weight", Shape{out, in}, DType::f8_e4m3,
+                 InitKind::linear,   gain,           ScaleFormat::e8m0};
+    t.fp8_block = block_;
+    plan_.push_back(std::move(t));
   }
   // Weights the release keeps in BF16 (router, compressors, indexer weights_proj, head).
   void bf16_linear(const std::string& prefix, int64_t out, int64_t in, float gain = 1.0f) {
@@ -44,6 +49,13 @@ class V4PlanBuilder {
 
   // Block `layer` (main layers, then draft layers) under `p` ("layers.N." or "mtp.K.").
   void block(const std::string& p, int layer) {
+    block_common(p);
+    attention(p + "attn.", layer);
+    ffn(p + "ffn.", layer);
+  }
+
+  // Norms and mHC of a block.
+  void block_common(const std::string& p) {
     const int64_t d = c_.hidden_size;
     const int64_t hc = c_.hc_mult;
     norm(p + "attn_norm.weight", d);
@@ -51,11 +63,45 @@ class V4PlanBuilder {
     // pre (hc) + post (hc) + the hc×hc combination matrix; three gains, one per set.
     mhc(p + "hc_attn", (2 + hc) * hc, 3);
     mhc(p + "hc_ffn", (2 + hc) * hc, 3);
-    attention(p + "attn.", layer);
+  }
+
+  // V4.1 block (model-spec §6.2): the layer's role decides its compressor and indexer tensors.
+  void block_v41(const std::string& p, int layer) {
+    block_common(p);
+    const std::string a = p + "attn.";
+    attention_common(a);
+    const int64_t d = c_.hidden_size;
+    const auto has = [](const std::vector<int>& ids, int l) {
+      return std::find(ids.begin(), ids.end(), l) != ids.end();
+    };
+    if (has(c_.kv_source_layer_ids, layer)) {
+      bf16_linear(a + "compressor.wkv", c_.head_dim, d);
+      if (c_.compress_ratio(layer) > 1) bf16_linear(a + "compressor.wgate", c_.head_dim, d);
+      norm(a + "compressor.norm.weight", c_.head_dim);
+      bf16_linear(a + "indexer.wk", c_.index_head_dim, c_.head_dim);
+      norm(a + "indexer.k_norm.weight", c_.index_head_dim);
+    }
+    if (has(c_.index_source_layer_ids, layer)) {
+      linear(a + "indexer.wq_b", int64_t{c_.index_n_heads} * c_.index_head_dim, c_.q_lora_rank);
+      bf16_linear(a + "indexer.weights_proj", c_.index_n_heads, d);
+    }
     ffn(p + "ffn.", layer);
+    f32(p + "ffn.gate.bias_vl", Shape{c_.n_routed_experts}, InitKind::gate_bias);
   }
 
   void attention(const std::string& a, int layer) {
+    attention_common(a);
+    const int ratio = c_.compress_ratio(layer);
+    if (ratio == 0) return;
+    compressor(a + "compressor.", ratio, c_.head_dim);
+    if (c_.attention_kind(layer) != AttentionKind::csa) return;
+    linear(a + "indexer.wq_b", int64_t{c_.index_n_heads} * c_.index_head_dim, c_.q_lora_rank);
+    bf16_linear(a + "indexer.weights_proj", c_.index_n_heads, c_.hidden_size);
+    compressor(a + "indexer.compressor.", ratio, c_.index_head_dim);
+  }
+
+  // Projections, norms and sink every V4 / V4.1 attention has.
+  void attention_common(const std::string& a) {
     const int64_t d = c_.hidden_size;
     const int64_t n_heads = c_.num_attention_heads;
     const int64_t head_dim = c_.head_dim;
@@ -68,13 +114,6 @@ class V4PlanBuilder {
     linear(a + "wo_a", int64_t{c_.o_groups} * c_.o_lora_rank, n_heads * head_dim / c_.o_groups);
     linear(a + "wo_b", d, int64_t{c_.o_groups} * c_.o_lora_rank, kResidualGain);
     f32(a + "attn_sink", Shape{n_heads}, InitKind::attn_sink);
-    const int ratio = c_.compress_ratio(layer);
-    if (ratio == 0) return;
-    compressor(a + "compressor.", ratio, head_dim);
-    if (c_.attention_kind(layer) != AttentionKind::csa) return;
-    linear(a + "indexer.wq_b", int64_t{c_.index_n_heads} * c_.index_head_dim, c_.q_lora_rank);
-    bf16_linear(a + "indexer.weights_proj", c_.index_n_heads, d);
-    compressor(a + "indexer.compressor.", ratio, c_.index_head_dim);
   }
 
   // CSA (ratio 4) pools overlapping groups: two halves of width d_c each ("coff" = 2).
@@ -98,7 +137,7 @@ class V4PlanBuilder {
     } else {
       f32(f + "gate.bias", Shape{n_experts}, InitKind::gate_bias);
     }
-    const bool fp4 = c_.expert_dtype == "fp4";
+    const bool fp4 = c_.expert_dtype == "fp4" && fp8_;
     for (int e = 0; e < c_.n_routed_experts; ++e) {
       expert(f + "experts." + std::to_string(e) + ".", c_.moe_intermediate_size, fp4);
     }
@@ -136,6 +175,7 @@ class V4PlanBuilder {
 
   const ModelConfig& c_;
   bool fp8_;
+  int64_t block_;  // FP8 tile edge
   std::vector<TensorSpec> plan_;
 };
 
@@ -160,6 +200,16 @@ std::vector<TensorSpec> plan_deepseek_v4_tensors(const ModelConfig& c) {
     b.norm(p + "norm.weight", d);
     b.mhc(p + "hc_head", c.hc_mult, 1);
   }
+  return std::move(b).finish();
+}
+
+std::vector<TensorSpec> plan_deepseek_v41_tensors(const ModelConfig& c) {
+  V4PlanBuilder b(c);
+  b.norm("norm.weight", c.hidden_size);
+  b.embedding_and_head();
+  // No hc_head: the final collapse uses the last block's FFN pre (model-spec §5.1).
+  for (int layer = 0; layer < c.num_hidden_layers; ++layer)
+    b.block_v41("layers." + std::to_string(layer) + ".", layer);
   return std::move(b).finish();
 }
 

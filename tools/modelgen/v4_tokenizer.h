@@ -30,6 +30,13 @@ inline constexpr V4Marker kV4Markers[] = {
     {"<｜latest_reminder｜>", -1},
 };
 
+// V4.1 adds <｜System｜> (model-spec §7; id not in the spec) and the image placeholder, whose id
+// 129264 is in config.json (image_token_id).
+inline constexpr V4Marker kV41Markers[] = {
+    {"<think>", 128798},           {"</think>", 128799}, {"｜DSML｜", -1},
+    {"<｜latest_reminder｜>", -1}, {"<｜System｜>", -1}, {"<｜deepseek_image｜>", 129264},
+};
+
 struct TokenizerFiles {
   std::string tokenizer_json;
   std::string config_json;

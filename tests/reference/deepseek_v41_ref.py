@@ -1,0 +1,396 @@
+#!/usr/bin/python3
+"""Independent float64 numpy reference of the DeepSeek-V4.1-Flash forward pass (text, main model).
+
+Written from the model spec (../shared/specs/model-spec.md beside the repo, §2.2, §3, §5, §6.2, §6.3, §9), not
+from the engine. It shares with deepseek_v4_ref.py only what §3 says the two models share: the number formats,
+the checkpoint reader, RoPE and the Sinkhorn split of the mHC mixes. Everything is float64 except the rounding
+and storage-simulation steps of §3: RMSNorm outputs, mHC collapse/expand and the attention probabilities rounded
+once to bf16; the window KV through FP8 (32-blocks over all channels, power-of-two scales); the compressed KV
+through FP4 (16-blocks, E4M3 scales); index keys and queries through FP4 (32-blocks, power-of-two scales).
+
+    deepseek_v41_ref.py --model DIR --tokens 0,17,42 --out logits.npy [--prefill N | --chunks 5,3,...]
+                        [--no-bf16] [--kv-sim fp8|none] [--shared-expert-clamp on|off] [--q-head-norm on|off]
+
+Not covered (as in the engine today): Engram (§5.7), DSpark (§5.9), vision (§5.10). Index keys are published
+every step (§9), so a prefill and token-by-token decode agree.
+"""
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+from deepseek_v4_ref import (BF16_POINTS, Checkpoint, bf16, blockwise, chunk_sizes, fp4_e2m1, fp8_e4m3,
+                             parse_points, rope, rope_freqs, sim_fp4, sim_fp8, sinkhorn_split)
+
+
+def sim_fp4_e4m3(x, block=16):
+    """§3 V4.1 compressed KV: FP4 per 16 elements with an E4M3 scale s = e4m3(max(amax, 6·2^-9) / 6)."""
+    def one(b):
+        amax = np.maximum(np.max(np.abs(b), axis=-1, keepdims=True), 6.0 * 2.0 ** -9)
+        s = fp8_e4m3(amax / 6.0)
+        return fp4_e2m1(b / s) * s
+    return blockwise(x, block, one)
+
+
+def latest(ids, layer):
+    """The last id <= layer, or -1 (§5.3: a layer reads the most recent source)."""
+    found = [i for i in ids if i <= layer]
+    return found[-1] if found else -1
+
+
+@dataclasses.dataclass
+class V41Config:
+    vocab: int
+    dim: int
+    n_layers: int
+    n_heads: int
+    head_dim: int
+    rope_dim: int
+    n_experts: int
+    n_shared: int
+    topk: int
+    route_scale: float
+    swiglu_limit: float
+    window: int
+    eps: float
+    rope_theta: float
+    compress_rope_theta: float
+    yarn: tuple
+    index_heads: int
+    index_dim: int
+    index_topk: int
+    hc_mult: int
+    hc_iters: int
+    hc_eps: float
+    o_groups: int
+    o_lora_rank: int
+    ratios: list
+    kv_sources: list
+    index_sources: list
+    candidate: int
+    candidate_blocks: int
+    candidate_block: int
+    gate_temp: float
+    fp8_block: tuple
+
+    @staticmethod
+    def load(model_dir):
+        with open(os.path.join(model_dir, "config.json")) as f:
+            top = json.load(f)
+        c = top["text_config"]  # §2.2: the DeepseekV41ForCausalLM wrapper
+        if c.get("engram_layer_ids"):
+            raise ValueError("Engram (engram_layer_ids) is not in this reference yet")
+        rs = c.get("rope_scaling") or {}
+        yarn = None
+        if rs.get("type", rs.get("rope_type")) == "yarn":
+            yarn = (float(rs["factor"]), float(rs["original_max_position_embeddings"]),
+                    float(rs.get("beta_fast", 32)), float(rs.get("beta_slow", 1)))
+        qc = top.get("quantization_config") or {}
+        return V41Config(
+            vocab=c["vocab_size"], dim=c["hidden_size"], n_layers=c["num_hidden_layers"],
+            n_heads=c["num_attention_heads"], head_dim=c["head_dim"], rope_dim=c["qk_rope_head_dim"],
+            n_experts=c["n_routed_experts"], n_shared=c.get("n_shared_experts", 1), topk=c["num_experts_per_tok"],
+            route_scale=float(c["routed_scaling_factor"]), swiglu_limit=float(c.get("swiglu_limit", 0.0)),
+            window=c["sliding_window"], eps=float(c["rms_norm_eps"]), rope_theta=float(c["rope_theta"]),
+            compress_rope_theta=float(c["compress_rope_theta"]), yarn=yarn, index_heads=c["index_n_heads"],
+            index_dim=c["index_head_dim"], index_topk=c["index_topk"], hc_mult=c["hc_mult"],
+            hc_iters=c["hc_sinkhorn_iters"], hc_eps=float(c["hc_eps"]), o_groups=c["o_groups"],
+            o_lora_rank=c["o_lora_rank"], ratios=list(c["compress_ratios"]),
+            kv_sources=list(c.get("kv_source_layer_ids", [])), index_sources=list(c.get("index_source_layer_ids", [])),
+            candidate=c.get("candidate_source_layer_id", -1) if c.get("candidate_source_layer_id") is not None else -1,
+            candidate_blocks=c.get("candidate_topk_blocks", 0), candidate_block=c.get("candidate_block_size", 0),
+            gate_temp=float(c.get("gate_temp", 1.0)), fp8_block=tuple(qc.get("weight_block_size", (128, 128))))
+
+
+@dataclasses.dataclass
+class V41Numerics:
+    kv_sim: str = "fp8"            # FP8 simulation of the window KV; "none" skips it
+    shared_expert_clamp: bool = True
+    q_head_norm: bool = False      # §5.2 [?]: V4.1 has no per-head q normalisation
+    bf16: bool = True
+    bf16_points: tuple = BF16_POINTS
+
+    def rounds(self, point):
+        return self.bf16 and point in self.bf16_points
+
+
+class LayerState:
+    def __init__(self, cfg, layer):
+        self.ring_kv = np.zeros((cfg.window, cfg.head_dim))
+        self.ring_pos = np.full(cfg.window, -1, dtype=np.int64)
+        self.ratio = cfg.ratios[layer]
+        self.owner = layer in cfg.kv_sources
+        if self.owner:
+            self.pend_kv = np.zeros((self.ratio, cfg.head_dim))   # the unfinished group's W_kv·x̂
+            self.pend_gate = np.zeros((self.ratio, cfg.head_dim))  # and its gate scores
+            self.comp_kv = np.zeros((0, cfg.head_dim))
+            self.idx_keys = np.zeros((0, cfg.index_dim))
+
+
+class SequenceState:
+    def __init__(self, cfg):
+        self.n_tokens = 0
+        self.layers = [LayerState(cfg, layer) for layer in range(cfg.n_layers)]
+
+
+class DeepseekV41Reference:
+    def __init__(self, model_dir, numerics=None):
+        self.cfg = V41Config.load(model_dir)
+        self.num = numerics or V41Numerics()
+        self.w = Checkpoint(model_dir, self.cfg.fp8_block)
+        cfg = self.cfg
+        self.freqs_swa = rope_freqs(cfg.rope_dim, cfg.rope_theta, None)
+        self.freqs_comp = rope_freqs(cfg.rope_dim, cfg.compress_rope_theta, cfg.yarn)
+
+    def round(self, x, point):
+        return bf16(x) if self.num.rounds(point) else x
+
+    def linear(self, x, prefix, weight=None):
+        """x [T, in] -> [T, out], row by row (a row's result never depends on the other rows)."""
+        w = self.w.weight(prefix) if weight is None else weight
+        out = np.empty((x.shape[0], w.shape[0]))
+        for t in range(x.shape[0]):
+            out[t] = np.sum(w * x[t][None, :], axis=1)
+        return out
+
+    def norm(self, x, name, point):
+        w = self.w.f64(name)
+        return self.round(w * (x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + self.cfg.eps)), point)
+
+    # ---- mHC with delayed pre (§5.1)
+    def coefficients(self, streams, p):
+        cfg = self.cfg
+        v = streams.reshape(streams.shape[0], -1)
+        rho = 1.0 / np.sqrt(np.mean(v * v, axis=1, keepdims=True) + cfg.eps)  # ε = rms_norm_eps (1e-20)
+        mixes = self.linear(v, None, self.w.f64(p + "fn")) * rho
+        return sinkhorn_split(mixes, self.w.f64(p + "scale"), self.w.f64(p + "base"), cfg.hc_mult, cfg.hc_iters,
+                              cfg.hc_eps)
+
+    def collapse(self, pre, streams, point="mhc_collapse"):
+        return self.round(np.sum(pre[:, :, None] * streams, axis=1), point)
+
+    def expand(self, f, streams, post, comb):
+        mixed = np.sum(comb[:, :, :, None] * streams[:, :, None, :], axis=1)
+        return self.round(post[:, :, None] * f[:, None, :] + mixed, "mhc_expand")
+
+    # ---- CSA2 sources (§5.4, §5.5)
+    def compress(self, p, x, positions, st, freqs):
+        """Feeds x [T, d] into a KV source's compressor; returns (entries, keys) the completed groups give."""
+        cfg = self.cfg
+        ratio = st.ratio
+        a = self.linear(x, p + "compressor.wkv")
+        z = self.linear(x, p + "compressor.wgate") if ratio > 1 else np.zeros_like(a)
+        latents, entry_pos = [], []
+        for t, pos in enumerate(positions):
+            st.pend_kv[pos % ratio], st.pend_gate[pos % ratio] = a[t], z[t]
+            if pos % ratio != ratio - 1:
+                continue
+            if ratio == 1:
+                latents.append(st.pend_kv[0].copy())
+            else:  # per channel, a softmax over the group's tokens' gate scores
+                e = np.exp(st.pend_gate - st.pend_gate.max(axis=0, keepdims=True))
+                latents.append(np.sum(e / e.sum(axis=0, keepdims=True) * st.pend_kv, axis=0))
+            entry_pos.append(pos + 1 - ratio)
+        if not latents:
+            return np.zeros((0, cfg.head_dim)), np.zeros((0, cfg.index_dim))
+        entry_pos = np.array(entry_pos)
+        latent = self.norm(np.stack(latents), p + "compressor.norm.weight", "comp_norm")  # before RoPE
+        rd = cfg.rope_dim
+        keys = self.norm(self.linear(latent, p + "indexer.wk"), p + "indexer.k_norm.weight", "comp_norm")
+        keys[:, -rd:] = rope(keys[:, -rd:], entry_pos, freqs)
+        keys = sim_fp4(keys, 32)
+        kv = latent.copy()
+        kv[:, -rd:] = rope(kv[:, -rd:], entry_pos, freqs)
+        return sim_fp4_e4m3(kv, 16), keys
+
+    def index_topk(self, p, x, qr, positions, freqs, keys, ratio, role, step):
+        """An index source's selection for each row (§5.5, §5.6); role: None, "candidate" or "pool"."""
+        cfg = self.cfg
+        n = len(positions)
+        q = self.linear(qr, p + "indexer.wq_b").reshape(n, cfg.index_heads, cfg.index_dim)
+        q[..., -cfg.rope_dim:] = rope(q[..., -cfg.rope_dim:], positions, freqs)
+        q = sim_fp4(q, 32)  # no Hadamard in V4.1
+        w = self.round(self.linear(x, p + "indexer.weights_proj"), "index_w") * (
+            cfg.index_dim ** -0.5 * cfg.index_heads ** -0.5)
+        chosen = []
+        if role == "candidate":
+            step["pool"] = []
+        for t, pos in enumerate(positions):
+            n_vis = min((pos + 1) // ratio, len(keys))
+            dots = np.sum(q[t][None, :, :] * keys[:n_vis, None, :], axis=2)  # [n_vis, Hi]
+            score = np.sum(np.maximum(dots, 0.0) * w[t][None, :], axis=1)
+            candidates = np.arange(n_vis)
+            if role == "candidate":
+                bsize = cfg.candidate_block
+                n_blocks = -(-n_vis // bsize)
+                block_score = np.array([score[b * bsize:(b + 1) * bsize].max() for b in range(n_blocks)])
+                if n_blocks:
+                    block_score[n_blocks - 1] = np.inf  # the newest visible entry's block
+                order = np.lexsort((np.arange(n_blocks), -block_score))
+                step["pool"].append(np.sort(order[:cfg.candidate_blocks]))
+            elif role == "pool":
+                blocks = step["pool"][t]
+                candidates = np.array([j for b in blocks for j in range(b * cfg.candidate_block,
+                                                                       min(n_vis, (b + 1) * cfg.candidate_block))],
+                                      dtype=np.int64)
+            k = min(cfg.index_topk, len(candidates))
+            cs = score[candidates]
+            order = np.lexsort((candidates, -cs))  # highest first, ties to the lower entry
+            chosen.append(np.sort(candidates[order[:k]]))
+        return chosen
+
+    # ---- attention (§5.2)
+    def attention(self, layer, x, positions, state, step):
+        cfg = self.cfg
+        p = f"layers.{layer}.attn."
+        st = state.layers[layer]
+        n, rd, win = len(positions), cfg.rope_dim, cfg.window
+        freqs = self.freqs_comp if st.ratio else self.freqs_swa
+        qr = self.norm(self.linear(x, p + "wq_a"), p + "q_norm.weight", "q_norm")
+        q = self.linear(qr, p + "wq_b").reshape(n, cfg.n_heads, cfg.head_dim)
+        if self.num.q_head_norm:
+            q = q / np.sqrt(np.mean(q * q, axis=-1, keepdims=True) + cfg.eps)
+        q[..., -rd:] = rope(q[..., -rd:], positions, freqs)
+        kv = self.norm(self.linear(x, p + "wkv"), p + "kv_norm.weight", "kv_norm")
+        kv[:, -rd:] = rope(kv[:, -rd:], positions, freqs)
+        if self.num.kv_sim == "fp8":
+            kv = sim_fp8(kv, 32)  # all 512 channels, 32-blocks
+
+        chosen = None
+        if st.ratio:
+            if st.owner:
+                entries, keys = self.compress(p, x, positions, st, freqs)
+                st.comp_kv = np.concatenate([st.comp_kv, entries])
+                st.idx_keys = np.concatenate([st.idx_keys, keys])
+            src = state.layers[latest(cfg.kv_sources, layer)]
+            if layer in cfg.index_sources:
+                role = None
+                if layer == cfg.candidate:
+                    role = "candidate"
+                elif cfg.candidate >= 0 and layer > cfg.candidate and latest(cfg.kv_sources, layer) == cfg.candidate:
+                    role = "pool"
+                step["topk"] = self.index_topk(p, x, qr, positions, freqs, src.idx_keys, st.ratio, role, step)
+            chosen = step["topk"]  # the latest index source's (itself, or reused)
+
+        live = st.ring_pos >= 0
+        order = np.argsort(st.ring_pos[live])
+        ext_pos = np.concatenate([st.ring_pos[live][order], positions])
+        ext_kv = np.concatenate([st.ring_kv[live][order], kv])
+        sink = self.w.f64(p + "attn_sink")
+        o = np.empty((n, cfg.n_heads, cfg.head_dim))
+        for t, pos in enumerate(positions):
+            keys = ext_kv[(ext_pos > pos - win) & (ext_pos <= pos)]
+            if chosen is not None:
+                keys = np.concatenate([keys, src.comp_kv[chosen[t]]])
+            s = np.sum(q[t][:, None, :] * keys[None, :, :], axis=2) * cfg.head_dim ** -0.5
+            m = s.max(axis=1, keepdims=True)
+            e = np.exp(s - m)
+            denom = e.sum(axis=1) + np.exp(sink - m[:, 0])
+            o[t] = np.sum(self.round(e, "attn_probs")[:, :, None] * keys[None, :, :], axis=1) / denom[:, None]
+        for t, pos in enumerate(positions):
+            st.ring_kv[pos % win], st.ring_pos[pos % win] = kv[t], pos
+        o[..., -rd:] = rope(o[..., -rd:], positions, freqs, inverse=True)
+        g = cfg.o_groups
+        o = o.reshape(n, g, cfg.n_heads * cfg.head_dim // g)
+        wo_a = self.w.weight(p + "wo_a")
+        z = np.concatenate([self.linear(o[:, k], None, wo_a[k * cfg.o_lora_rank:(k + 1) * cfg.o_lora_rank])
+                            for k in range(g)], axis=1)
+        return self.linear(z, p + "wo_b")
+
+    # ---- MoE (§5.8)
+    def expert(self, p, x, weight, clamp):
+        g, u = self.linear(x, p + "w1"), self.linear(x, p + "w3")
+        limit = self.cfg.swiglu_limit
+        if clamp and limit > 0:
+            u, g = np.clip(u, -limit, limit), np.minimum(g, limit)
+        h = g / (1.0 + np.exp(-g)) * u
+        if weight is not None:
+            h = h * weight[:, None]
+        return self.linear(self.round(h, "expert_h"), p + "w2")
+
+    def moe(self, p, x):
+        cfg = self.cfg
+        scores = np.sqrt(np.logaddexp(0.0, self.linear(x, p + "gate") / cfg.gate_temp))
+        biased = scores + self.w.f64(p + "gate.bias")[None, :]  # text tokens: gate.bias (not bias_vl)
+        experts = np.stack([np.lexsort((np.arange(cfg.n_experts), -b))[:cfg.topk] for b in biased])
+        weights = np.take_along_axis(scores, experts, axis=1)
+        weights = weights / (weights.sum(axis=1, keepdims=True) + 1e-20) * cfg.route_scale
+        y = np.zeros_like(x)
+        for e in np.unique(experts):
+            rows, slot = np.nonzero(experts == e)
+            y[rows] += self.expert(f"{p}experts.{e}.", x[rows], weights[rows, slot], True)
+        if cfg.n_shared:
+            y += self.expert(p + "shared_experts.", x, None, self.num.shared_expert_clamp)
+        return y
+
+    def forward_chunk(self, state, tokens):
+        cfg = self.cfg
+        tokens = np.asarray(tokens, dtype=np.int64)
+        positions = state.n_tokens + np.arange(len(tokens))
+        emb = np.stack([self.w.f64("embed.weight", slice(int(t), int(t) + 1))[0] for t in tokens])
+        streams = np.repeat(emb[:, None, :], cfg.hc_mult, axis=1)
+        pre = np.zeros((len(tokens), cfg.hc_mult))
+        pre[:, 0] = 1.0  # block 0's attention: the one-hot pre
+        step = {}
+        for layer in range(cfg.n_layers):
+            p = f"layers.{layer}."
+            pre_attn, post, comb = self.coefficients(streams, p + "hc_attn_")
+            x = self.norm(self.collapse(pre, streams), p + "attn_norm.weight", "sub_norm")
+            streams = self.expand(self.attention(layer, x, positions, state, step), streams, post, comb)
+            pre_ffn, post, comb = self.coefficients(streams, p + "hc_ffn_")
+            x = self.norm(self.collapse(pre_attn, streams), p + "ffn_norm.weight", "sub_norm")
+            streams = self.expand(self.moe(p + "ffn.", x), streams, post, comb)
+            pre = pre_ffn
+        state.n_tokens += len(tokens)
+        # the final collapse uses the last FFN's pre; no hc_head (§5.1)
+        return self.norm(self.collapse(pre, streams, "head_collapse"), "norm.weight", "final_norm")
+
+    def head(self, h):
+        vocab = self.w.entries["head.weight"][3][0]
+        out = np.empty((h.shape[0], vocab))
+        for r in range(0, vocab, 16384):
+            out[:, r:r + 16384] = h @ self.w.f64("head.weight", slice(r, r + 16384)).T
+        return out
+
+    def run(self, tokens, chunks):
+        state = SequenceState(self.cfg)
+        hs, start = [], 0
+        for size in chunks:
+            hs.append(self.forward_chunk(state, tokens[start:start + size]))
+            start += size
+        return self.head(np.concatenate(hs))
+
+
+def main(argv):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--tokens", "--ids", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--prefill", type=int)
+    ap.add_argument("--chunks")
+    ap.add_argument("--kv-sim", choices=["fp8", "none"], default="fp8")
+    ap.add_argument("--shared-expert-clamp", choices=["on", "off"], default="on")
+    ap.add_argument("--q-head-norm", choices=["on", "off"], default="off")
+    ap.add_argument("--no-bf16", action="store_true")
+    ap.add_argument("--bf16-points")
+    args = ap.parse_args(argv)
+    tokens = [int(t) for t in args.tokens.split(",")]
+    num = V41Numerics(kv_sim=args.kv_sim, shared_expert_clamp=args.shared_expert_clamp == "on",
+                      q_head_norm=args.q_head_norm == "on", bf16=not args.no_bf16,
+                      bf16_points=parse_points(args.bf16_points))
+    ref = DeepseekV41Reference(args.model, num)
+    chunks = chunk_sizes(len(tokens), args.prefill, [int(c) for c in args.chunks.split(",")] if args.chunks else None)
+    t0 = time.perf_counter()
+    logits = ref.run(tokens, chunks)
+    print(f"deepseek_v41_ref: {len(tokens)} tokens in {len(chunks)} chunks, {time.perf_counter() - t0:.1f} s",
+          file=sys.stderr)
+    np.save(args.out, logits)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
