@@ -53,6 +53,7 @@ struct ServeOptions {
   int64_t max_model_len = 4096;   // prompt + output tokens per request (capped by the checkpoint)
   int64_t default_max_tokens = 4096;
   int64_t kv_cache_mib = 1024;
+  int32_t kv_pin_max_blocks = -1;  // cache.pin quota; -1 = a quarter of the pool
   int max_running = 64;
   int max_waiting = 1024;  // bounded admission queue: 429 + Retry-After beyond it
   int max_step_tokens = 2048;
@@ -144,6 +145,7 @@ int run_serve(const ServeOptions& o) {
   engine_config.scheduler.max_seq_len = max_model_len;
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
   engine_config.prefix_hash_seed = std::random_device{}();
+  engine_config.max_pinned_blocks = o.kv_pin_max_blocks;
   if (Status st = configure_kv_tiers(o.kv_tiers, o.model_dir, engine_config.kv_tiers); !st.ok())
     return report_error(cmd, st);
   Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);
@@ -257,6 +259,10 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--default-max-tokens", o->default_max_tokens, "max_tokens when a request sets none")
       ->capture_default_str();
   sub->add_option("--kv-cache-mib", o->kv_cache_mib, "KV cache size")->capture_default_str();
+  sub->add_option("--kv-pin-max-blocks", o->kv_pin_max_blocks,
+                  "Pool blocks requests may pin with \"cache\": {\"pin\": true} (-1 = a quarter of the pool, "
+                  "0 = none)")
+      ->capture_default_str();
   sub->add_option("--max-running", o->max_running, "Requests decoded together")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting,
                   "Requests queued for admission; beyond it: 429 + Retry-After")

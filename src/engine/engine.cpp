@@ -104,7 +104,8 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
             config_.scheduler = sc;
             return sc;
           }(),
-          kv_) {
+          kv_),
+      pin_leases_(config.max_pinned_blocks >= 0 ? config.max_pinned_blocks : kv_config.n_blocks / 4) {
   if (kv_config.n_sequence_slots > 0) state_slots_.emplace(kv_config.n_sequence_slots);
   const ModelConfig& mc = model.config();
   if (mc.eos_token_id >= 0) eos_ids_.push_back(mc.eos_token_id);
@@ -180,6 +181,8 @@ Status Engine::validate(const Request& r) const {
   }
   if (r.grammar_after_token >= static_cast<int32_t>(sample_vocab_))
     return bad_request("grammar_after_token " + std::to_string(r.grammar_after_token) + " is not a token id");
+  if (r.cache_ttl_s.has_value() && *r.cache_ttl_s < 1)
+    return bad_request("cache_ttl_s must be >= 1, got " + std::to_string(*r.cache_ttl_s));
   if (!r.stop.stop_strings.empty() && (tokenizer_ == nullptr || !r.detokenize)) {
     return bad_request("stop strings need detokenized output (a tokenizer and detokenize = true)");
   }
@@ -312,6 +315,7 @@ void Engine::apply_cancel(RequestId id) {
 
 Status Engine::plan_step(StepBatch& batch) {
   if (tiers_) collect_tier_completions();
+  if (pin_leases_.n_leases() > 0) pin_leases_.expire(kv_, now_unix_s());
   StepPlan plan = scheduler_.schedule(std::chrono::steady_clock::now());
   if (tiers_) start_restores(plan);
   for (SeqId seq : plan.expired) {
@@ -412,9 +416,9 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);
     // The first token means the whole prompt is computed and committed: its blocks go down now.
-    if (tiers_ && !r.prompt_tiered) {
-      r.prompt_tiered = true;
-      write_to_tiers(seq, r);
+    if (!r.prompt_committed) {
+      r.prompt_committed = true;
+      on_prompt_committed(seq, r);
     }
     // A complete grammar ends the request (the token that completed it is part of the output).
     if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
@@ -517,6 +521,9 @@ void Engine::publish_stats() {
       kv.n_blocks_total > 0 ? 1.0 - static_cast<double>(kv.n_blocks_free) / kv.n_blocks_total : 0.0;
   local_stats_.prefix_queries_tokens = kv.prefix_queries_tokens;
   local_stats_.prefix_hit_tokens = kv.prefix_hit_tokens;
+  local_stats_.kv_pinned_blocks = pin_leases_.n_blocks();
+  local_stats_.kv_pin_leases = pin_leases_.n_leases();
+  local_stats_.kv_pins_refused = pin_leases_.n_refused();
   if (tiers_) {
     const SchedulerStats sched = scheduler_.stats();
     const TierStoreStats tier = tiers_->stats();
@@ -562,17 +569,42 @@ void Engine::start_restores(const StepPlan& plan) {
   }
 }
 
+int64_t Engine::now_unix_s() const {
+  const std::function<int64_t()>& clock =
+      config_.now_unix_s ? config_.now_unix_s : config_.kv_tiers.now_unix_s;
+  if (clock) return clock();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t Engine::cache_ttl_s(const Request& request) const {
+  return request.cache_ttl_s.value_or(config_.kv_tiers.ttl.ttl_for(request.cache_class));
+}
+
+void Engine::on_prompt_committed(RequestId id, ActiveRequest& r) {
+  if (tiers_ && !r.prompt_tiered) {
+    r.prompt_tiered = true;
+    write_to_tiers(id, r);
+  }
+  if (r.request.cache_pin) {
+    // The prompt's full blocks: the ones a later request with the same prefix can hit.
+    const std::vector<BlockId>& table = kv_.block_table(id);
+    const size_t n_full =
+        std::min(kv_.block_hashes(id).size(),
+                 r.request.prompt_tokens.size() / static_cast<size_t>(kv_config_.block_size_tokens));
+    std::vector<BlockId> blocks(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(n_full));
+    pin_leases_.add(kv_, std::move(blocks), now_unix_s() + cache_ttl_s(r.request), r.request.cache_salt,
+                    r.request.cache_key);
+  }
+}
+
 void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
-  if (!config_.kv_tiers.writes) return;
+  if (!config_.kv_tiers.writes || !r.request.cache_tier_writes) return;
   const std::vector<uint64_t>& hashes = kv_.block_hashes(id);
   const std::vector<BlockId>& table = kv_.block_table(id);
   const std::span<const int32_t> tokens = scheduler_.tokens(id);
   const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
-  const int64_t now_s = config_.kv_tiers.now_unix_s ? config_.kv_tiers.now_unix_s()
-                                                    : std::chrono::duration_cast<std::chrono::seconds>(
-                                                          std::chrono::system_clock::now().time_since_epoch())
-                                                          .count();
-  const int64_t expires_at_unix_s = now_s + config_.kv_tiers.ttl.ttl_for(r.request.cache_class);
+  const int64_t expires_at_unix_s = now_unix_s() + cache_ttl_s(r.request);
   std::vector<TierBlockRef> blocks;
   for (size_t i = static_cast<size_t>(r.n_blocks_tiered); i < hashes.size(); ++i) {
     TierBlockRef& b = blocks.emplace_back();

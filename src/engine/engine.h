@@ -31,6 +31,7 @@
 
 #include "base/status.h"
 #include "engine/engine_config.h"
+#include "engine/pin_leases.h"
 #include "engine/request.h"
 #include "engine/request_output.h"
 #include "engine/request_stream.h"
@@ -99,8 +100,9 @@ class Engine {
     bool grammar_active = false;                       // past grammar_after_token (or from the start)
     bool in_scheduler = false;                         // Scheduler::finish still owed
     bool in_flight = false;                            // a row in the step being computed
-    bool prompt_tiered = false;   // the prompt's blocks were handed to the KV tier writer
-    int64_t n_blocks_tiered = 0;  // blocks [0, n) of its table were handed to the writer
+    bool prompt_committed = false;  // the first token was sampled: the whole prompt is committed
+    bool prompt_tiered = false;     // the prompt's blocks were handed to the KV tier writer
+    int64_t n_blocks_tiered = 0;    // blocks [0, n) of its table were handed to the writer
     ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
   };
 
@@ -134,6 +136,12 @@ class Engine {
   void collect_tier_completions();
   void start_restores(const StepPlan& plan);
   void write_to_tiers(RequestId id, ActiveRequest& r);
+  // The first token was sampled: tier writes and Request::cache_pin's lease.
+  void on_prompt_committed(RequestId id, ActiveRequest& r);
+  // Unix seconds of tier expiries and pin leases (the injected clock in tests).
+  int64_t now_unix_s() const;
+  // Request::cache_ttl_s, else the TTL of its traffic class.
+  int64_t cache_ttl_s(const Request& request) const;
 
   EngineConfig config_;
   ModelRunner& model_;
@@ -151,6 +159,7 @@ class Engine {
   Sampler sampler_;  // used by the thread running the step (the executor under async scheduling)
   std::optional<SequenceSlots> state_slots_;  // models with per-sequence state (V4) only
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
+  PinLeases pin_leases_;
   std::vector<RequestId> unadmitted_;  // accepted, waiting for room in the scheduler's queue
   std::vector<RequestId> touched_;     // requests with something to report this iteration
   std::vector<RequestId> finishing_;   // finished: scheduler release and removal pending

@@ -46,6 +46,10 @@ struct EngineConfig {
   std::vector<int32_t> extra_eos_token_ids;  // besides config.json's and the tokenizer's EOS
   // KV tiers below the pool (docs/kvcache.md, Tiers); off without kv_tiers.open.
   KvTierConfig kv_tiers;
+  // Pool blocks Request::cache_pin may hold at once; -1 = a quarter of the pool, 0 = pins refused.
+  int32_t max_pinned_blocks = -1;
+  // Clock of pin leases (unix seconds); empty = the system clock (tests inject one).
+  std::function<int64_t()> now_unix_s;
 };
 
 struct EngineStats {
@@ -73,6 +77,10 @@ struct EngineStats {
   int64_t kv_tier_restored_tokens = 0;
   int64_t kv_tier_blocks_written = 0;
   int64_t kv_tier_write_jobs_dropped = 0;
+  // Request::cache_pin: blocks pinned now, leases now, requests refused for the quota.
+  int32_t kv_pinned_blocks = 0;
+  int32_t kv_pin_leases = 0;
+  int64_t kv_pins_refused = 0;
 };
 
 }  // namespace ds

@@ -6,6 +6,7 @@ add_library(ds_engine
   step_batch.cpp
   step_executor.cpp
   sequence_slots.cpp
+  pin_leases.cpp
   engine.cpp
 )
 target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar)
@@ -17,7 +18,7 @@ target_link_libraries(ds_engine_testing PUBLIC ds_model ds_tokenizer PRIVATE nlo
 ds_set_warnings(ds_engine_testing)
 
 ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp LIBS ds_engine)
-ds_add_test(engine_test SOURCES engine_test.cpp LIBS ds_engine ds_engine_testing)
+ds_add_test(engine_test SOURCES engine_test.cpp engine_cache_control_test.cpp LIBS ds_engine ds_engine_testing)
 ds_add_test(scripted_output_runner_test SOURCES testing/scripted_output_runner_test.cpp LIBS ds_engine ds_engine_testing)
 # Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.
 ds_add_test(engine_invariance_test SOURCES engine_invariance_test.cpp LIBS ds_engine ds_modelgen LABELS model)
