@@ -17,6 +17,7 @@ packages=(
   python3-torch python3-regex wordnet-base fortunes-min python3-doc  # tools/train (the demo model)
   clang-14 libclang-rt-14-dev clang-format
   libhiredis-dev redis-server liburing-dev
+  libzmq3-dev cppzmq-dev libmsgpuck-dev python3-zmq python3-msgpack  # KV events (docs/kvcache.md)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -92,7 +92,8 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
                                .n_blocks = kv_config.n_blocks,
                                .process_seed = config.prefix_hash_seed,
                                .enable_prefix_caching = config.enable_prefix_caching,
-                               .compression_ratios = {}}),
+                               .compression_ratios = {},
+                               .record_events = true}),
       scheduler_(
           [&] {
             // The longest sequence: the configured limit, else the model's, never more than the cache.
@@ -216,6 +217,50 @@ void Engine::cancel(RequestId id) {
   inbox_cv_.notify_all();
 }
 
+Result<CacheClearResult> Engine::clear_cache(const CacheClearFilter& filter) {
+  std::future<CacheClearResult> done;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    if (stop_requested_) return Status(ErrorCode::engine_shutting_down, "the engine is shutting down");
+    std::promise<CacheClearResult> promise;
+    done = promise.get_future();
+    clears_.emplace_back(filter, std::move(promise));
+  }
+  inbox_cv_.notify_all();
+  try {
+    return done.get();
+  } catch (const std::future_error&) {  // the engine stopped before it got to it
+    return Status(ErrorCode::engine_shutting_down, "the engine shut down before clearing the cache");
+  }
+}
+
+CacheClearResult Engine::apply_clear(const CacheClearFilter& filter) {
+  drain_kv_events();  // the scopes must know every block committed so far
+  CacheClearResult result;
+  result.pin_leases_released = pin_leases_.release_matching(
+      kv_, [&](const std::string& salt, const std::string& key) { return filter.matches(salt, key); });
+  const bool everything = !filter.salt.has_value() && !filter.key_prefix.has_value();
+  if (everything) {
+    result.blocks_removed = kv_.forget_all(&result.blocks_in_use);
+  } else {
+    const std::vector<uint64_t> hashes = cache_scopes_.matching(filter);
+    result.blocks_removed = kv_.forget(hashes, &result.blocks_in_use);
+  }
+  drain_kv_events();
+  return result;
+}
+
+void Engine::drain_kv_events() {
+  std::vector<KvCacheEvent> events = kv_.take_events();
+  if (events.empty()) return;
+  cache_scopes_.on_events(events, [this](SeqId seq) -> std::optional<std::pair<std::string, std::string>> {
+    auto it = active_.find(seq);
+    if (it == active_.end()) return std::nullopt;
+    return std::pair<std::string, std::string>{it->second->request.cache_salt, it->second->request.cache_key};
+  });
+  if (config_.kv_event_sink) config_.kv_event_sink(std::move(events));
+}
+
 std::vector<std::pair<std::string, TierStats>> Engine::kv_tier_stats() const {
   std::vector<std::pair<std::string, TierStats>> out;
   for (const auto& tier : tier_list_) out.emplace_back(tier->name(), tier->stats());
@@ -230,9 +275,12 @@ EngineStats Engine::stats() const {
 bool Engine::take_inbox(bool idle) {
   std::vector<Submission> submissions;
   std::vector<RequestId> cancels;
+  std::vector<std::pair<CacheClearFilter, std::promise<CacheClearResult>>> clears;
   {
     std::unique_lock<std::mutex> lock(inbox_mu_);
-    const auto has_input = [this] { return stop_requested_ || !inbox_.empty() || !cancels_.empty(); };
+    const auto has_input = [this] {
+      return stop_requested_ || !inbox_.empty() || !cancels_.empty() || !clears_.empty();
+    };
     if (idle && !has_input()) {
       // Restores and tier writes in flight complete on other threads: poll for them too.
       const bool blocked = scheduler_.n_waiting() > 0 || scheduler_.n_running() > 0 || !unadmitted_.empty() ||
@@ -247,6 +295,7 @@ bool Engine::take_inbox(bool idle) {
     if (stop_requested_) return false;
     submissions.swap(inbox_);
     cancels.swap(cancels_);
+    clears.swap(clears_);
     // They leave the inbox for the scheduler's queue: keep submit()'s count right until the next
     // publish_stats().
     n_scheduler_waiting_ += static_cast<int32_t>(submissions.size());
@@ -254,6 +303,7 @@ bool Engine::take_inbox(bool idle) {
   retry_unadmitted();
   for (Submission& s : submissions) admit(std::move(s));
   for (RequestId id : cancels) apply_cancel(id);
+  for (auto& [filter, promise] : clears) promise.set_value(apply_clear(filter));
   return true;
 }
 
@@ -474,6 +524,7 @@ void Engine::emit_events() {
 }
 
 void Engine::release_finished() {
+  drain_kv_events();  // before finished requests leave active_: their scopes are still known
   size_t keep = 0;
   for (RequestId id : finishing_) {
     auto it = active_.find(id);
@@ -524,6 +575,9 @@ void Engine::publish_stats() {
   local_stats_.kv_pinned_blocks = pin_leases_.n_blocks();
   local_stats_.kv_pin_leases = pin_leases_.n_leases();
   local_stats_.kv_pins_refused = pin_leases_.n_refused();
+  local_stats_.kv_blocks_cached = kv.n_blocks_cached;
+  local_stats_.kv_evictions = kv.n_evictions;
+  local_stats_.kv_pin_quota_blocks = pin_leases_.max_blocks();
   if (tiers_) {
     const SchedulerStats sched = scheduler_.stats();
     const TierStoreStats tier = tiers_->stats();
@@ -673,10 +727,12 @@ void Engine::loop() {
   }
   if (in_flight != nullptr) (void)wait_and_complete(*in_flight);
   fail_all(Status(ErrorCode::engine_shutting_down, "the engine shut down before the request finished"));
+  drain_kv_events();
   std::vector<Submission> unadmitted;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     unadmitted.swap(inbox_);
+    clears_.clear();  // broken promises: their callers get engine_shutting_down
   }
   for (Submission& s : unadmitted) {
     TokenEvent event;

@@ -50,6 +50,9 @@ struct EngineConfig {
   int32_t max_pinned_blocks = -1;
   // Clock of pin leases (unix seconds); empty = the system clock (tests inject one).
   std::function<int64_t()> now_unix_s;
+  // KV events (docs/kvcache.md, KV events): the pool's index changes, in order, called on the engine
+  // thread once per loop iteration that had some; must not block (kvcache/kv_event_publisher.h queues).
+  std::function<void(std::vector<KvCacheEvent>&&)> kv_event_sink;
 };
 
 struct EngineStats {
@@ -81,6 +84,9 @@ struct EngineStats {
   int32_t kv_pinned_blocks = 0;
   int32_t kv_pin_leases = 0;
   int64_t kv_pins_refused = 0;
+  int32_t kv_blocks_cached = 0;     // pool blocks registered in the prefix index
+  int64_t kv_evictions = 0;         // cached pool blocks reallocated
+  int32_t kv_pin_quota_blocks = 0;  // EngineConfig::max_pinned_blocks as resolved
 };
 
 }  // namespace ds

@@ -7,6 +7,7 @@ add_library(ds_engine
   step_executor.cpp
   sequence_slots.cpp
   pin_leases.cpp
+  cache_scopes.cpp
   engine.cpp
 )
 target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar)
