@@ -120,6 +120,7 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
     sample_vocab_ = std::min(sample_vocab_, static_cast<size_t>(tokenizer->vocab_size()));
   local_stats_.kv_blocks_total = kv_config.n_blocks;
   local_stats_.kv_blocks_free = kv_config.n_blocks;
+  local_stats_.kv_pin_quota_blocks = pin_leases_.max_blocks();
   stats_ = local_stats_;
   if (config_.async_scheduling) executor_ = std::make_unique<StepExecutor>();
   tier_list_ = tiers;

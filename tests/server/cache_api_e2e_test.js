@@ -85,6 +85,21 @@ async function caseFields() {
     assert.equal(second.start.cache_read_input_tokens, first.start.cache_creation_input_tokens,
                  'what the first wrote, the second read');
 
+    // Non-stream: the same split in the message body.
+    const an = new Anthropic({ baseURL: `http://127.0.0.1:${port}/anthropic`, apiKey: KEY, maxRetries: 0 });
+    const body = await an.messages.create({
+      model: 'tiny', max_tokens: 4, temperature: 0,
+      system: [{ type: 'text', text: longText(1), cache_control: { type: 'ephemeral' } }],
+      messages: [{ role: 'user', content: 'Summarise.' }] });
+    assert.equal(body.usage.cache_read_input_tokens, second.start.cache_read_input_tokens);
+    assert.equal(body.usage.cache_creation_input_tokens, 0);
+    assert.equal(total(body.usage), total(first.start));
+    // Without cache directives Anthropic reports no creation: everything not read is input.
+    const plain = await an.messages.create({ model: 'tiny', max_tokens: 4, temperature: 0,
+                                             messages: [{ role: 'user', content: longText(9) }] });
+    assert.equal(plain.usage.cache_creation_input_tokens, 0);
+    assert.equal(plain.usage.cache_read_input_tokens, 0);
+
     // Our salt: tenant B never hits tenant A's prefix; A hits its own; no salt is its own scope.
     const a1 = await askOpenAi(port, 2, { cache: { salt: 'tenant-a', class: 'agent' } });
     const b1 = await askOpenAi(port, 2, { cache: { salt: 'tenant-b' } });

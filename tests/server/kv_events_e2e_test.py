@@ -141,13 +141,21 @@ class Subscriber:
         return [by_tokens.get(tuple(b)) for b in blocks]
 
 
+def refuses_a_bad_endpoint():
+    r = subprocess.run([DEEPINFER, "serve", "--model", MODEL, "--port", "0", "--kv-events-endpoint", "tcp://nowhere"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "--kv-events-endpoint tcp://nowhere" in r.stderr, f"bad endpoint: {r.returncode} {r.stderr}")
+
+
 def main():
+    refuses_a_bad_endpoint()
     proc, port = start_server()
     try:
         status, stats = call(port, "GET", "/v1/cache/stats", key=ADMIN_KEY)
         check(status == 200, f"stats: {status} {stats}")
         pool = stats["pool"]
         print("pool:", json.dumps(pool))
+        check(pool["pin_quota_blocks"] == 3 and pool["blocks_cached"] == 0, "stats before any request")
         sub = Subscriber(stats["kv_events"]["endpoint"])
         time.sleep(1.0)  # the subscription reaches the PUB socket (ZeroMQ's slow joiner)
 
