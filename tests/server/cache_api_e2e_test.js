@@ -6,7 +6,10 @@
 //   CASE fields  Anthropic cache_control: the cache split is already right in message_start, and
 //                input + cache_creation + cache_read = the prompt; our cache.salt isolates tenants;
 //                bad values are 400s naming the field, in each API's error shape
+//        tiers   with --kv-disk-dir: prompt_cache_retention in-memory is never written; cache.ttl_s,
+//                Anthropic's 1h and cache.class (--kv-ttl) set the entries' expiry
 'use strict';
+const fs = require('node:fs');
 const path = require('node:path');
 const assert = require('node:assert/strict');
 const OpenAI = require('openai').default;
@@ -151,7 +154,59 @@ async function caseFields() {
   }
 }
 
-const cases = { fields: caseFields };
+// Expiries (unix s) of the SSD tier's entries: the i64 at byte 56 of each header (tier_entry_format.h).
+function entryExpiries(dir) {
+  const out = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (e.name.endsWith('.kv')) out.push(Number(fs.readFileSync(p).readBigInt64LE(56)));
+    }
+  };
+  if (fs.existsSync(dir)) walk(dir);
+  return out;
+}
+
+async function waitForEntries(dir, n) {
+  for (let i = 0; i < 200 && entryExpiries(dir).length < n; ++i) await new Promise((r) => setTimeout(r, 50));
+  return entryExpiries(dir);
+}
+
+// The directives reach the tiers: in-memory is never written, cache.ttl_s, Anthropic's 1h and
+// cache.class (through --kv-ttl) set each entry's expiry.
+async function caseTiers() {
+  const dir = path.join(workdir, 'cache_api_tiers');
+  fs.rmSync(dir, { recursive: true, force: true });
+  const server = await startServer(['--kv-disk-dir', dir, '--kv-disk-gib', '1', '--kv-ttl', 'agent=2h,default=1d']);
+  try {
+    const { port } = server;
+    await askOpenAi(port, 20, { prompt_cache_retention: 'in-memory' });
+    await askOpenAi(port, 21, { cache: { ttl_s: 120 } });
+    let now = Date.now() / 1000;
+    let e = await waitForEntries(dir, 2);
+    assert.ok(e.length >= 2, 'the ttl_s request was written');
+    await new Promise((r) => setTimeout(r, 500));  // the writer had time for the in-memory one too
+    e = entryExpiries(dir);
+    assert.ok(e.every((t) => t > now + 100 && t < now + 140), `every entry expires in 120 s (none in-memory): ${e}`);
+    const n21 = e.length;
+
+    await askAnthropicStream(port, 22);  // cache_control ttl 1h on the system prompt
+    now = Date.now() / 1000;
+    e = (await waitForEntries(dir, n21 + 2)).filter((t) => t > now + 3000);
+    assert.ok(e.length >= 2 && e.every((t) => t < now + 3700), `Anthropic 1h entries: ${e}`);
+    const n22 = n21 + e.length;
+
+    await askOpenAi(port, 23, { cache: { class: 'agent' } });
+    now = Date.now() / 1000;
+    e = (await waitForEntries(dir, n22 + 2)).filter((t) => t > now + 7000);
+    assert.ok(e.length >= 2 && e.every((t) => t < now + 7300), `class agent = 2h entries: ${e}`);
+  } finally {
+    await stop(server);
+  }
+}
+
+const cases = { fields: caseFields, tiers: caseTiers };
 if (!cases[caseName]) {
   console.error(`unknown case ${caseName}`);
   process.exit(2);
