@@ -19,6 +19,7 @@ packages=(
   libhiredis-dev redis-server liburing-dev
   libucx-dev libssl-dev  # src/transport (P/D KV transfer over UCX, HMAC-SHA256 control messages)
   libutf8proc-dev  # V4.1 Engram token map (src/tokenizer/engram_token_map.cpp)
+  libzmq3-dev cppzmq-dev libmsgpuck-dev python3-zmq python3-msgpack  # KV events (docs/kvcache.md)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -26,9 +26,11 @@
 #include "http/serving_metrics.h"
 #include "kv_tier_metrics.h"
 #include "kv_tier_options.h"
+#include "kvcache/kv_event_publisher.h"
 #include "model/model_registry.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
+#include "server/routes_cache_admin.h"
 #include "server/routes_chat_page.h"
 #include "server/routes_generate.h"
 #include "server/routes_operational.h"
@@ -50,10 +52,15 @@ struct ServeOptions {
   int port = 8000;
   std::vector<std::string> api_keys;
   std::string api_key_file;
+  std::vector<std::string> admin_api_keys;  // admin routes (GET /v1/cache/stats, DELETE /v1/cache)
+  std::string admin_api_key_file;
+  std::string kv_events_endpoint;  // "" = no KV events
+  std::string kv_events_topic;
   std::string served_model_name;  // "" = the model directory's name
   int64_t max_model_len = 4096;   // prompt + output tokens per request (capped by the checkpoint)
   int64_t default_max_tokens = 4096;
   int64_t kv_cache_mib = 1024;
+  int32_t kv_pin_max_blocks = -1;  // cache.pin quota; -1 = a quarter of the pool
   int max_running = 64;
   int max_waiting = 1024;  // bounded admission queue: 429 + Retry-After beyond it
   int max_step_tokens = 2048;
@@ -108,6 +115,12 @@ int run_serve(const ServeOptions& o) {
   server_config.retry_after_s = o.retry_after_s;
   if (int rc = load_client_api_keys(cmd, o.api_keys, o.api_key_file, server_config.api_keys); rc != 0)
     return rc;
+  if (int rc =
+          load_client_api_keys(cmd, o.admin_api_keys, o.admin_api_key_file, server_config.admin_api_keys);
+      rc != 0)
+    return rc;
+  // The admin routes exist only with an admin key of their own.
+  server_config.enable_admin_routes = !server_config.admin_api_keys.empty();
   if (Status st = server::validate_server_config(server_config); !st.ok())
     return report_usage_error(cmd, st.message());
 
@@ -149,6 +162,23 @@ int run_serve(const ServeOptions& o) {
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
   engine_config.prefix_hash_seed = std::random_device{}();
   engine_config.speculative = *speculative;
+  engine_config.max_pinned_blocks = o.kv_pin_max_blocks;
+  // KV events (docs/kvcache.md): bound before the engine starts, so no index change is missed.
+  std::unique_ptr<KvEventPublisher> kv_events;
+  if (!o.kv_events_endpoint.empty()) {
+    KvEventPublisherConfig pc;
+    pc.endpoint = o.kv_events_endpoint;
+    pc.topic = o.kv_events_topic;
+    pc.format.block_size_tokens = engine_config.block_size_tokens > 0
+                                      ? engine_config.block_size_tokens
+                                      : default_block_size_tokens((*model)->kv_cache_layout());
+    Result<std::unique_ptr<KvEventPublisher>> started = KvEventPublisher::start(pc);
+    if (!started.ok()) return report_usage_error(cmd, started.status().message());
+    kv_events = std::move(started).value();
+    engine_config.kv_event_sink = [pub = kv_events.get()](std::vector<KvCacheEvent>&& events) {
+      pub->publish(std::move(events));
+    };
+  }
   if (Status st = configure_kv_tiers(o.kv_tiers, o.model_dir, engine_config.kv_tiers); !st.ok())
     return report_error(cmd, st);
   Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);
@@ -210,6 +240,19 @@ int run_serve(const ServeOptions& o) {
       !st.ok())
     return report_error(cmd, st);
 
+  if (server_config.enable_admin_routes) {
+    server::CacheAdminRoutesConfig admin{.engine = &eng, .kv_events_stats = {}};
+    if (kv_events) {
+      admin.kv_events_stats = [pub = kv_events.get()] {
+        const KvEventPublisherStats s = pub->stats();
+        return nlohmann::ordered_json{{"endpoint", pub->endpoint()},
+                                      {"batches_published", s.batches_published},
+                                      {"events_published", s.events_published},
+                                      {"batches_dropped", s.batches_dropped}};
+      };
+    }
+    if (Status st = server::add_cache_admin_routes(router, admin); !st.ok()) return report_error(cmd, st);
+  }
   if (o.chat_page) {
     if (Status st = server::add_chat_page_route(router, embedded::chat_page_html); !st.ok())
       return report_error(cmd, st);
@@ -257,6 +300,14 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--port", o->port, "Port (0 = a free one, printed at start)")->capture_default_str();
   sub->add_option("--api-key", o->api_keys, "API key clients must send (repeatable)");
   sub->add_option("--api-key-file", o->api_key_file, "File of API keys, one per line (# comments)");
+  sub->add_option("--admin-api-key", o->admin_api_keys,
+                  "Admin key (repeatable) for GET /v1/cache/stats and DELETE /v1/cache; client keys get 403");
+  sub->add_option("--admin-api-key-file", o->admin_api_key_file, "File of admin keys, one per line");
+  sub->add_option(
+      "--kv-events-endpoint", o->kv_events_endpoint,
+      "Publish KV events (vLLM's schema) on a ZeroMQ PUB socket bound here, e.g. tcp://127.0.0.1:5557");
+  sub->add_option("--kv-events-topic", o->kv_events_topic, "Topic frame of every KV event message")
+      ->capture_default_str();
   sub->add_option("--served-model-name", o->served_model_name,
                   "Model id in responses (default: directory name)");
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens per request")
@@ -264,6 +315,10 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--default-max-tokens", o->default_max_tokens, "max_tokens when a request sets none")
       ->capture_default_str();
   sub->add_option("--kv-cache-mib", o->kv_cache_mib, "KV cache size")->capture_default_str();
+  sub->add_option("--kv-pin-max-blocks", o->kv_pin_max_blocks,
+                  "Pool blocks requests may pin with \"cache\": {\"pin\": true} (-1 = a quarter of the pool, "
+                  "0 = none)")
+      ->capture_default_str();
   sub->add_option("--max-running", o->max_running, "Requests decoded together")->capture_default_str();
   sub->add_option("--max-waiting", o->max_waiting,
                   "Requests queued for admission; beyond it: 429 + Retry-After")

@@ -108,7 +108,8 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
                                .n_blocks = kv_config.n_blocks,
                                .process_seed = config.prefix_hash_seed,
                                .enable_prefix_caching = config.enable_prefix_caching,
-                               .compression_ratios = {}}),
+                               .compression_ratios = {},
+                               .record_events = true}),
       scheduler_(
           [&] {
             // The longest sequence: the configured limit, else the model's, never more than the cache.
@@ -120,7 +121,8 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
             config_.scheduler = sc;
             return sc;
           }(),
-          kv_) {
+          kv_),
+      pin_leases_(config.max_pinned_blocks >= 0 ? config.max_pinned_blocks : kv_config.n_blocks / 4) {
   if (kv_config.n_sequence_slots > 0) state_slots_.emplace(kv_config.n_sequence_slots);
   const ModelConfig& mc = model.config();
   if (mc.eos_token_id >= 0) eos_ids_.push_back(mc.eos_token_id);
@@ -139,6 +141,7 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
   }
   local_stats_.kv_blocks_total = kv_config.n_blocks;
   local_stats_.kv_blocks_free = kv_config.n_blocks;
+  local_stats_.kv_pin_quota_blocks = pin_leases_.max_blocks();
   stats_ = local_stats_;
   if (config_.async_scheduling) executor_ = std::make_unique<StepExecutor>();
   tier_list_ = tiers;
@@ -201,6 +204,8 @@ Status Engine::validate(const Request& r) const {
   }
   if (r.grammar_after_token >= static_cast<int32_t>(sample_vocab_))
     return bad_request("grammar_after_token " + std::to_string(r.grammar_after_token) + " is not a token id");
+  if (r.cache_ttl_s.has_value() && *r.cache_ttl_s < 1)
+    return bad_request("cache_ttl_s must be >= 1, got " + std::to_string(*r.cache_ttl_s));
   if (!r.stop.stop_strings.empty() && (tokenizer_ == nullptr || !r.detokenize)) {
     return bad_request("stop strings need detokenized output (a tokenizer and detokenize = true)");
   }
@@ -234,6 +239,50 @@ void Engine::cancel(RequestId id) {
   inbox_cv_.notify_all();
 }
 
+Result<CacheClearResult> Engine::clear_cache(const CacheClearFilter& filter) {
+  std::future<CacheClearResult> done;
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    if (stop_requested_) return Status(ErrorCode::engine_shutting_down, "the engine is shutting down");
+    std::promise<CacheClearResult> promise;
+    done = promise.get_future();
+    clears_.emplace_back(filter, std::move(promise));
+  }
+  inbox_cv_.notify_all();
+  try {
+    return done.get();
+  } catch (const std::future_error&) {  // the engine stopped before it got to it
+    return Status(ErrorCode::engine_shutting_down, "the engine shut down before clearing the cache");
+  }
+}
+
+CacheClearResult Engine::apply_clear(const CacheClearFilter& filter) {
+  drain_kv_events();  // the scopes must know every block committed so far
+  CacheClearResult result;
+  result.pin_leases_released = pin_leases_.release_matching(
+      kv_, [&](const std::string& salt, const std::string& key) { return filter.matches(salt, key); });
+  const bool everything = !filter.salt.has_value() && !filter.key_prefix.has_value();
+  if (everything) {
+    result.blocks_removed = kv_.forget_all(&result.blocks_in_use);
+  } else {
+    const std::vector<uint64_t> hashes = cache_scopes_.matching(filter);
+    result.blocks_removed = kv_.forget(hashes, &result.blocks_in_use);
+  }
+  drain_kv_events();
+  return result;
+}
+
+void Engine::drain_kv_events() {
+  std::vector<KvCacheEvent> events = kv_.take_events();
+  if (events.empty()) return;
+  cache_scopes_.on_events(events, [this](SeqId seq) -> std::optional<std::pair<std::string, std::string>> {
+    auto it = active_.find(seq);
+    if (it == active_.end()) return std::nullopt;
+    return std::pair<std::string, std::string>{it->second->request.cache_salt, it->second->request.cache_key};
+  });
+  if (config_.kv_event_sink) config_.kv_event_sink(std::move(events));
+}
+
 std::vector<std::pair<std::string, TierStats>> Engine::kv_tier_stats() const {
   std::vector<std::pair<std::string, TierStats>> out;
   for (const auto& tier : tier_list_) out.emplace_back(tier->name(), tier->stats());
@@ -248,9 +297,12 @@ EngineStats Engine::stats() const {
 bool Engine::take_inbox(bool idle) {
   std::vector<Submission> submissions;
   std::vector<RequestId> cancels;
+  std::vector<std::pair<CacheClearFilter, std::promise<CacheClearResult>>> clears;
   {
     std::unique_lock<std::mutex> lock(inbox_mu_);
-    const auto has_input = [this] { return stop_requested_ || !inbox_.empty() || !cancels_.empty(); };
+    const auto has_input = [this] {
+      return stop_requested_ || !inbox_.empty() || !cancels_.empty() || !clears_.empty();
+    };
     if (idle && !has_input()) {
       // Restores and tier writes in flight complete on other threads: poll for them too.
       const bool blocked = scheduler_.n_waiting() > 0 || scheduler_.n_running() > 0 || !unadmitted_.empty() ||
@@ -265,6 +317,7 @@ bool Engine::take_inbox(bool idle) {
     if (stop_requested_) return false;
     submissions.swap(inbox_);
     cancels.swap(cancels_);
+    clears.swap(clears_);
     // They leave the inbox for the scheduler's queue: keep submit()'s count right until the next
     // publish_stats().
     n_scheduler_waiting_ += static_cast<int32_t>(submissions.size());
@@ -272,6 +325,7 @@ bool Engine::take_inbox(bool idle) {
   retry_unadmitted();
   for (Submission& s : submissions) admit(std::move(s));
   for (RequestId id : cancels) apply_cancel(id);
+  for (auto& [filter, promise] : clears) promise.set_value(apply_clear(filter));
   return true;
 }
 
@@ -340,6 +394,7 @@ void Engine::apply_cancel(RequestId id) {
 
 Status Engine::plan_step(StepBatch& batch) {
   if (tiers_) collect_tier_completions();
+  if (pin_leases_.n_leases() > 0) pin_leases_.expire(kv_, now_unix_s());
   StepPlan plan = scheduler_.schedule(std::chrono::steady_clock::now());
   if (tiers_) start_restores(plan);
   for (SeqId seq : plan.expired) {
@@ -466,9 +521,9 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);
     // The first token means the whole prompt is computed and committed: its blocks go down now.
-    if (tiers_ && !r.prompt_tiered) {
-      r.prompt_tiered = true;
-      write_to_tiers(seq, r);
+    if (!r.prompt_committed) {
+      r.prompt_committed = true;
+      on_prompt_committed(seq, r);
     }
     // A complete grammar ends the request (the token that completed it is part of the output).
     if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
@@ -537,6 +592,7 @@ void Engine::emit_events() {
 }
 
 void Engine::release_finished() {
+  drain_kv_events();  // before finished requests leave active_: their scopes are still known
   size_t keep = 0;
   for (RequestId id : finishing_) {
     auto it = active_.find(id);
@@ -587,6 +643,12 @@ void Engine::publish_stats() {
       kv.n_blocks_total > 0 ? 1.0 - static_cast<double>(kv.n_blocks_free) / kv.n_blocks_total : 0.0;
   local_stats_.prefix_queries_tokens = kv.prefix_queries_tokens;
   local_stats_.prefix_hit_tokens = kv.prefix_hit_tokens;
+  local_stats_.kv_pinned_blocks = pin_leases_.n_blocks();
+  local_stats_.kv_pin_leases = pin_leases_.n_leases();
+  local_stats_.kv_pins_refused = pin_leases_.n_refused();
+  local_stats_.kv_blocks_cached = kv.n_blocks_cached;
+  local_stats_.kv_evictions = kv.n_evictions;
+  local_stats_.kv_pin_quota_blocks = pin_leases_.max_blocks();
   if (tiers_) {
     const SchedulerStats sched = scheduler_.stats();
     const TierStoreStats tier = tiers_->stats();
@@ -632,17 +694,42 @@ void Engine::start_restores(const StepPlan& plan) {
   }
 }
 
+int64_t Engine::now_unix_s() const {
+  const std::function<int64_t()>& clock =
+      config_.now_unix_s ? config_.now_unix_s : config_.kv_tiers.now_unix_s;
+  if (clock) return clock();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t Engine::cache_ttl_s(const Request& request) const {
+  return request.cache_ttl_s.value_or(config_.kv_tiers.ttl.ttl_for(request.cache_class));
+}
+
+void Engine::on_prompt_committed(RequestId id, ActiveRequest& r) {
+  if (tiers_ && !r.prompt_tiered) {
+    r.prompt_tiered = true;
+    write_to_tiers(id, r);
+  }
+  if (r.request.cache_pin) {
+    // The prompt's full blocks: the ones a later request with the same prefix can hit.
+    const std::vector<BlockId>& table = kv_.block_table(id);
+    const size_t n_full =
+        std::min(kv_.block_hashes(id).size(),
+                 r.request.prompt_tokens.size() / static_cast<size_t>(kv_config_.block_size_tokens));
+    std::vector<BlockId> blocks(table.begin(), table.begin() + static_cast<std::ptrdiff_t>(n_full));
+    pin_leases_.add(kv_, std::move(blocks), now_unix_s() + cache_ttl_s(r.request), r.request.cache_salt,
+                    r.request.cache_key);
+  }
+}
+
 void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
-  if (!config_.kv_tiers.writes) return;
+  if (!config_.kv_tiers.writes || !r.request.cache_tier_writes) return;
   const std::vector<uint64_t>& hashes = kv_.block_hashes(id);
   const std::vector<BlockId>& table = kv_.block_table(id);
   const std::span<const int32_t> tokens = scheduler_.tokens(id);
   const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
-  const int64_t now_s = config_.kv_tiers.now_unix_s ? config_.kv_tiers.now_unix_s()
-                                                    : std::chrono::duration_cast<std::chrono::seconds>(
-                                                          std::chrono::system_clock::now().time_since_epoch())
-                                                          .count();
-  const int64_t expires_at_unix_s = now_s + config_.kv_tiers.ttl.ttl_for(r.request.cache_class);
+  const int64_t expires_at_unix_s = now_unix_s() + cache_ttl_s(r.request);
   std::vector<TierBlockRef> blocks;
   for (size_t i = static_cast<size_t>(r.n_blocks_tiered); i < hashes.size(); ++i) {
     TierBlockRef& b = blocks.emplace_back();
@@ -711,10 +798,12 @@ void Engine::loop() {
   }
   if (in_flight != nullptr) (void)wait_and_complete(*in_flight);
   fail_all(Status(ErrorCode::engine_shutting_down, "the engine shut down before the request finished"));
+  drain_kv_events();
   std::vector<Submission> unadmitted;
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     unadmitted.swap(inbox_);
+    clears_.clear();  // broken promises: their callers get engine_shutting_down
   }
   for (Submission& s : unadmitted) {
     TokenEvent event;

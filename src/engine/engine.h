@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,7 +31,9 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/cache_scopes.h"
 #include "engine/engine_config.h"
+#include "engine/pin_leases.h"
 #include "engine/request.h"
 #include "engine/request_output.h"
 #include "engine/request_stream.h"
@@ -75,6 +78,10 @@ class Engine {
   Result<std::shared_ptr<const grammar::CompiledGrammar>> compile_grammar(const grammar::GrammarSpec& spec);
 
   EngineStats stats() const;
+  // Drops the cached pool prefixes that `filter` matches (admin deletion; docs/kvcache.md): matching
+  // pin leases end first, blocks in use are kept and counted. Any thread; waits for the engine thread
+  // (engine_shutting_down when it stopped).
+  Result<CacheClearResult> clear_cache(const CacheClearFilter& filter);
   // Each KV tier's name and counters (empty without tiers); any thread.
   std::vector<std::pair<std::string, TierStats>> kv_tier_stats() const;
   const EngineConfig& config() const { return config_; }
@@ -99,8 +106,9 @@ class Engine {
     bool grammar_active = false;                       // past grammar_after_token (or from the start)
     bool in_scheduler = false;                         // Scheduler::finish still owed
     bool in_flight = false;                            // a row in the step being computed
-    bool prompt_tiered = false;   // the prompt's blocks were handed to the KV tier writer
-    int64_t n_blocks_tiered = 0;  // blocks [0, n) of its table were handed to the writer
+    bool prompt_committed = false;  // the first token was sampled: the whole prompt is committed
+    bool prompt_tiered = false;     // the prompt's blocks were handed to the KV tier writer
+    int64_t n_blocks_tiered = 0;    // blocks [0, n) of its table were handed to the writer
     ActiveRequest(RequestId id, Request req, EventSink s, const Tokenizer* tok, std::span<const int32_t> eos);
   };
 
@@ -137,6 +145,15 @@ class Engine {
   void collect_tier_completions();
   void start_restores(const StepPlan& plan);
   void write_to_tiers(RequestId id, ActiveRequest& r);
+  // The pool's index changes: scopes for clear_cache(), then the KV event sink.
+  void drain_kv_events();
+  CacheClearResult apply_clear(const CacheClearFilter& filter);
+  // The first token was sampled: tier writes and Request::cache_pin's lease.
+  void on_prompt_committed(RequestId id, ActiveRequest& r);
+  // Unix seconds of tier expiries and pin leases (the injected clock in tests).
+  int64_t now_unix_s() const;
+  // Request::cache_ttl_s, else the TTL of its traffic class.
+  int64_t cache_ttl_s(const Request& request) const;
 
   EngineConfig config_;
   ModelRunner& model_;
@@ -154,6 +171,8 @@ class Engine {
   Sampler sampler_;  // used by the thread running the step (the executor under async scheduling)
   std::optional<SequenceSlots> state_slots_;  // models with per-sequence state (V4) only
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
+  PinLeases pin_leases_;
+  CacheScopes cache_scopes_;
   std::vector<RequestId> unadmitted_;           // accepted, waiting for room in the scheduler's queue
   std::vector<RequestId> touched_;              // requests with something to report this iteration
   std::vector<RequestId> finishing_;            // finished: scheduler release and removal pending
@@ -168,6 +187,7 @@ class Engine {
   std::condition_variable inbox_cv_;
   std::vector<Submission> inbox_;
   std::vector<RequestId> cancels_;
+  std::vector<std::pair<CacheClearFilter, std::promise<CacheClearResult>>> clears_;
   bool stop_requested_ = false;
   int32_t n_scheduler_waiting_ = 0;  // last value published by the engine thread
 

@@ -60,6 +60,13 @@ struct EngineConfig {
   // them then. Inspection for tests; empty = none.
   std::function<void(uint64_t request_id, std::span<const int32_t> block_table, int64_t n_computed)>
       on_sequence_release;
+  // Pool blocks Request::cache_pin may hold at once; -1 = a quarter of the pool, 0 = pins refused.
+  int32_t max_pinned_blocks = -1;
+  // Clock of pin leases (unix seconds); empty = the system clock (tests inject one).
+  std::function<int64_t()> now_unix_s;
+  // KV events (docs/kvcache.md, KV events): the pool's index changes, in order, called on the engine
+  // thread once per loop iteration that had some; must not block (kvcache/kv_event_publisher.h queues).
+  std::function<void(std::vector<KvCacheEvent>&&)> kv_event_sink;
 };
 
 struct EngineStats {
@@ -94,6 +101,13 @@ struct EngineStats {
   int64_t spec_decode_num_draft_tokens = 0;
   int64_t spec_decode_num_accepted_tokens = 0;
   std::vector<int64_t> spec_decode_num_accepted_tokens_per_pos;  // [num_speculative_tokens]
+  // Request::cache_pin: blocks pinned now, leases now, requests refused for the quota.
+  int32_t kv_pinned_blocks = 0;
+  int32_t kv_pin_leases = 0;
+  int64_t kv_pins_refused = 0;
+  int32_t kv_blocks_cached = 0;     // pool blocks registered in the prefix index
+  int64_t kv_evictions = 0;         // cached pool blocks reallocated
+  int32_t kv_pin_quota_blocks = 0;  // EngineConfig::max_pinned_blocks as resolved
 };
 
 }  // namespace ds

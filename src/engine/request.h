@@ -35,7 +35,14 @@ struct Request {
   std::string cache_salt;              // prefix-cache scope: only requests with the same salt share blocks
   std::string tenant;                  // fair share between tenants (empty = the default tenant)
   std::string cache_class;  // KV tier traffic class (TTL per class, kvcache/tier_ttl.h); "" = default
-  bool detokenize = true;   // fill TokenEvent::text (stop strings need it)
+  // Cache directives from the APIs (docs/kvcache.md, Cache control in the APIs):
+  std::optional<int64_t> cache_ttl_s;  // tier TTL (and pin lease) instead of the class's; >= 1
+  bool cache_tier_writes = true;       // false: the prompt's KV stays in the pool (never written below)
+  // Keep the prompt's full blocks in the pool (a pin) for the TTL, within EngineConfig's pin quota;
+  // beyond the quota the request runs unpinned (EngineStats::kv_pins_refused).
+  bool cache_pin = false;
+  std::string cache_key;   // OpenAI prompt_cache_key: groups requests for admin deletion by prefix
+  bool detokenize = true;  // fill TokenEvent::text (stop strings need it)
   // Structured output: every sampled token is masked to what the grammar allows next (EOS only where
   // the grammar accepts); the request ends (stop) once the grammar is complete. Must be compiled
   // against this engine's tokenizer. Logprobs then describe the masked distribution (docs/grammar.md).
@@ -73,7 +80,7 @@ struct TokenEvent {
   bool finished = false;
   FinishReason finish_reason = FinishReason::none;
   Status error;      // set when finish_reason is error or deadline (engine_deadline_exceeded)
-  TokenUsage usage;  // filled on the final event
+  TokenUsage usage;  // so far (prompt and cached counts are final from the first event)
   // Timing for metrics (steady clock): when the request was queued, first scheduled, first token out.
   SteadyTime queued_at{};
   SteadyTime first_scheduled_at{};

@@ -107,11 +107,12 @@ std::optional<TokenEvent> RequestOutput::take_event() {
   event.queued_at = queued_at;
   event.first_scheduled_at = first_scheduled_at;
   event.first_token_at = first_token_at;
+  // Every event carries the usage so far: a stream's first frames report the cache split.
+  event.usage = usage;
   if (finished()) {
     event.finished = true;
     event.finish_reason = reason_;
     event.error = error_;
-    event.usage = usage;
     final_sent_ = true;
   }
   return event;

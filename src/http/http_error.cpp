@@ -17,6 +17,8 @@ std::string type_for(int http_status, ErrorStyle style) {
     switch (http_status) {
       case 401:
         return "authentication_error";
+      case 403:
+        return "permission_error";
       case 429:
         return "rate_limit_error";
       case 503:
@@ -30,6 +32,8 @@ std::string type_for(int http_status, ErrorStyle style) {
   switch (http_status) {
     case 401:
       return "authentication_error";
+    case 403:
+      return "permission_error";
     case 404:
       return "not_found_error";
     case 413:
@@ -123,6 +127,11 @@ HttpError unauthorized_error(ErrorStyle style) {
   return make(401, style,
               "missing or invalid API key (send 'Authorization: Bearer <key>' or 'x-api-key: <key>')",
               "invalid_api_key");
+}
+
+HttpError forbidden_error(ErrorStyle style) {
+  return make(403, style, "this API key may not use admin routes (they need an admin key)",
+              "admin_key_required");
 }
 
 HttpError payload_too_large_error(ErrorStyle style, size_t limit_bytes) {

@@ -32,6 +32,7 @@ HttpError http_error_from_status(const Status& status, ErrorStyle style, int ret
 HttpError not_found_error(ErrorStyle style, std::string_view method, std::string_view path);
 HttpError method_not_allowed_error(ErrorStyle style, std::string_view method, std::string_view path);
 HttpError unauthorized_error(ErrorStyle style);
+HttpError forbidden_error(ErrorStyle style);  // 403: a valid client key on an admin route
 HttpError payload_too_large_error(ErrorStyle style, size_t limit_bytes);
 HttpError bad_http_error(ErrorStyle style, std::string_view why);
 HttpError headers_too_large_error(ErrorStyle style);

@@ -577,6 +577,25 @@ TEST_F(HttpServerTest, AdminRoutesAreOffUnlessEnabled) {
   EXPECT_EQ(roundtrip(post("/admin/reload", "")).status, 200);
 }
 
+TEST_F(HttpServerTest, AdminKeysAreApartFromClientKeys) {
+  ServerConfig config;
+  config.enable_admin_routes = true;
+  config.api_keys = *ApiKeySet::from_keys({"sk-alpha"});
+  config.admin_api_keys = *ApiKeySet::from_keys({"sk-admin"});
+  start(config);
+  ParsedResponse none = roundtrip(post("/admin/reload", ""));
+  EXPECT_EQ(none.status, 401);
+  EXPECT_EQ(json::parse(none.body)["error"]["type"], "authentication_error");
+  ParsedResponse client = roundtrip(post("/admin/reload", "", "Authorization: Bearer sk-alpha\r\n"));
+  EXPECT_EQ(client.status, 403) << "a client key is known but not allowed";
+  EXPECT_EQ(json::parse(client.body)["error"]["type"], "permission_error");
+  EXPECT_EQ(roundtrip(post("/admin/reload", "", "x-api-key: sk-wrong\r\n")).status, 401);
+  EXPECT_EQ(roundtrip(post("/admin/reload", "", "x-api-key: sk-admin\r\n")).status, 200);
+  // The admin key is not a client key.
+  EXPECT_EQ(roundtrip(post("/v1/chat/completions", R"({"model":"m"})", "x-api-key: sk-admin\r\n")).status,
+            401);
+}
+
 TEST_F(HttpServerTest, MetricsTextParsesAndCountsRoutes) {
   start({});
   for (int i = 0; i < 3; ++i) roundtrip(get("/health"));

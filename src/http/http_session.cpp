@@ -277,17 +277,21 @@ void Session::dispatch() {
   style_ = route.options.error_style;
   route_label_ = route.path;
 
+  const bool admin_keyed = route.options.access == RouteAccess::admin && !core_.config.admin_api_keys.empty();
   const bool needs_key =
-      !core_.config.api_keys.empty() &&
-      (route.options.access != RouteAccess::operational || core_.config.operational_routes_need_key);
+      admin_keyed || (!core_.config.api_keys.empty() && (route.options.access != RouteAccess::operational ||
+                                                         core_.config.operational_routes_need_key));
   if (needs_key) {
     auto auth = req.find(http::field::authorization);
     auto xkey = req.find("x-api-key");
     const std::string_view auth_v = auth == req.end() ? std::string_view() : std::string_view(auth->value());
     const std::string_view xkey_v = xkey == req.end() ? std::string_view() : std::string_view(xkey->value());
     const std::optional<std::string_view> key = presented_api_key(auth_v, xkey_v);
-    if (!key || !core_.config.api_keys.matches(*key)) {
-      respond_error(seq_, unauthorized_error(style_));
+    const ApiKeySet& keys = admin_keyed ? core_.config.admin_api_keys : core_.config.api_keys;
+    if (!key || !keys.matches(*key)) {
+      // A client key on an admin route is known but not allowed.
+      const bool client_key = admin_keyed && key && core_.config.api_keys.matches(*key);
+      respond_error(seq_, client_key ? forbidden_error(style_) : unauthorized_error(style_));
       return;
     }
   }

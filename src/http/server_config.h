@@ -38,6 +38,9 @@ struct ServerConfig {
   ApiKeySet api_keys;                        // empty: no authentication
   bool operational_routes_need_key = false;  // health/ready/metrics open by default
   bool enable_admin_routes = false;
+  // Keys of admin routes, apart from the client keys. Non-empty: an admin route needs one of these
+  // (no key or an unknown one: 401; a client key: 403). Empty: admin routes take the client keys.
+  ApiKeySet admin_api_keys;
 };
 
 // invalid_argument naming the bad field.

@@ -145,6 +145,7 @@ Status KvCacheManager::grow(SeqId seq_id, int64_t n_tokens_total) {
     DS_ASSERT(block_id.ok(), "kv cache: allocation failed after the free count said it would not");
     // The least recently released free block is reused: whatever prefix it cached is evicted.
     if (index_.is_registered(*block_id)) {
+      record_removed(index_.hash_of(*block_id));
       index_.erase_block(*block_id);
       ++n_evictions_;
     }
@@ -173,13 +174,79 @@ void KvCacheManager::commit(SeqId seq_id, std::span<const TokenId> tokens) {
   const size_t block_size = static_cast<size_t>(cfg_.block_size_tokens);
   const size_t n_full_blocks = std::min(tokens.size() / block_size, blocks.table.size());
   uint64_t prev_hash = blocks.block_hashes.empty() ? 0 : blocks.block_hashes.back();
+  KvCacheEvent* run = nullptr;  // the stored event of the current run of newly registered blocks
   for (size_t block_idx = blocks.block_hashes.size(); block_idx < n_full_blocks; ++block_idx) {
-    prev_hash = hash_block(blocks.hash_key, prev_hash, tokens.subspan(block_idx * block_size, block_size));
+    const uint64_t parent = prev_hash;
+    const auto block_tokens = tokens.subspan(block_idx * block_size, block_size);
+    prev_hash = hash_block(blocks.hash_key, prev_hash, block_tokens);
     blocks.block_hashes.push_back(prev_hash);
     // False when another sequence registered the same prefix first: this copy stays private.
     const BlockId block_id = blocks.table[block_idx];
-    if (!index_.is_registered(block_id)) (void)index_.insert(prev_hash, block_id);
+    const bool registered = !index_.is_registered(block_id) && index_.insert(prev_hash, block_id);
+    if (!cfg_.record_events) continue;
+    if (!registered) {
+      run = nullptr;  // the next stored run names this (already cached) hash as its parent
+      continue;
+    }
+    if (run == nullptr) {
+      run = &events_.emplace_back();
+      run->kind = KvCacheEvent::Kind::stored;
+      if (block_idx > 0) run->parent_hash = parent;
+      run->seq_id = seq_id;
+    }
+    run->block_hashes.push_back(prev_hash);
+    run->token_ids.insert(run->token_ids.end(), block_tokens.begin(), block_tokens.end());
   }
+}
+
+void KvCacheManager::record_removed(uint64_t hash) {
+  if (!cfg_.record_events) return;
+  if (events_.empty() || events_.back().kind != KvCacheEvent::Kind::removed) {
+    events_.emplace_back().kind = KvCacheEvent::Kind::removed;
+  }
+  events_.back().block_hashes.push_back(hash);
+}
+
+std::vector<KvCacheEvent> KvCacheManager::take_events() {
+  std::vector<KvCacheEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+int32_t KvCacheManager::forget(std::span<const uint64_t> hashes, int32_t* n_in_use) {
+  int32_t n_dropped = 0;
+  for (const uint64_t hash : hashes) {
+    const BlockId block_id = index_.find(hash);
+    if (block_id < 0) continue;
+    if (pool_.ref_count(block_id) > 0) {
+      if (n_in_use != nullptr) ++*n_in_use;
+      continue;
+    }
+    record_removed(hash);
+    index_.erase_block(block_id);
+    ++n_dropped;
+  }
+  return n_dropped;
+}
+
+std::vector<uint64_t> KvCacheManager::cached_hashes() const {
+  std::vector<uint64_t> hashes;
+  for (BlockId b = 0; b < pool_.n_blocks(); ++b) {
+    if (index_.is_registered(b)) hashes.push_back(index_.hash_of(b));
+  }
+  return hashes;
+}
+
+int32_t KvCacheManager::forget_all(int32_t* n_in_use) {
+  const std::vector<uint64_t> hashes = cached_hashes();
+  const size_t n_events_before = events_.size();
+  const int32_t n_dropped = forget(hashes, n_in_use);
+  if (cfg_.record_events && index_.n_registered() == 0 && n_dropped > 0) {
+    // Nothing is cached any more: one all_cleared instead of the removals (vLLM's reset).
+    events_.resize(n_events_before);
+    events_.emplace_back().kind = KvCacheEvent::Kind::all_cleared;
+  }
+  return n_dropped;
 }
 
 void KvCacheManager::close(SeqId seq_id) {

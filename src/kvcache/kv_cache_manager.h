@@ -21,6 +21,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -44,6 +45,8 @@ struct KvCacheManagerConfig {
   // entries mean uncompressed). A block must hold whole compressed entries, so block_size_tokens
   // must be a multiple of each ratio.
   std::vector<int32_t> compression_ratios;
+  // Record every change of the prefix index as a KvCacheEvent (take_events()), for KV events.
+  bool record_events = false;
 
   // invalid_argument naming the field when the block size is not positive, the block count is
   // negative, or the block size is not a multiple of a compression ratio.
@@ -57,6 +60,16 @@ struct KvCacheStats {
   int32_t n_blocks_free = 0;    // free, including cached-but-unreferenced blocks
   int32_t n_blocks_cached = 0;  // registered in the prefix index (referenced or not)
   int64_t n_evictions = 0;      // cached blocks whose hash was dropped because they were reallocated
+};
+
+// A change of the prefix index (vLLM's KV events: BlockStored / BlockRemoved / AllBlocksCleared).
+struct KvCacheEvent {
+  enum class Kind : uint8_t { stored, removed, all_cleared };
+  Kind kind = Kind::stored;
+  std::vector<uint64_t> block_hashes;   // stored: consecutive blocks of one sequence, in order
+  std::optional<uint64_t> parent_hash;  // stored: the block before the first (none at position 0)
+  std::vector<TokenId> token_ids;       // stored: the blocks' tokens, block_size_tokens per block
+  SeqId seq_id = 0;                     // stored: the sequence that committed them
 };
 
 // What open() would match, without changing anything (admission checks).
@@ -122,6 +135,18 @@ class KvCacheManager {
                                      int64_t n_blocks) const;
   bool is_open(SeqId seq_id) const;
 
+  // Every hash the prefix index holds (any order): a router's snapshot, and the tests' check of events.
+  std::vector<uint64_t> cached_hashes() const;
+  // Index changes since the last call (empty unless config.record_events).
+  std::vector<KvCacheEvent> take_events();
+
+  // Drops the cached prefixes of `hashes` whose blocks nobody references (admin deletion): they stay
+  // free, no longer cached. Blocks in use (tables, pins) are kept and counted in *n_in_use.
+  // Returns how many were dropped.
+  int32_t forget(std::span<const uint64_t> hashes, int32_t* n_in_use);
+  // forget() of every cached block; when nothing stays cached the event is all_cleared.
+  int32_t forget_all(int32_t* n_in_use);
+
   // Pins keep a block out of reuse while a KV tier copies it (the tier writer): each pin is a
   // reference (a cached free block is revived). check_integrity() counts them with the tables.
   void pin(BlockId block_id);
@@ -160,6 +185,8 @@ class KvCacheManager {
   int64_t prefix_queries_tokens_ = 0;
   int64_t prefix_hit_tokens_ = 0;
   int64_t n_evictions_ = 0;
+  std::vector<KvCacheEvent> events_;  // config.record_events only
+  void record_removed(uint64_t hash);
 };
 
 }  // namespace ds

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "recipe/cache_fields.h"
 #include "recipe/request_checks.h"
 #include "recipe/request_error.h"
 
@@ -21,7 +22,9 @@ Result<std::string> required_string(const Json& obj, std::string_view key, const
 }
 
 // Text of a string or an array of {"type":"text"} blocks (system prompts, tool_result content).
-Result<std::string> text_of_blocks(const Json& v, const std::string& path) {
+// Cache breakpoints on its blocks go to `breakpoints` under `section`.
+Result<std::string> text_of_blocks(const Json& v, const std::string& path, AnthropicBreakpoints& breakpoints,
+                                   BreakpointSection section) {
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_array())
     return field_error(path, fmt::format("expected string or array, got {}", json_type_name(v)));
@@ -34,6 +37,7 @@ Result<std::string> text_of_blocks(const Json& v, const std::string& path) {
       return unsupported_error(join_path(block_path, "type"),
                                fmt::format("'{}' blocks are not supported here", type));
     DS_ASSIGN_OR_RETURN(std::string part, required_string(v[i], "text", block_path));
+    DS_TRY(breakpoints.read(v[i], block_path, section));
     // Anthropic tool_result text blocks are separate paragraphs; system blocks likewise.
     if (i > 0) text += "\n\n";
     text += part;
@@ -43,7 +47,8 @@ Result<std::string> text_of_blocks(const Json& v, const std::string& path) {
 
 // One Anthropic message becomes one or more Messages: a user message's tool_result blocks become
 // tool messages (placed first, as they answer the previous assistant turn), its text a user message.
-Status convert_message(const Json& raw, const std::string& path, std::vector<Message>& out) {
+Status convert_message(const Json& raw, const std::string& path, std::vector<Message>& out,
+                       AnthropicBreakpoints& breakpoints) {
   DS_TRY(expect_object(raw, path));
   DS_ASSIGN_OR_RETURN(std::string role, required_string(raw, "role", path));
   if (role != "user" && role != "assistant")
@@ -69,6 +74,13 @@ Status convert_message(const Json& raw, const std::string& path, std::vector<Mes
     const std::string block_path = index_path(content_path, i);
     DS_TRY(expect_object(block, block_path));
     DS_ASSIGN_OR_RETURN(std::string type, required_string(block, "type", block_path));
+    if (type == "thinking" || type == "redacted_thinking") {
+      if (find_field(block, "cache_control") != nullptr)
+        return field_error(join_path(block_path, "cache_control"),
+                           "thinking blocks cannot be cached directly with cache_control");
+    } else {
+      DS_TRY(breakpoints.read(block, block_path, BreakpointSection::messages));
+    }
     if (type == "text") {
       DS_ASSIGN_OR_RETURN(std::string text, required_string(block, "text", block_path));
       msg.content += text;
@@ -99,7 +111,8 @@ Status convert_message(const Json& raw, const std::string& path, std::vector<Mes
       result.source_path = block_path;
       DS_ASSIGN_OR_RETURN(result.tool_call_id, required_string(block, "tool_use_id", block_path));
       if (const Json* c = find_field(block, "content"); c != nullptr) {
-        DS_ASSIGN_OR_RETURN(result.content, text_of_blocks(*c, join_path(block_path, "content")));
+        DS_ASSIGN_OR_RETURN(result.content, text_of_blocks(*c, join_path(block_path, "content"), breakpoints,
+                                                           BreakpointSection::messages));
       }
       out.push_back(std::move(result));
     } else if (type == "image" || type == "document") {
@@ -115,8 +128,10 @@ Status convert_message(const Json& raw, const std::string& path, std::vector<Mes
   return ok_status();
 }
 
-Result<Tool> convert_tool(const Json& raw, const std::string& path, const RequestLimits& limits) {
+Result<Tool> convert_tool(const Json& raw, const std::string& path, const RequestLimits& limits,
+                          AnthropicBreakpoints& breakpoints) {
   DS_TRY(expect_object(raw, path));
+  DS_TRY(breakpoints.read(raw, path, BreakpointSection::tools));
   DS_ASSIGN_OR_RETURN(std::optional<std::string> type, read_string(raw, "type", path));
   if (type.has_value() && *type != "custom")
     return unsupported_error(join_path(path, "type"),
@@ -157,6 +172,7 @@ Result<ChatRequest> convert_anthropic_messages_request(const Json& body, const C
   if (!body.is_object()) return field_error("body", "expected object");
   ChatRequest req;
   req.api = ApiKind::anthropic_messages;
+  AnthropicBreakpoints breakpoints;
   DS_ASSIGN_OR_RETURN(req.model, required_string(body, "model", ""));
   if (req.model.empty()) return field_error("model", "required");
 
@@ -170,19 +186,21 @@ Result<ChatRequest> convert_anthropic_messages_request(const Json& body, const C
     Message sys;
     sys.role = Role::system;
     sys.source_path = "system";
-    DS_ASSIGN_OR_RETURN(sys.content, text_of_blocks(*system, "system"));
+    DS_ASSIGN_OR_RETURN(sys.content,
+                        text_of_blocks(*system, "system", breakpoints, BreakpointSection::system));
     req.messages.push_back(std::move(sys));
   }
   DS_ASSIGN_OR_RETURN(const Json* messages, read_array(body, "messages", ""));
   if (messages->empty()) return field_error("messages", "must contain at least one message");
   for (size_t i = 0; i < messages->size(); ++i)
-    DS_TRY(convert_message((*messages)[i], index_path("messages", i), req.messages));
+    DS_TRY(convert_message((*messages)[i], index_path("messages", i), req.messages, breakpoints));
 
   if (const Json* tools = find_field(body, "tools"); tools != nullptr) {
     if (!tools->is_array())
       return field_error("tools", fmt::format("expected array, got {}", json_type_name(*tools)));
     for (size_t i = 0; i < tools->size(); ++i) {
-      DS_ASSIGN_OR_RETURN(Tool tool, convert_tool((*tools)[i], index_path("tools", i), options.limits));
+      DS_ASSIGN_OR_RETURN(Tool tool,
+                          convert_tool((*tools)[i], index_path("tools", i), options.limits, breakpoints));
       req.tools.push_back(std::move(tool));
     }
   }
@@ -224,6 +242,11 @@ Result<ChatRequest> convert_anthropic_messages_request(const Json& body, const C
     DS_ASSIGN_OR_RETURN(std::optional<std::string> user_id, read_string(*metadata, "user_id", "metadata"));
     req.user = user_id.value_or("");
   }
+
+  // The top-level breakpoint (automatic caching) takes one of the four slots.
+  DS_TRY(breakpoints.read(body, "", BreakpointSection::top_level));
+  DS_TRY(breakpoints.finish(req.cache));
+  DS_TRY(read_cache_object(body, req.cache));
 
   DS_TRY(finalize_tools(req, "tool_choice", options.limits));
   DS_TRY(check_conversation(req, options));

@@ -93,6 +93,23 @@ struct SamplingFields {
   int32_t n = 1;                        // only 1 is accepted
 };
 
+// Prompt-cache directives of a request, whatever API field carried them (recipe/cache_fields.h;
+// docs/kvcache.md, Cache control in the APIs). The server maps them onto the engine's Request.
+struct CacheDirectives {
+  std::string cache_class;       // our cache.class: the KV tier traffic class ("" = the default)
+  std::optional<int64_t> ttl_s;  // tier TTL: cache.ttl_s, else Anthropic's longest ttl, else 24h retention
+  bool pin = false;              // our cache.pin: keep the prompt's blocks in the pool for the TTL
+  std::string salt;              // our cache.salt: requests with different salts never share KV
+  std::string prompt_cache_key;  // OpenAI prompt_cache_key: a grouping key (admin deletion by prefix)
+  bool pool_only = false;        // OpenAI prompt_cache_retention "in-memory": never written to the tiers
+  int32_t n_breakpoints = 0;     // Anthropic cache_control blocks (top level included)
+  // Anthropic reports cache_creation_input_tokens only for requests that asked for caching.
+  bool any() const {
+    return !cache_class.empty() || ttl_s.has_value() || pin || !salt.empty() || !prompt_cache_key.empty() ||
+           pool_only || n_breakpoints > 0;
+  }
+};
+
 enum class ApiKind { chat_completions, completions, responses, anthropic_messages };
 const char* api_kind_name(ApiKind api);
 
@@ -112,6 +129,7 @@ struct ChatRequest {
   bool include_usage = false;  // stream_options.include_usage
   std::string user;            // end-user id (OpenAI user, Anthropic metadata.user_id)
   bool parallel_tool_calls = true;
+  CacheDirectives cache;
 };
 
 // OpenAI Completions (legacy): a raw prompt, no chat template.
@@ -125,6 +143,7 @@ struct CompletionRequest {
   bool stream = false;
   bool include_usage = false;
   std::string user;
+  CacheDirectives cache;
 };
 
 }  // namespace ds::recipe

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "recipe/cache_fields.h"
 #include "recipe/request_checks.h"
 #include "recipe/request_error.h"
 #include "recipe/structured_output_fields.h"
@@ -85,6 +86,8 @@ Result<CompletionRequest> convert_completions_request(const Json& body, const Co
   }
   DS_ASSIGN_OR_RETURN(std::optional<std::string> user, read_string(body, "user", ""));
   req.user = user.value_or("");
+  DS_TRY(read_openai_cache_fields(body, req.cache));
+  DS_TRY(read_cache_object(body, req.cache));
   return req;
 }
 

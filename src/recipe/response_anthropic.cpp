@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace ds::recipe {
 
 const char* anthropic_stop_reason_name(OutputFinishReason reason) {
@@ -23,8 +25,10 @@ const char* anthropic_stop_reason_name(OutputFinishReason reason) {
 
 Json anthropic_usage_json(const ResponseUsage& usage) {
   Json j = Json::object();
-  j["input_tokens"] = usage.prompt_cache_miss_tokens();
-  j["cache_creation_input_tokens"] = 0;
+  // Anthropic's split: input + cache_creation + cache_read = the whole prompt.
+  const int64_t creation = std::min(usage.cache_creation_tokens, usage.prompt_cache_miss_tokens());
+  j["input_tokens"] = usage.prompt_cache_miss_tokens() - creation;
+  j["cache_creation_input_tokens"] = creation;
   j["cache_read_input_tokens"] = usage.prompt_cache_hit_tokens;
   j["output_tokens"] = usage.completion_tokens;
   j["service_tier"] = "standard";

@@ -10,8 +10,10 @@
 //                content_block_stop.
 //   finish():    closes the open block, message_delta {stop_reason, stop_sequence} with usage,
 //                message_stop.
-// Usage: input_tokens = prompt − cache hits, cache_read_input_tokens = hits,
-// cache_creation_input_tokens = 0, output_tokens, service_tier "standard".
+// Usage: cache_read_input_tokens = hits, cache_creation_input_tokens = the misses this request wrote
+// into the prefix cache (ResponseUsage::cache_creation_tokens), input_tokens = prompt − both,
+// output_tokens, service_tier "standard". The server fills message_start from the engine's first
+// event, so the cache split is already right there.
 #pragma once
 
 #include <string>

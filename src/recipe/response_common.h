@@ -32,6 +32,9 @@ struct ResponseUsage {
   int64_t prompt_cache_hit_tokens = 0;  // prompt tokens served from the prefix cache
   int64_t completion_tokens = 0;        // OutputParser::completion_tokens()
   int64_t reasoning_tokens = 0;         // OutputParser::reasoning_tokens()
+  // Prompt tokens this request wrote into the prefix cache (Anthropic's cache_creation_input_tokens,
+  // reported only for requests with cache directives): part of the misses.
+  int64_t cache_creation_tokens = 0;
 
   // prompt − hits, floored at 0 (as deepseek-recipe builds it).
   int64_t prompt_cache_miss_tokens() const {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "recipe/cache_fields.h"
 #include "recipe/chat_completions_request.h"
 #include "recipe/request_checks.h"
 #include "recipe/request_error.h"
@@ -262,6 +263,8 @@ Result<ChatRequest> convert_responses_request(const Json& body, const Conversion
   req.include_usage = req.stream;  // response.completed always carries usage
   DS_ASSIGN_OR_RETURN(std::optional<std::string> user, read_string(body, "user", ""));
   req.user = user.value_or("");
+  DS_TRY(read_openai_cache_fields(body, req.cache));
+  DS_TRY(read_cache_object(body, req.cache));
 
   DS_TRY(finalize_tools(req, "tool_choice", options.limits));
   DS_TRY(check_conversation(req, options, ConversationPaths{"input", "text.format"}));

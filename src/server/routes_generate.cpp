@@ -63,7 +63,8 @@ double seconds_between(SteadyTime from, SteadyTime to) {
 // top_k is ignored, as DeepSeek does), max_tokens, and no engine stop strings (the parser matches
 // them, in content only).
 Request engine_request(const recipe::SamplingFields& s, const std::string& user,
-                       std::vector<int32_t> prompt_tokens, const GenerateRoutesConfig& config) {
+                       const recipe::CacheDirectives& cache, std::vector<int32_t> prompt_tokens,
+                       const GenerateRoutesConfig& config) {
   Request r;
   r.prompt_tokens = std::move(prompt_tokens);
   r.sampling.temperature = static_cast<float>(s.temperature.value_or(1.0));
@@ -82,6 +83,14 @@ Request engine_request(const recipe::SamplingFields& s, const std::string& user,
       room >= 1 ? std::min(config.default_max_tokens, room) : config.default_max_tokens;
   r.stop.max_tokens = static_cast<int32_t>(s.max_tokens.value_or(default_max_tokens));
   r.tenant = user;
+  // Cache directives (docs/kvcache.md, Cache control in the APIs): the salt scopes prefix sharing,
+  // the rest steers the tiers and the pool.
+  r.cache_salt = cache.salt;
+  r.cache_class = cache.cache_class;
+  r.cache_ttl_s = cache.ttl_s;
+  r.cache_tier_writes = !cache.pool_only;
+  r.cache_pin = cache.pin;
+  r.cache_key = cache.prompt_cache_key;
   return r;
 }
 
@@ -101,14 +110,15 @@ class GenerationCall {
  public:
   GenerationCall(std::shared_ptr<const GenerateRoutesConfig> config, std::shared_ptr<ResponseChannel> out,
                  const recipe::OutputParserOptions& parser_options, std::unique_ptr<ApiResponder> responder,
-                 bool streaming, bool logprobs)
+                 bool streaming, bool logprobs, bool report_cache_creation)
       : config_ptr_(std::move(config)),
         config_(*config_ptr_),
         out_(std::move(out)),
         parser_(parser_options),
         responder_(std::move(responder)),
         streaming_(streaming),
-        logprobs_wanted_(logprobs) {}
+        logprobs_wanted_(logprobs),
+        report_cache_creation_(report_cache_creation) {}
 
   // Io thread, after a successful submit.
   void set_engine_id(RequestId id) {
@@ -121,16 +131,12 @@ class GenerationCall {
     if (cancel_now) config_.engine->cancel(id);
   }
 
-  // Io thread, after a successful submit: starts the response (a stream's opening frames go out
-  // before any token), then handles the events that arrived meanwhile.
-  void begin(int64_t n_prompt_tokens) {
+  // Io thread, after a successful submit: starts the response (a stream's headers), then handles
+  // the events that arrived meanwhile. The stream's opening frames wait for the first event: it
+  // carries the prompt's cache split (Anthropic's message_start reports it).
+  void begin() {
     std::lock_guard lock(events_mu_);
-    if (streaming_) {
-      out_->start_stream();
-      recipe::ResponseUsage prompt_usage;
-      prompt_usage.prompt_tokens = n_prompt_tokens;
-      write_frames(*out_, responder_->begin(prompt_usage));
-    }
+    if (streaming_) out_->start_stream();
     begun_ = true;
     for (TokenEvent& ev : early_events_) handle(std::move(ev));
     early_events_.clear();
@@ -148,6 +154,12 @@ class GenerationCall {
 
  private:
   void handle(TokenEvent&& ev) {
+    if (streaming_ && !frames_opened_) {
+      frames_opened_ = true;
+      recipe::ResponseUsage prompt_usage = response_usage(ev.usage);
+      prompt_usage.completion_tokens = 0;
+      write_frames(*out_, responder_->begin(prompt_usage));
+    }
     observe_inter_token_latency(ev.tokens.size());
     if (!stopped_) {
       std::vector<recipe::OutputDelta> deltas = parser_.feed(ev.text, static_cast<int64_t>(ev.tokens.size()));
@@ -206,8 +218,9 @@ class GenerationCall {
     }
     std::vector<recipe::OutputDelta> tail = parser_.finish();
     const recipe::OutputFinishReason reason = parser_.finish_reason(generation_end(ev.finish_reason));
-    const recipe::ResponseUsage usage{ev.usage.prompt_tokens, ev.usage.cached_prompt_tokens,
-                                      parser_.completion_tokens(), parser_.reasoning_tokens()};
+    recipe::ResponseUsage usage = response_usage(ev.usage);
+    usage.completion_tokens = parser_.completion_tokens();
+    usage.reasoning_tokens = parser_.reasoning_tokens();
     const std::string& stop_sequence = parser_.matched_stop_sequence();
     if (streaming_) {
       write_frames(*out_, responder_->on_deltas(tail, {}));
@@ -218,6 +231,20 @@ class GenerationCall {
     collected_.add(tail);
     out_->send_json(200,
                     recipe::dump_json(responder_->body(collected_, reason, stop_sequence, usage, logprobs_)));
+  }
+
+  // The engine's counts; with cache directives also the prompt tokens this request wrote into the
+  // prefix cache: its full blocks past the hit (all of them are committed once the prompt is computed).
+  recipe::ResponseUsage response_usage(const TokenUsage& engine_usage) const {
+    recipe::ResponseUsage usage;
+    usage.prompt_tokens = engine_usage.prompt_tokens;
+    usage.prompt_cache_hit_tokens = engine_usage.cached_prompt_tokens;
+    if (report_cache_creation_ && config_.engine->config().enable_prefix_caching) {
+      const int64_t block = config_.engine->kv_cache_config().block_size_tokens;
+      const int64_t full = block > 0 ? engine_usage.prompt_tokens / block * block : 0;
+      usage.cache_creation_tokens = std::max<int64_t>(0, full - engine_usage.cached_prompt_tokens);
+    }
+    return usage;
   }
 
   // Inter-token latency, one observation per token after the first: the time since the previous
@@ -256,6 +283,7 @@ class GenerationCall {
   std::shared_ptr<ResponseChannel> out_;
   std::mutex events_mu_;  // guards everything below up to mu_
   bool begun_ = false;
+  bool frames_opened_ = false;            // a stream's opening frames were written
   std::vector<TokenEvent> early_events_;  // arrived before begin()
   recipe::OutputParser parser_;
   std::unique_ptr<ApiResponder> responder_;
@@ -263,6 +291,7 @@ class GenerationCall {
   std::vector<recipe::TokenLogprobInfo> logprobs_;  // non-stream only
   const bool streaming_;
   const bool logprobs_wanted_;
+  const bool report_cache_creation_;
   bool stopped_ = false;        // a stop sequence matched: the rest is dropped
   SteadyTime last_token_at_{};  // when the previous token event was handled (ITL metric)
   std::mutex mu_;
@@ -296,7 +325,7 @@ void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
       config->engine->submit(std::move(request), [call](TokenEvent&& ev) { call->on_event(std::move(ev)); });
   if (!id.ok()) return out->send_error(id.status());
   call->set_engine_id(*id);
-  call->begin(n_prompt_tokens);
+  call->begin();
   Engine* engine = config->engine;
   out->on_close([engine, engine_id = *id] { engine->cancel(engine_id); });
 }
@@ -331,10 +360,12 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
     responder = make_responses_responder(response_meta(*config, *out, "resp_"));
   }
   auto call = std::make_shared<GenerationCall>(config, out, recipe::output_parser_options(*chat, *prompt),
-                                               std::move(responder), chat->stream, chat->sampling.logprobs);
+                                               std::move(responder), chat->stream, chat->sampling.logprobs,
+                                               chat->cache.any());
   const ContextFields fields = kind == ApiKind::responses ? ContextFields{"input", "max_output_tokens"}
                                                           : ContextFields{"messages", "max_tokens"};
-  Request engine_req = engine_request(chat->sampling, chat->user, std::move(ids).value(), *config);
+  Request engine_req =
+      engine_request(chat->sampling, chat->user, chat->cache, std::move(ids).value(), *config);
   if (Status st = attach_output_constraint(chat->response_format, chat->thinking, *config->tokenizer,
                                            *config->engine, engine_req);
       !st.ok())
@@ -367,9 +398,9 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
                                               std::move(echo));
   auto call = std::make_shared<GenerationCall>(config, out, recipe::completions_parser_options(*completion),
                                                std::move(responder), completion->stream,
-                                               completion->sampling.logprobs);
-  Request engine_req =
-      engine_request(completion->sampling, completion->user, std::move(ids).value(), *config);
+                                               completion->sampling.logprobs, completion->cache.any());
+  Request engine_req = engine_request(completion->sampling, completion->user, completion->cache,
+                                      std::move(ids).value(), *config);
   if (Status st = attach_output_constraint(completion->response_format, false, *config->tokenizer,
                                            *config->engine, engine_req);
       !st.ok())
