@@ -1,5 +1,7 @@
 #include "grammar/grammar_compiler.h"
 
+#include "grammar/state_mask_walk.h"
+
 #include <fmt/format.h>
 
 #include "grammar/gbnf_parser.h"
@@ -70,6 +72,7 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const Gr
   // Compiled outside the lock: two threads may compile the same spec once each; the second insert wins.
   DS_ASSIGN_OR_RETURN(Grammar g, build_grammar(spec, config_.limits));
   auto compiled = std::make_shared<const CompiledGrammar>(std::move(g), vocab_, config_.max_cached_states);
+  precompute_loop_states(*compiled, config_.max_precomputed_states);
   std::lock_guard lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     lru_.erase(it->second);

@@ -30,6 +30,9 @@ struct GrammarCompilerConfig {
   GrammarLimits limits;
   size_t max_cached_grammars = 256;  // least recently used go first
   size_t max_cached_states = 8192;   // per grammar (each holds a 16 KB mask)
+  // Loop states (inside strings, digit and whitespace runs) whose masks are computed at compile time
+  // rather than at their first visit while decoding (state_mask_walk.h). 0: none.
+  size_t max_precomputed_states = 16;
 };
 
 class GrammarCompiler {

@@ -36,6 +36,7 @@ TokenTrie TokenTrie::build(const std::vector<std::string>& token_bytes, int32_t 
       const auto node = static_cast<uint32_t>(t.byte_.size());
       t.byte_.push_back(static_cast<uint8_t>(s[d]));
       t.depth_.push_back(static_cast<uint16_t>(d + 1));
+      t.max_depth_ = std::max(t.max_depth_, static_cast<uint32_t>(d + 1));
       t.end_.push_back(0);
       t.parent_.push_back(path.empty() ? kRoot : path.back());
       t.token_begin_.push_back(static_cast<uint32_t>(t.token_ids_.size()));
