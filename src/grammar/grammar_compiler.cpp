@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "grammar/dsml_tool_grammar.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar_builder.h"
 #include "grammar/regex_compiler.h"
@@ -56,6 +57,8 @@ Result<Grammar> GrammarCompiler::build_grammar(const GrammarSpec& spec, const Gr
       return compile_ebnf(spec.source, limits);
     case GrammarSpec::Kind::choice:
       return choice_grammar(spec.choices, limits);
+    case GrammarSpec::Kind::dsml_tool_calls:
+      return compile_dsml_tool_calls(spec.source, limits);
   }
   return Status{ErrorCode::internal, "unknown grammar kind"};
 }

@@ -19,11 +19,16 @@
 namespace ds::grammar {
 
 struct GrammarSpec {
-  enum class Kind { json_schema, json_object, regex, gbnf, choice };
+  // dsml_tool_calls: source is the spec of compile_dsml_tool_calls (dsml_tool_grammar.h).
+  enum class Kind { json_schema, json_object, regex, gbnf, choice, dsml_tool_calls };
   Kind kind = Kind::json_object;
   std::string source;                // schema JSON text, regex, or grammar text (GBNF, else Lark)
   std::vector<std::string> choices;  // Kind::choice: the output is exactly one of them
   bool flexible_whitespace = false;  // JSON kinds
+  // Special tokens the grammar writes as text (dsml_tool_calls: "｜DSML｜"). The vocabulary the
+  // grammar is compiled against must hold them with their text as bytes (Engine::compile_grammar
+  // keeps a compiler per marker list; TokenTrie::from_tokenizer).
+  std::vector<std::string> marker_tokens;
 };
 
 struct GrammarCompilerConfig {

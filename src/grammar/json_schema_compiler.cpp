@@ -75,6 +75,20 @@ class SchemaCompiler {
     return b_.finish();
   }
 
+  // The schema at a JSON pointer into the document ("" = the whole), $refs resolved against the whole.
+  Result<Grammar> run_at(const std::string& pointer) {
+    const json* node = nullptr;
+    try {
+      node = &root_.at(json::json_pointer(pointer));
+    } catch (const std::exception&) {
+      return bad(pointer, "the pointer does not resolve");
+    }
+    const uint32_t top = b_.new_rule("root");
+    DS_ASSIGN_OR_RETURN(Element e, compile(*node, pointer, 0));
+    b_.add_alternative(top, {e});
+    return b_.finish();
+  }
+
   Result<Grammar> run_any_object() {
     const uint32_t top = b_.new_rule("root");
     b_.add_alternative(top, {any_object()});
@@ -654,6 +668,11 @@ class SchemaCompiler {
 }  // namespace
 
 Result<Grammar> compile_json_schema(std::string_view schema_json, const JsonSchemaOptions& options) {
+  return compile_json_schema_at(schema_json, "", options);
+}
+
+Result<Grammar> compile_json_schema_at(std::string_view schema_json, const std::string& pointer,
+                                       const JsonSchemaOptions& options) {
   json schema;
   try {
     schema = json::parse(schema_json);
@@ -661,7 +680,7 @@ Result<Grammar> compile_json_schema(std::string_view schema_json, const JsonSche
     return Status{ErrorCode::grammar_bad_input, fmt::format("json schema: not JSON: {}", e.what())};
   }
   SchemaCompiler c(schema, options);
-  return c.run();
+  return pointer.empty() ? c.run() : c.run_at(pointer);
 }
 
 Result<Grammar> compile_any_json_object(const JsonSchemaOptions& options) {

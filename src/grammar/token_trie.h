@@ -22,8 +22,10 @@ class TokenTrie {
   // token_bytes[id]: the id's bytes; empty = never produced by a grammar (special tokens, padding).
   // eos_id: allowed exactly when the grammar accepts (-1: none).
   static TokenTrie build(const std::vector<std::string>& token_bytes, int32_t eos_id);
-  // Every non-special id of the tokenizer, as its byte-level decoded bytes (partial UTF-8 included).
-  static Result<TokenTrie> from_tokenizer(const Tokenizer& tokenizer);
+  // Every non-special id of the tokenizer, as its byte-level decoded bytes (partial UTF-8 included),
+  // plus the special tokens whose text is in `markers`, as that text (a grammar that writes them).
+  static Result<TokenTrie> from_tokenizer(const Tokenizer& tokenizer,
+                                          const std::vector<std::string>& markers = {});
 
   size_t n_nodes() const { return byte_.size(); }
   uint8_t byte(uint32_t node) const { return byte_[node]; }
