@@ -551,13 +551,20 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> Engine::compile_grammar(
   grammar::GrammarCompiler* compiler = nullptr;
   {
     std::lock_guard<std::mutex> lock(grammar_mu_);
-    if (!grammar_compiler_) {
+    std::string markers;
+    for (const std::string& m : spec.marker_tokens) markers += m + '\n';
+    std::unique_ptr<grammar::GrammarCompiler>& slot = grammar_compilers_[markers];
+    if (!slot) {
       if (tokenizer_ == nullptr) return bad_request("output constraints need the engine to have a tokenizer");
-      DS_ASSIGN_OR_RETURN(grammar::TokenTrie trie, grammar::TokenTrie::from_tokenizer(*tokenizer_));
-      grammar_compiler_ = std::make_unique<grammar::GrammarCompiler>(
-          std::make_shared<const grammar::TokenTrie>(std::move(trie)));
+      Result<grammar::TokenTrie> trie = grammar::TokenTrie::from_tokenizer(*tokenizer_, spec.marker_tokens);
+      if (!trie.ok()) {
+        grammar_compilers_.erase(markers);
+        return trie.status();
+      }
+      slot = std::make_unique<grammar::GrammarCompiler>(
+          std::make_shared<const grammar::TokenTrie>(std::move(trie).value()));
     }
-    compiler = grammar_compiler_.get();
+    compiler = slot.get();
   }
   return compiler->compile(spec);  // the compiler locks for itself
 }

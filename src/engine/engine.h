@@ -21,6 +21,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -160,7 +161,9 @@ class Engine {
   const Tokenizer* tokenizer_;
   // Built on first use (the vocabulary trie costs a pass over the vocabulary); guarded by grammar_mu_.
   std::mutex grammar_mu_;
-  std::unique_ptr<grammar::GrammarCompiler> grammar_compiler_;
+  // One compiler per list of marker tokens the grammars write (GrammarSpec::marker_tokens; "" = none,
+  // the common case; "｜DSML｜" for strict tool calls): each has its own vocabulary trie.
+  std::map<std::string, std::unique_ptr<grammar::GrammarCompiler>> grammar_compilers_;
   KvCacheConfig kv_config_;
   std::vector<int32_t> eos_ids_;
   size_t sample_vocab_ = 0;  // logits columns that can be sampled (model vocab ∩ tokenizer vocab)

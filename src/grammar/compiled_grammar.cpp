@@ -3,12 +3,13 @@
 namespace ds::grammar {
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenTrie> vocab,
-                                 size_t max_cached_states)
+                                 size_t max_cached_states, size_t max_dfa_states)
     : grammar_(std::move(grammar)),
       tables_(ParserTables::build(grammar_)),
       vocab_(std::move(vocab)),
       hash_(grammar_.hash()),
-      max_cached_states_(max_cached_states) {}
+      max_cached_states_(max_cached_states),
+      dfa_(tables_, max_dfa_states) {}
 
 size_t CompiledGrammar::KeyHash::operator()(const std::vector<uint64_t>& k) const {
   uint64_t h = 0x9e3779b97f4a7c15ULL ^ k.size();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "grammar/grammar.h"
+#include "grammar/local_dfa.h"
 #include "grammar/parser_tables.h"
 #include "grammar/token_trie.h"
 
@@ -25,7 +26,9 @@ struct StateMask {
 
 class CompiledGrammar {
  public:
-  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenTrie> vocab, size_t max_cached_states);
+  static constexpr size_t kDefaultMaxDfaStates = 8192;  // 4 bytes per byte class each
+  CompiledGrammar(Grammar grammar, std::shared_ptr<const TokenTrie> vocab, size_t max_cached_states,
+                  size_t max_dfa_states = kDefaultMaxDfaStates);
 
   const Grammar& grammar() const { return grammar_; }
   const ParserTables& tables() const { return tables_; }
@@ -38,6 +41,15 @@ class CompiledGrammar {
   void store_state(const std::vector<uint64_t>& key, std::shared_ptr<const StateMask> mask) const;
   size_t n_cached_states() const;
 
+  // Runs f(LocalDfa&) with the grammar's local-state DFA locked (first-visit walks, state_mask_walk.h).
+  // A DFA past its state bound is cleared first.
+  template <class F>
+  auto with_local_dfa(F&& f) const {
+    std::lock_guard lock(dfa_mu_);
+    if (dfa_.full()) dfa_.clear();
+    return f(dfa_);
+  }
+
  private:
   struct KeyHash {
     size_t operator()(const std::vector<uint64_t>& k) const;
@@ -49,6 +61,8 @@ class CompiledGrammar {
   size_t max_cached_states_;
   mutable std::mutex mu_;  // guards states_
   mutable std::unordered_map<std::vector<uint64_t>, std::shared_ptr<const StateMask>, KeyHash> states_;
+  mutable std::mutex dfa_mu_;  // guards dfa_
+  mutable LocalDfa dfa_;
 };
 
 }  // namespace ds::grammar

@@ -103,6 +103,19 @@ void EarleyParser::reset_local(const EarleyParser& from) {
   // `from`'s set is already closed: completions of its external items happened there.
 }
 
+void EarleyParser::reset_local_items(std::span<const uint32_t> kinds) {
+  items_.clear();
+  same_kind_next_.clear();
+  set_begin_.assign(1, 0);
+  if (++generation_ == 0) {
+    std::fill(stamp_.begin(), stamp_.end(), 0);
+    generation_ = 1;
+  }
+  for (uint32_t kind : kinds) add(kind, kExternal);
+  close_last_set();
+  escaped_ = false;
+}
+
 bool EarleyParser::push_byte(uint8_t byte) {
   const size_t prev_begin = set_begin_.back();
   const size_t prev_end = items_.size();
@@ -153,8 +166,12 @@ bool EarleyParser::can_continue() const {
 void EarleyParser::state_key(std::vector<uint64_t>& out) const {
   out.clear();
   const auto cur = static_cast<uint32_t>(set_begin_.size() - 1);
-  for (size_t i = set_begin_.back(); i < items_.size(); ++i)
+  for (size_t i = set_begin_.back(); i < items_.size(); ++i) {
+    // End items were completed when the set was closed and take no part in a later walk, so states that
+    // differ only in them (a string before and after its first character) share one cache entry.
+    if (tables_->kinds[items_[i].kind].next == ItemKind::Next::end) continue;
     out.push_back(uint64_t{items_[i].kind} << 1 | (items_[i].origin == cur ? 1u : 0u));
+  }
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "grammar/parser_tables.h"
@@ -33,6 +34,9 @@ class EarleyParser {
   void reset();
   // Local mode: one set holding `from`'s last set, its items from earlier sets marked kExternal.
   void reset_local(const EarleyParser& from);
+  // Local mode: one set holding these item kinds with origin kExternal, closed (predictions and
+  // completions added). The state any parse reaches when exactly these items stand after a scan.
+  void reset_local_items(std::span<const uint32_t> kinds);
 
   // Scans `byte` from the last set. True: a new non-empty set was pushed. False: nothing changed.
   bool push_byte(uint8_t byte);
@@ -47,7 +51,14 @@ class EarleyParser {
   // The last push_byte completed an item with an external origin (local mode only).
   bool escaped() const { return escaped_; }
 
-  // The last set as sorted (kind << 1 | is_local) values: the key of the token cache.
+  // The items of the last set (LocalDfa names sets by them).
+  std::span<const Item> last_set() const {
+    return {items_.data() + set_begin_.back(), items_.size() - set_begin_.back()};
+  }
+  const ParserTables& tables() const { return *tables_; }
+
+  // The last set's items that can still act (no end items) as sorted (kind << 1 | is_local) values: the
+  // key of the token cache.
   void state_key(std::vector<uint64_t>& out) const;
 
  private:

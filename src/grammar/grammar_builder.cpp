@@ -122,6 +122,21 @@ Status GrammarBuilder::append_separated(Alternative& alt, const Element& e, cons
   return {};
 }
 
+Element GrammarBuilder::embed(const Grammar& g) {
+  const auto rule_base = static_cast<uint32_t>(grammar_.rules.size());
+  std::vector<uint32_t> set_index(g.byte_sets.size());
+  for (size_t i = 0; i < g.byte_sets.size(); ++i) set_index[i] = bytes(g.byte_sets[i]).index;
+  for (const Rule& r : g.rules) grammar_.rules.push_back(Rule{r.name, {}});
+  for (size_t i = 0; i < g.rules.size(); ++i) {
+    for (Alternative alt : g.rules[i].alternatives) {
+      for (Element& e : alt)
+        e.index = e.kind == Element::Kind::bytes ? set_index[e.index] : rule_base + e.index;
+      add_alternative(rule_base + static_cast<uint32_t>(i), std::move(alt));
+    }
+  }
+  return ref(rule_base);
+}
+
 Result<Grammar> GrammarBuilder::finish() {
   if (grammar_.rules.size() > limits_.max_rules)
     return Status{ErrorCode::grammar_too_large, fmt::format("grammar has {} rules, over the limit {}",

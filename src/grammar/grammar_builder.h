@@ -48,6 +48,10 @@ class GrammarBuilder {
   // The same when a separator goes between repetitions: e (sep e){min-1, max-1}; min 0 allows none.
   Status append_separated(Alternative& alt, const Element& e, const Element& sep, int64_t min, int64_t max);
 
+  // Copies every rule and byte set of `g` in (indices shifted) and returns a reference to its start rule:
+  // a grammar compiled on its own (a JSON Schema) becomes one element of this one.
+  Element embed(const Grammar& g);
+
   // Checks the size limits, validates and returns the grammar (the builder is spent).
   Result<Grammar> finish();
 

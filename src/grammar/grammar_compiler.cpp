@@ -1,7 +1,10 @@
 #include "grammar/grammar_compiler.h"
 
+#include "grammar/state_mask_walk.h"
+
 #include <fmt/format.h>
 
+#include "grammar/dsml_tool_grammar.h"
 #include "grammar/gbnf_parser.h"
 #include "grammar/grammar_builder.h"
 #include "grammar/regex_compiler.h"
@@ -54,6 +57,8 @@ Result<Grammar> GrammarCompiler::build_grammar(const GrammarSpec& spec, const Gr
       return compile_ebnf(spec.source, limits);
     case GrammarSpec::Kind::choice:
       return choice_grammar(spec.choices, limits);
+    case GrammarSpec::Kind::dsml_tool_calls:
+      return compile_dsml_tool_calls(spec.source, limits);
   }
   return Status{ErrorCode::internal, "unknown grammar kind"};
 }
@@ -70,6 +75,7 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const Gr
   // Compiled outside the lock: two threads may compile the same spec once each; the second insert wins.
   DS_ASSIGN_OR_RETURN(Grammar g, build_grammar(spec, config_.limits));
   auto compiled = std::make_shared<const CompiledGrammar>(std::move(g), vocab_, config_.max_cached_states);
+  precompute_loop_states(*compiled, config_.max_precomputed_states);
   std::lock_guard lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     lru_.erase(it->second);

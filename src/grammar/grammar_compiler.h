@@ -19,17 +19,25 @@
 namespace ds::grammar {
 
 struct GrammarSpec {
-  enum class Kind { json_schema, json_object, regex, gbnf, choice };
+  // dsml_tool_calls: source is the spec of compile_dsml_tool_calls (dsml_tool_grammar.h).
+  enum class Kind { json_schema, json_object, regex, gbnf, choice, dsml_tool_calls };
   Kind kind = Kind::json_object;
   std::string source;                // schema JSON text, regex, or grammar text (GBNF, else Lark)
   std::vector<std::string> choices;  // Kind::choice: the output is exactly one of them
   bool flexible_whitespace = false;  // JSON kinds
+  // Special tokens the grammar writes as text (dsml_tool_calls: "｜DSML｜"). The vocabulary the
+  // grammar is compiled against must hold them with their text as bytes (Engine::compile_grammar
+  // keeps a compiler per marker list; TokenTrie::from_tokenizer).
+  std::vector<std::string> marker_tokens;
 };
 
 struct GrammarCompilerConfig {
   GrammarLimits limits;
   size_t max_cached_grammars = 256;  // least recently used go first
   size_t max_cached_states = 8192;   // per grammar (each holds a 16 KB mask)
+  // Loop states (inside strings, digit and whitespace runs) whose masks are computed at compile time
+  // rather than at their first visit while decoding (state_mask_walk.h). 0: none.
+  size_t max_precomputed_states = 16;
 };
 
 class GrammarCompiler {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "grammar/state_mask_walk.h"
 #include "grammar/token_bitmask.h"
 
 namespace ds::grammar {
@@ -45,21 +46,14 @@ bool GrammarMatcher::rollback(size_t n) {
   return true;
 }
 
-// Walks the trie nodes of `node`'s subtree; `parser` stands at node's parent. Full mode (escapes ==
-// nullptr): sets every accepted token. Local mode: a node whose push escaped is recorded and skipped.
-void GrammarMatcher::walk_subtree(EarleyParser& parser, uint32_t node, std::span<uint32_t> mask,
-                                  std::vector<uint32_t>* escapes) {
+// Sets every token of `node`'s subtree that `parser` (standing at node's parent) accepts.
+void GrammarMatcher::walk_subtree(EarleyParser& parser, uint32_t node, std::span<uint32_t> mask) {
   const TokenTrie& trie = grammar_->vocab();
   const size_t base = parser.n_sets() - trie.depth(node);  // sets before node's first byte, minus one
   const uint32_t end = trie.subtree_end(node);
   for (uint32_t i = node; i < end;) {
     parser.pop_to(base + trie.depth(i));
     if (!parser.push_byte(trie.byte(i))) {
-      i = trie.subtree_end(i);
-      continue;
-    }
-    if (escapes != nullptr && parser.escaped()) {
-      escapes->push_back(i);
       i = trie.subtree_end(i);
       continue;
     }
@@ -71,12 +65,8 @@ void GrammarMatcher::walk_subtree(EarleyParser& parser, uint32_t node, std::span
 
 std::shared_ptr<const StateMask> GrammarMatcher::compute_state_mask() {
   auto state = std::make_shared<StateMask>();
-  const TokenTrie& trie = grammar_->vocab();
-  state->accepted.assign(bitmask_words(trie.vocab_size()), 0);
   local_.reset_local(parser_);
-  // The first-level nodes are the roots of the trie's subtrees, in preorder.
-  for (uint32_t i = 0; i < trie.n_nodes(); i = trie.subtree_end(i))
-    walk_subtree(local_, i, state->accepted, &state->escape_nodes);
+  grammar_->with_local_dfa([&](LocalDfa& dfa) { walk_state_mask(grammar_->vocab(), local_, dfa, *state); });
   return state;
 }
 
@@ -106,7 +96,7 @@ void GrammarMatcher::fill_next_token_mask(std::span<uint32_t> mask) {
         ok = false;
         break;
       }
-    if (ok) walk_subtree(parser_, node, mask, nullptr);
+    if (ok) walk_subtree(parser_, node, mask);
     parser_.pop_to(before);
   }
   if (trie.eos_id() >= 0 && parser_.is_accepting()) bitmask_set(mask, trie.eos_id());

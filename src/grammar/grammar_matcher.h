@@ -42,8 +42,7 @@ class GrammarMatcher {
 
  private:
   std::shared_ptr<const StateMask> compute_state_mask();
-  void walk_subtree(EarleyParser& parser, uint32_t node, std::span<uint32_t> mask,
-                    std::vector<uint32_t>* escapes);
+  void walk_subtree(EarleyParser& parser, uint32_t node, std::span<uint32_t> mask);
 
   std::shared_ptr<const CompiledGrammar> grammar_;
   EarleyParser parser_;

@@ -4,6 +4,7 @@
 // no extra properties next to listed ones, full-match patterns), every output still validates.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "base/status.h"
@@ -21,6 +22,11 @@ struct JsonSchemaOptions {
 // `schema_json` is the schema's JSON text. Errors: grammar_bad_input (not JSON, wrong keyword type,
 // bad $ref), grammar_unsupported (keyword named with its path), grammar_too_large, grammar_empty.
 Result<Grammar> compile_json_schema(std::string_view schema_json, const JsonSchemaOptions& options = {});
+
+// The sub-schema at a JSON pointer ("/properties/city"), its $refs resolved against the whole document
+// (a tool's parameter, dsml_tool_grammar.h). Errors name paths from the document's root.
+Result<Grammar> compile_json_schema_at(std::string_view schema_json, const std::string& pointer,
+                                       const JsonSchemaOptions& options = {});
 
 // Any JSON object (the API's response_format json_object).
 Result<Grammar> compile_any_json_object(const JsonSchemaOptions& options = {});

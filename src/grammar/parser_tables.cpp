@@ -25,6 +25,20 @@ ParserTables ParserTables::build(const Grammar& g) {
       }
     }
   }
+  // Byte classes by refinement: each byte set splits every class into its members and the rest.
+  t.byte_class.fill(0);
+  t.n_byte_classes = 1;
+  for (const ByteSet& set : t.byte_sets) {
+    std::array<int16_t, 512> renumber;  // (old class << 1 | in set) -> new class
+    renumber.fill(-1);
+    uint32_t n = 0;
+    for (int b = 0; b < 256; ++b) {
+      int16_t& to = renumber[size_t{t.byte_class[b]} << 1 | (set.contains(static_cast<uint8_t>(b)) ? 1 : 0)];
+      if (to < 0) to = static_cast<int16_t>(n++);
+      t.byte_class[b] = static_cast<uint8_t>(to);
+    }
+    t.n_byte_classes = n;
+  }
   constexpr uint32_t kUnset = 0xfffffffeu;
   t.sole_parent.assign(g.rules.size(), kUnset);
   for (uint32_t k = 0; k < t.kinds.size(); ++k) {

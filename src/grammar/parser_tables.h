@@ -2,6 +2,7 @@
 // item kind with what stands after the dot, so a step never walks the rule structure.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -28,6 +29,10 @@ struct ParserTables {
   std::vector<uint32_t> sole_parent;
   static constexpr uint32_t kManyParents = 0xffffffffu;
   std::vector<ByteSet> byte_sets;
+  // Bytes that belong to exactly the same byte sets drive the parser alike: byte_class[b] numbers those
+  // classes 0..n_byte_classes-1 (LocalDfa keeps one transition per class, not per byte).
+  std::array<uint8_t, 256> byte_class{};
+  uint32_t n_byte_classes = 1;
 
   static ParserTables build(const Grammar& g);
 };

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "grammar/gbnf_parser.h"
+#include "grammar/grammar_compiler.h"
 #include "grammar/json_schema_compiler.h"
 #include "grammar/regex_compiler.h"
 #include "grammar/testing/grammar_fixtures.h"
@@ -105,6 +106,22 @@ TEST(TokenMask, FastEqualsReferenceOnSchemaAndGbnfGrammars) {
       for (int walk = 0; walk < 5; ++walk) check_walk(cg, rng, 40, "grammar " + std::to_string(i));
     }
   }
+}
+
+// GrammarCompiler computes the loop states' masks at compile time (precompute_loop_states): decoding
+// then starts from those cache entries, and every mask must still equal the reference.
+TEST(TokenMask, PrecomputedLoopStatesGiveTheReferenceMasks) {
+  std::mt19937 rng(5);
+  auto vocab = testing::random_vocab(rng, "{}[]\":, \n0123456789-+.abxyz\\\xc3\xa9", 1000, 6);
+  GrammarCompiler compiler(vocab);
+  GrammarSpec spec;
+  spec.kind = GrammarSpec::Kind::json_schema;
+  spec.source = R"({"type":"object","properties":{"s":{"type":"string"},"t":{"type":"string","maxLength":50},
+                   "n":{"type":"array","items":{"type":"number"}}},"required":["s","n"]})";
+  Result<std::shared_ptr<const CompiledGrammar>> cg = compiler.compile(spec);
+  ASSERT_TRUE(cg.ok()) << cg.status().to_string();
+  EXPECT_GT((*cg)->n_cached_states(), 0u) << "no loop state was computed at compile time";
+  for (int walk = 0; walk < 8; ++walk) check_walk(*cg, rng, 60, "precomputed schema");
 }
 
 TEST(TokenMask, ApplyBitmaskClearsExactlyTheMaskedOutLogits) {

@@ -36,6 +36,7 @@ TokenTrie TokenTrie::build(const std::vector<std::string>& token_bytes, int32_t 
       const auto node = static_cast<uint32_t>(t.byte_.size());
       t.byte_.push_back(static_cast<uint8_t>(s[d]));
       t.depth_.push_back(static_cast<uint16_t>(d + 1));
+      t.max_depth_ = std::max(t.max_depth_, static_cast<uint32_t>(d + 1));
       t.end_.push_back(0);
       t.parent_.push_back(path.empty() ? kRoot : path.back());
       t.token_begin_.push_back(static_cast<uint32_t>(t.token_ids_.size()));
@@ -52,12 +53,18 @@ TokenTrie TokenTrie::build(const std::vector<std::string>& token_bytes, int32_t 
   return t;
 }
 
-Result<TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& tokenizer) {
+Result<TokenTrie> TokenTrie::from_tokenizer(const Tokenizer& tokenizer,
+                                            const std::vector<std::string>& markers) {
   std::vector<std::string> bytes(static_cast<size_t>(tokenizer.vocab_size()));
   for (int32_t id = 0; id < tokenizer.vocab_size(); ++id) {
     if (tokenizer.is_special(id)) continue;
     Result<std::string_view> b = tokenizer.token_bytes(id);
     if (b.ok()) bytes[static_cast<size_t>(id)] = std::string(*b);
+  }
+  for (const std::string& m : markers) {
+    const std::optional<int32_t> id = tokenizer.token_to_id(m);
+    if (!id) return Status{ErrorCode::grammar_bad_input, "the tokenizer has no token '" + m + "'"};
+    bytes[static_cast<size_t>(*id)] = m;
   }
   return build(bytes, tokenizer.eos_id());
 }

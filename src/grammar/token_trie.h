@@ -22,12 +22,15 @@ class TokenTrie {
   // token_bytes[id]: the id's bytes; empty = never produced by a grammar (special tokens, padding).
   // eos_id: allowed exactly when the grammar accepts (-1: none).
   static TokenTrie build(const std::vector<std::string>& token_bytes, int32_t eos_id);
-  // Every non-special id of the tokenizer, as its byte-level decoded bytes (partial UTF-8 included).
-  static Result<TokenTrie> from_tokenizer(const Tokenizer& tokenizer);
+  // Every non-special id of the tokenizer, as its byte-level decoded bytes (partial UTF-8 included),
+  // plus the special tokens whose text is in `markers`, as that text (a grammar that writes them).
+  static Result<TokenTrie> from_tokenizer(const Tokenizer& tokenizer,
+                                          const std::vector<std::string>& markers = {});
 
   size_t n_nodes() const { return byte_.size(); }
   uint8_t byte(uint32_t node) const { return byte_[node]; }
   uint32_t depth(uint32_t node) const { return depth_[node]; }  // 1 for a first byte
+  uint32_t max_depth() const { return max_depth_; }             // the longest token's length
   uint32_t subtree_end(uint32_t node) const { return end_[node]; }
   uint32_t parent(uint32_t node) const { return parent_[node]; }  // kRoot for a first byte
   std::span<const int32_t> tokens_at(uint32_t node) const {
@@ -49,6 +52,7 @@ class TokenTrie {
   std::vector<int32_t> token_ids_;
   std::vector<std::string> token_bytes_;
   int32_t eos_id_ = -1;
+  uint32_t max_depth_ = 0;
 };
 
 }  // namespace ds::grammar

@@ -169,6 +169,8 @@ Result<Tool> read_tool(const Json& raw, const std::string& path, const RequestLi
     tool.parameters_json = params->dump();
     DS_TRY(check_tool_schema_size(tool.parameters_json, join_path(fn_path, "parameters"), limits));
   }
+  DS_ASSIGN_OR_RETURN(std::optional<bool> strict, read_bool(*function, "strict", fn_path));
+  tool.strict = strict.value_or(false);
   return tool;
 }
 

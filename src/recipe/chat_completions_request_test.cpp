@@ -205,6 +205,22 @@ TEST(ChatCompletionsRequest, ToolRules) {
   expect_error_at(R"({"model":"m",)" + kTools + "," + kUserHi + "}", "tools", "at most 1", few);
 }
 
+TEST(ChatCompletionsRequest, ToolStrict) {
+  Result<ChatRequest> r = parse(
+      R"({"model":"m","tools":[{"type":"function","function":{"name":"f","strict":true,"parameters":{"type":"object"}}},
+                               {"type":"function","function":{"name":"g","strict":false}},
+                               {"type":"function","function":{"name":"h"}}],)" +
+      kUserHi + "}");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->tools.size(), 3u);
+  EXPECT_TRUE(r->tools[0].strict);
+  EXPECT_FALSE(r->tools[1].strict);
+  EXPECT_FALSE(r->tools[2].strict);
+  expect_error_at(
+      R"({"model":"m","tools":[{"type":"function","function":{"name":"f","strict":"yes"}}],)" + kUserHi + "}",
+      "tools[0].function.strict");
+}
+
 TEST(ChatCompletionsRequest, ToolCallOrdering) {
   const std::string call = R"({"role":"assistant","content":null,"tool_calls":[
       {"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}},

@@ -50,6 +50,9 @@ struct Tool {
   std::optional<std::string> description;
   std::string parameters_json;  // JSON Schema object text; "" when the client gave none
   std::string source_path;      // "tools[1]"
+  // OpenAI `strict: true`: the call's arguments are constrained to parameters_json while decoding
+  // (DSML encodings; server/tool_call_constraint.h, docs/grammar.md).
+  bool strict = false;
 };
 
 enum class ToolChoiceKind { auto_choice, none, required, named };

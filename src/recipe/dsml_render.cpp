@@ -274,6 +274,9 @@ Result<RenderedPrompt> render_dsml_prompt(const ChatRequest& request, const Dsml
   PromptBuilder out;
   RenderedPrompt rendered;
   rendered.encoding_name = d.encoding_name;
+  rendered.dsml_calls_tag = d.calls_tag;
+  rendered.dsml_invoke_tag = d.invoke_tag;
+  rendered.dsml_parameter_tag = d.parameter_tag;
   bool open_reasoning = false;  // the last thing emitted is an open <think>
   out.marker(kBos);
   for (size_t i = 0; i < turns.size(); ++i) {

@@ -166,7 +166,7 @@ TEST(ResponsesRequest, ItemsBecomeOneAssistantTurnPerModelTurn) {
       {"type":"function_call","call_id":"c2","name":"f","arguments":"{}"},
       {"type":"function_call_output","call_id":"c2","output":"r2"},
       {"type":"function_call_output","call_id":"c1","output":"r1"}],
-    "tools":[{"type":"function","name":"f","parameters":{"type":"object"}},{"type":"web_search"}]})");
+    "tools":[{"type":"function","name":"f","strict":true,"parameters":{"type":"object"}},{"type":"web_search"}]})");
   ASSERT_TRUE(r.ok()) << r.status().to_string();
   ASSERT_EQ(r->messages.size(), 4u);
   EXPECT_EQ(r->messages[1].role, Role::assistant);
@@ -175,6 +175,7 @@ TEST(ResponsesRequest, ItemsBecomeOneAssistantTurnPerModelTurn) {
   ASSERT_EQ(r->messages[1].tool_calls.size(), 2u);
   EXPECT_EQ(r->messages[2].tool_call_id, "c2");
   ASSERT_EQ(r->tools.size(), 1u);  // web_search ignored
+  EXPECT_TRUE(r->tools[0].strict);
 }
 
 TEST(ResponsesRequest, ErrorsNameTheField) {

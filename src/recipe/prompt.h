@@ -26,6 +26,9 @@ struct RenderedPrompt {
   // Where the model's output starts, for the output parser (features spec §10.4):
   bool generation_in_reasoning = false;   // the prompt ends inside an open <think>
   bool generation_in_tool_calls = false;  // a forced tool choice opened the DSML calls block
+  // DSML encodings: the tags of the tool-call block the model writes (strict tool calls build their
+  // grammar from them); empty for other encodings.
+  std::string dsml_calls_tag, dsml_invoke_tag, dsml_parameter_tag;
 
   // The prompt as one string (markers written as their text): what golden tests compare.
   std::string text() const;

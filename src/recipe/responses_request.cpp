@@ -138,6 +138,8 @@ Status convert_tools(const Json& body, ChatRequest& req, const RequestLimits& li
       tool.parameters_json = params->dump();
       DS_TRY(check_tool_schema_size(tool.parameters_json, join_path(path, "parameters"), limits));
     }
+    DS_ASSIGN_OR_RETURN(std::optional<bool> strict, read_bool(raw, "strict", path));
+    tool.strict = strict.value_or(false);
     req.tools.push_back(std::move(tool));
   }
   return ok_status();

@@ -22,6 +22,7 @@
 #include "recipe/responses_request.h"
 #include "server/api_responders.h"
 #include "server/structured_output.h"
+#include "server/tool_call_constraint.h"
 
 namespace ds::server {
 
@@ -368,6 +369,10 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
       engine_request(chat->sampling, chat->user, chat->cache, std::move(ids).value(), *config);
   if (Status st = attach_output_constraint(chat->response_format, chat->thinking, *config->tokenizer,
                                            *config->engine, engine_req);
+      !st.ok())
+    return out->send_error(st);
+  if (Status st =
+          attach_tool_call_constraint(*chat, *prompt, *config->tokenizer, *config->engine, engine_req);
       !st.ok())
     return out->send_error(st);
   run_generation(config, out, std::move(call), std::move(engine_req), fields);
