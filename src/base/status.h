@@ -45,10 +45,10 @@ enum class ErrorCode : int {
   server_unauthorized = 7101,
   server_not_found = 7102,
   server_payload_too_large = 7103,
-  grammar_bad_input = 9001,    // invalid regex, JSON Schema or grammar text (message has position/path)
-  grammar_unsupported = 9002,  // a valid keyword/construct the compilers do not enforce (named)
-  grammar_too_large = 9003,    // over a configured size or compile-time limit
-  grammar_empty = 9004,        // the language is empty or can never terminate
+  grammar_bad_input = 9001,         // invalid regex, JSON Schema or grammar text (message has position/path)
+  grammar_unsupported = 9002,       // a valid keyword/construct the compilers do not enforce (named)
+  grammar_too_large = 9003,         // over a configured size or compile-time limit
+  grammar_empty = 9004,             // the language is empty or can never terminate
   transport_io = 10001,             // a UCX/socket operation failed or the peer is gone
   transport_bad_message = 10002,    // a peer's control message is malformed
   transport_auth_failed = 10003,    // HMAC did not verify (another shared secret) or no secret set
