@@ -13,46 +13,26 @@
 #include "engine/engine.h"
 #include "grammar/grammar_compiler.h"
 #include "model/model_registry.h"
-#include "modelgen/make_model.h"
+#include "modelgen/testing/tiny_model.h"
 
 namespace ds {
 namespace {
 
-struct Fixture {
-  std::string dir = ::testing::TempDir() + "/ds_engine_grammar_" + std::to_string(::getpid());
-  std::unique_ptr<ModelRunner> model;
-  std::unique_ptr<Tokenizer> tokenizer;
+struct Fixture : modelgen::TinyModel {
   std::unique_ptr<grammar::GrammarCompiler> compiler;
 
-  Fixture() {
-    modelgen::MakeModelOptions o;
-    o.arch = "deepseek_v3";
-    o.preset = "tiny";
-    o.seed = 5;
-    o.out_dir = dir;
-    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
-    ThreadPool pool(2);
-    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    ModelOptions mo;
-    mo.isa = best_isa();
-    mo.n_threads = 2;
-    mo.max_seq_len = 512;
-    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir, mo);
-    EXPECT_TRUE(m.ok()) << m.status().to_string();
-    if (m.ok()) model = std::move(m).value();
-    Result<Tokenizer> t = Tokenizer::load(dir);
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    if (!t.ok()) return;
-    tokenizer = std::make_unique<Tokenizer>(std::move(t).value());
+  Fixture()
+      : TinyModel({.arch = "deepseek_v3",
+                   .seed = 5,
+                   .max_seq_len = 512,
+                   .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
+                   .tag = "engine_grammar"}) {
+    if (!tokenizer) return;
     Result<grammar::TokenTrie> trie = grammar::TokenTrie::from_tokenizer(*tokenizer);
     EXPECT_TRUE(trie.ok());
+    if (!trie.ok()) return;
     compiler = std::make_unique<grammar::GrammarCompiler>(
         std::make_shared<const grammar::TokenTrie>(std::move(*trie)));
-  }
-  ~Fixture() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
   }
 };
 

@@ -18,52 +18,20 @@
 #include "base/thread_pool.h"
 #include "engine/engine.h"
 #include "model/model_registry.h"
-#include "modelgen/make_model.h"
+#include "modelgen/testing/tiny_model.h"
 
 namespace ds {
 namespace {
 
 // A tiny checkpoint private to this test process, removed at exit.
-class TinyModelDir {
- public:
-  explicit TinyModelDir(const std::string& arch)
-      : dir_(::testing::TempDir() + "/ds_engine_invariance_" + arch + "_" + std::to_string(::getpid())) {
-    modelgen::MakeModelOptions o;
-    o.arch = arch;
-    o.preset = "tiny";
-    o.seed = 11;
-    o.out_dir = dir_;
-    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
-    ThreadPool pool(2);
-    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-  }
-  ~TinyModelDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  const std::string& path() const { return dir_; }
-
- private:
-  std::string dir_;
-};
-
-struct Fixture {
-  TinyModelDir dir;
-  std::unique_ptr<ModelRunner> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  explicit Fixture(const std::string& arch) : dir(arch) {
-    ModelOptions o;
-    o.isa = best_isa();
-    o.n_threads = 2;
-    o.max_seq_len = 256;
-    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir.path(), o);
-    EXPECT_TRUE(m.ok()) << m.status().to_string();
-    if (m.ok()) model = std::move(m).value();
-    Result<Tokenizer> t = Tokenizer::load(dir.path());
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    if (t.ok()) tokenizer = std::make_unique<Tokenizer>(std::move(t).value());
-  }
+// One generated tiny checkpoint per architecture, shared by the tests of this file.
+struct Fixture : modelgen::TinyModel {
+  explicit Fixture(const std::string& arch)
+      : TinyModel({.arch = arch,
+                   .seed = 11,
+                   .max_seq_len = 256,
+                   .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
+                   .tag = "engine_invariance"}) {}
 };
 
 Fixture& fixture(const std::string& arch) {

@@ -22,50 +22,18 @@
 #include "engine/engine.h"
 #include "engine/mtp_drafter.h"
 #include "model/model_registry.h"
-#include "modelgen/make_model.h"
+#include "modelgen/testing/tiny_model.h"
 
 namespace ds {
 namespace {
 
-class TinyModelDir {
- public:
-  TinyModelDir() : dir_(::testing::TempDir() + "/ds_engine_spec_" + std::to_string(::getpid())) {
-    modelgen::MakeModelOptions o;
-    o.arch = "deepseek_v3";
-    o.preset = "tiny";
-    o.seed = 5;
-    o.out_dir = dir_;
-    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
-    ThreadPool pool(2);
-    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-  }
-  ~TinyModelDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
-  const std::string& path() const { return dir_; }
-
- private:
-  std::string dir_;
-};
-
-struct Fixture {
-  TinyModelDir dir;
-  std::unique_ptr<ModelRunner> model;
-  std::unique_ptr<Tokenizer> tokenizer;
-  Fixture() {
-    ModelOptions o;
-    o.isa = best_isa();
-    o.n_threads = 2;
-    o.max_seq_len = 256;
-    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir.path(), o);
-    EXPECT_TRUE(m.ok()) << m.status().to_string();
-    if (m.ok()) model = std::move(m).value();
-    Result<Tokenizer> t = Tokenizer::load(dir.path());
-    EXPECT_TRUE(t.ok()) << t.status().to_string();
-    if (t.ok()) tokenizer = std::make_unique<Tokenizer>(std::move(t).value());
-  }
+struct Fixture : modelgen::TinyModel {
+  Fixture()
+      : TinyModel({.arch = "deepseek_v3",
+                   .seed = 5,
+                   .max_seq_len = 256,
+                   .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
+                   .tag = "engine_spec"}) {}
 };
 
 Fixture& fixture() {

@@ -19,39 +19,20 @@
 #include "kvcache/disk_tier.h"
 #include "kvcache/tier_key.h"
 #include "model/model_registry.h"
-#include "modelgen/make_model.h"
+#include "modelgen/testing/tiny_model.h"
 
 namespace ds {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Fixture {
-  std::string dir;
-  std::unique_ptr<ModelRunner> model;
+struct Fixture : modelgen::TinyModel {
   explicit Fixture(const std::string& arch)
-      : dir(::testing::TempDir() + "/ds_engine_tier_" + arch + "_" + std::to_string(::getpid())) {
-    modelgen::MakeModelOptions o;
-    o.arch = arch;
-    o.preset = "tiny";
-    o.seed = 11;
-    o.out_dir = dir;
-    o.tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
-    ThreadPool pool(2);
-    Result<modelgen::MakeModelReport> r = modelgen::make_model(o, pool);
-    EXPECT_TRUE(r.ok()) << r.status().to_string();
-    ModelOptions mo;
-    mo.isa = best_isa();
-    mo.n_threads = 2;
-    mo.max_seq_len = 256;
-    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir, mo);
-    EXPECT_TRUE(m.ok()) << m.status().to_string();
-    if (m.ok()) model = std::move(m).value();
-  }
-  ~Fixture() {
-    std::error_code ec;
-    fs::remove_all(dir, ec);
-  }
+      : TinyModel({.arch = arch,
+                   .seed = 11,
+                   .max_seq_len = 256,
+                   .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
+                   .tag = "engine_tier"}) {}
 };
 
 struct TierDir {

@@ -26,21 +26,21 @@ ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_te
 ds_add_test(engine_test SOURCES engine_test.cpp engine_cache_control_test.cpp LIBS ds_engine ds_engine_testing)
 ds_add_test(scripted_output_runner_test SOURCES testing/scripted_output_runner_test.cpp LIBS ds_engine ds_engine_testing)
 # Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.
-ds_add_test(engine_invariance_test SOURCES engine_invariance_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+ds_add_test(engine_invariance_test SOURCES engine_invariance_test.cpp LIBS ds_engine ds_modelgen_testing LABELS model)
 if(TARGET engine_invariance_test)
   target_compile_definitions(engine_invariance_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
 endif()
 
 # The KV tiers' write and read paths on a real model and disk folder (docs/kvcache.md, Tiers).
-ds_add_test(engine_tier_test SOURCES engine_tier_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+ds_add_test(engine_tier_test SOURCES engine_tier_test.cpp LIBS ds_engine ds_modelgen_testing LABELS model)
 if(TARGET engine_tier_test)
   target_compile_definitions(engine_tier_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
 endif()
 
 # Structured output end to end on a generated tiny model (the `model` tier).
-ds_add_test(engine_grammar_test SOURCES engine_grammar_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+ds_add_test(engine_grammar_test SOURCES engine_grammar_test.cpp LIBS ds_engine ds_modelgen_testing LABELS model)
 if(TARGET engine_grammar_test)
   target_compile_definitions(engine_grammar_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
@@ -48,7 +48,7 @@ if(TARGET engine_grammar_test)
 endif()
 
 # Speculative decoding end to end on a generated tiny V3 (the `model` tier): lossless outputs and KV rows.
-ds_add_test(engine_speculative_test SOURCES engine_speculative_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+ds_add_test(engine_speculative_test SOURCES engine_speculative_test.cpp LIBS ds_engine ds_modelgen_testing LABELS model)
 if(TARGET engine_speculative_test)
   target_compile_definitions(engine_speculative_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
