@@ -45,6 +45,9 @@ class UcxWorker {
   // The next control frame from any endpoint of this worker, in arrival order.
   Result<std::string> receive(Deadline deadline);
 
+  // Control frames dropped because they arrived by rendezvous (too large for a control message).
+  size_t refused_frames() const { return refused_frames_; }
+
   void progress();
   // Progresses until `request` (a UCX status pointer) completes or the deadline passes.
   Status wait(ucs_status_ptr_t request, Deadline deadline, const char* what);

@@ -83,18 +83,12 @@ def eval_json(server, rng, n):
 
 
 def parse_tool_call(message):
-    """(name, arguments dict) from the API's tool_calls, or from V3 markers left in the content."""
+    """(name, arguments dict) of the first call in the API's tool_calls (the recipe parses V3's markers)."""
     for call in message.get("tool_calls") or []:
         try:
             return call["function"]["name"], json.loads(call["function"]["arguments"])
         except (KeyError, ValueError):
             return call.get("function", {}).get("name"), None
-    m = re.search(r"function<｜tool▁sep｜>(\w+)\n```json\n(.*?)\n```", message.get("content") or "", re.S)
-    if m:
-        try:
-            return m.group(1), json.loads(m.group(2))
-        except ValueError:
-            return m.group(1), None
     return None, None
 
 

@@ -23,24 +23,19 @@ common=(--tokenizer "$run/tokenizer" --batch 16 --seq-len 128 --seed 1234 --thre
 [ -f "$run/data/tokens.npy" ] || $py $t/tokenize_corpus.py --corpus "$run/data/corpus.jsonl" \
   --tokenizer "$run/tokenizer" --deepinfer "$bin" --out "$run/data"
 $py $t/train.py --data "$run/data" --run "$run/run" --steps "$steps1" --lr 2e-3 "${common[@]}"
+# phase DATA RUN FROM SEED MIX STEPS LR WARMUP: a corpus of its own, tokenized with phase 1's tokenizer, trained
+# from the checkpoint of the phase before.
+phase() {
+  local data=$run/$1 out=$run/$2 from=$run/$3/checkpoint.pt
+  [ -f "$data/corpus.jsonl" ] || $py $t/build_corpus.py --out "$data" --docs 200000 --seed "$4" --mix "$5"
+  [ -f "$data/tokens.npy" ] || $py $t/tokenize_corpus.py --corpus "$data/corpus.jsonl" \
+    --tokenizer "$run/tokenizer" --deepinfer "$bin" --out "$data"
+  $py $t/train.py --data "$data" --run "$out" --steps "$6" --lr "$7" --warmup "$8" --init-from "$from" "${common[@]}"
+  last=$out
+}
+last=$run/run
 if [ "$steps2" -gt 0 ]; then
-  [ -f "$run/data2/corpus.jsonl" ] || $py $t/build_corpus.py --out "$run/data2" --docs 200000 --seed 5678 \
-    --mix arithmetic
-  [ -f "$run/data2/tokens.npy" ] || $py $t/tokenize_corpus.py --corpus "$run/data2/corpus.jsonl" \
-    --tokenizer "$run/tokenizer" --deepinfer "$bin" --out "$run/data2"
-  $py $t/train.py --data "$run/data2" --run "$run/run2" --steps "$steps2" --lr 1e-3 --warmup 100 \
-    --init-from "$run/run/checkpoint.pt" "${common[@]}"
-  last=$run/run2
-  if [ "$steps3" -gt 0 ]; then
-    [ -f "$run/data3/corpus.jsonl" ] || $py $t/build_corpus.py --out "$run/data3" --docs 200000 --seed 9012 \
-      --mix hard_arithmetic
-    [ -f "$run/data3/tokens.npy" ] || $py $t/tokenize_corpus.py --corpus "$run/data3/corpus.jsonl" \
-      --tokenizer "$run/tokenizer" --deepinfer "$bin" --out "$run/data3"
-    $py $t/train.py --data "$run/data3" --run "$run/run3" --steps "$steps3" --lr 5e-4 --warmup 50 \
-      --init-from "$run/run2/checkpoint.pt" "${common[@]}"
-    last=$run/run3
-  fi
-else
-  last=$run/run
+  phase data2 run2 run 5678 arithmetic "$steps2" 1e-3 100
+  if [ "$steps3" -gt 0 ]; then phase data3 run3 run2 9012 hard_arithmetic "$steps3" 5e-4 50; fi
 fi
 echo "trained: $last/export (to models/demo: $py $t/export.py --checkpoint $last/checkpoint.pt --tokenizer $run/tokenizer --out models/demo)"
