@@ -144,6 +144,9 @@ Result<Tool> convert_tool(const Json& raw, const std::string& path, const Reques
   DS_ASSIGN_OR_RETURN(const Json* schema, read_object(raw, "input_schema", path));
   tool.parameters_json = schema->dump();
   DS_TRY(check_tool_schema_size(tool.parameters_json, join_path(path, "input_schema"), limits));
+  // Anthropic's strict tool use: the input is decoded under input_schema (DSML encodings only).
+  DS_ASSIGN_OR_RETURN(std::optional<bool> strict, read_bool(raw, "strict", path));
+  tool.strict = strict.value_or(false);
   return tool;
 }
 
@@ -164,6 +167,34 @@ Result<ToolChoice> convert_tool_choice(const Json& body, bool& parallel) {
   }
   return field_error("tool_choice.type",
                      fmt::format("unknown value '{}' (expected auto, any, tool or none)", type));
+}
+
+// Anthropic's JSON outputs: `{"type":"json_schema","schema":{...}}` at `path` (output_config.format,
+// or the beta's top-level output_format). The schema is always enforced, so it counts as strict.
+Result<ResponseFormat> convert_output_format(const Json& v, const std::string& path) {
+  DS_TRY(expect_object(v, path));
+  DS_ASSIGN_OR_RETURN(std::string type, required_string(v, "type", path));
+  if (type != "json_schema")
+    return unsupported_error(join_path(path, "type"),
+                             fmt::format("'{}' (only json_schema is supported)", type));
+  ResponseFormat out;
+  out.kind = ResponseFormatKind::json_schema;
+  DS_ASSIGN_OR_RETURN(const Json* schema, read_object(v, "schema", path));
+  out.schema_json = schema->dump();
+  out.field = join_path(path, "schema");
+  out.strict = true;
+  return out;
+}
+
+// output_config.format (GA) or output_format (the structured-outputs beta); both is a 400.
+Result<ResponseFormat> read_output_format(const Json& body, const Json* output_config) {
+  const Json* ga = output_config != nullptr ? find_field(*output_config, "format") : nullptr;
+  const Json* beta = find_field(body, "output_format");
+  if (ga != nullptr && beta != nullptr)
+    return field_error("output_format", "give output_config.format or output_format, not both");
+  if (ga != nullptr && !ga->is_null()) return convert_output_format(*ga, "output_config.format");
+  if (beta != nullptr && !beta->is_null()) return convert_output_format(*beta, "output_format");
+  return ResponseFormat{};
 }
 
 }  // namespace
@@ -208,7 +239,8 @@ Result<ChatRequest> convert_anthropic_messages_request(const Json& body, const C
 
   DS_ASSIGN_OR_RETURN(std::optional<bool> thinking_switch, read_thinking_switch(body, "thinking", req));
   std::optional<std::optional<ReasoningEffort>> effort;
-  if (const Json* output_config = find_field(body, "output_config"); output_config != nullptr) {
+  const Json* output_config = find_field(body, "output_config");
+  if (output_config != nullptr) {
     DS_TRY(expect_object(*output_config, "output_config"));
     DS_ASSIGN_OR_RETURN(std::optional<std::string> effort_text,
                         read_string(*output_config, "effort", "output_config"));
@@ -217,6 +249,7 @@ Result<ChatRequest> convert_anthropic_messages_request(const Json& body, const C
     }
   }
   resolve_thinking(req, thinking_switch, effort, options);
+  DS_ASSIGN_OR_RETURN(req.response_format, read_output_format(body, output_config));
 
   DS_ASSIGN_OR_RETURN(req.sampling.temperature, read_number(body, "temperature", ""));
   // Anthropic's temperature range is [0, 1].

@@ -135,6 +135,53 @@ TEST(AnthropicMessagesRequest, ErrorsNameTheField) {
                   "stop_sequences");
 }
 
+TEST(AnthropicMessagesRequest, OutputFormatAndStrictTools) {
+  const std::string msgs = R"("messages":[{"role":"user","content":"q"}])";
+  // GA shape: output_config.format, beside the effort.
+  Result<ChatRequest> r = anthropic(R"({"model":"m","max_tokens":8,"output_config":{"effort":"high",
+      "format":{"type":"json_schema","schema":{"type":"object","properties":{"a":{"type":"integer"}}}}},)" +
+                                    msgs + "}");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->response_format.kind, ResponseFormatKind::json_schema);
+  EXPECT_EQ(r->response_format.field, "output_config.format.schema");
+  EXPECT_EQ(Json::parse(r->response_format.schema_json)["properties"]["a"]["type"], "integer");
+  EXPECT_TRUE(r->response_format.strict);
+  // The structured-outputs beta's top-level output_format.
+  r = anthropic(
+      R"({"model":"m","max_tokens":8,"output_format":{"type":"json_schema","schema":{"type":"array"}},)" +
+      msgs + "}");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  EXPECT_EQ(r->response_format.field, "output_format.schema");
+  // Without either: no constraint.
+  EXPECT_EQ(anthropic(R"({"model":"m","max_tokens":8,)" + msgs + "}")->response_format.kind,
+            ResponseFormatKind::text);
+  expect_error_at(anthropic(R"({"model":"m","max_tokens":8,"output_format":{"type":"json_schema","schema":{}},
+      "output_config":{"format":{"type":"json_schema","schema":{}}},)" +
+                            msgs + "}"),
+                  "output_format", "not both");
+  expect_error_at(
+      anthropic(R"({"model":"m","max_tokens":8,"output_config":{"format":{"type":"text"}},)" + msgs + "}"),
+      "output_config.format.type", "json_schema");
+  expect_error_at(
+      anthropic(R"({"model":"m","max_tokens":8,"output_config":{"format":{"type":"json_schema"}},)" + msgs +
+                "}"),
+      "output_config.format.schema");
+  expect_error_at(anthropic(R"({"model":"m","max_tokens":8,"output_format":"json",)" + msgs + "}"),
+                  "output_format");
+  // strict: true on a tool marks it for constrained arguments.
+  r = anthropic(R"({"model":"m","max_tokens":8,"tools":[
+      {"name":"f","strict":true,"input_schema":{"type":"object"}},{"name":"g","input_schema":{"type":"object"}}],)" +
+                msgs + "}");
+  ASSERT_TRUE(r.ok()) << r.status().to_string();
+  ASSERT_EQ(r->tools.size(), 2u);
+  EXPECT_TRUE(r->tools[0].strict);
+  EXPECT_FALSE(r->tools[1].strict);
+  expect_error_at(anthropic(R"({"model":"m","max_tokens":8,"tools":[
+      {"name":"f","strict":"yes","input_schema":{"type":"object"}}],)" +
+                            msgs + "}"),
+                  "tools[0].strict");
+}
+
 // ---- OpenAI Responses ------------------------------------------------------------------------
 
 Result<ChatRequest> responses(const std::string& body) { return parse_responses_request(body, {}); }

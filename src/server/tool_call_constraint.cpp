@@ -10,10 +10,17 @@ namespace ds::server {
 
 namespace {
 
-// Where the client put a tool's parameters (Chat Completions nests them under "function").
+// Where the client put a tool's parameters (Chat Completions nests them under "function",
+// Anthropic calls them input_schema).
 std::string parameters_field(const recipe::ChatRequest& chat, const recipe::Tool& tool) {
-  return tool.source_path +
-         (chat.api == recipe::ApiKind::chat_completions ? ".function.parameters" : ".parameters");
+  switch (chat.api) {
+    case recipe::ApiKind::chat_completions:
+      return tool.source_path + ".function.parameters";
+    case recipe::ApiKind::anthropic_messages:
+      return tool.source_path + ".input_schema";
+    default:
+      return tool.source_path + ".parameters";
+  }
 }
 
 }  // namespace
@@ -37,7 +44,7 @@ Status attach_tool_call_constraint(const recipe::ChatRequest& chat, const recipe
   if (request.grammar != nullptr)
     return recipe::unsupported_error(strict_field,
                                      "strict tool calls together with an output constraint "
-                                     "(response_format, structured_outputs, ...)");
+                                     "(response_format, output_config.format, structured_outputs, ...)");
   nlohmann::ordered_json spec;
   spec["marker"] = std::string(recipe::kDsml);
   spec["calls"] = prompt.dsml_calls_tag;

@@ -144,6 +144,29 @@ async function post(port, route, body) {
       records.push({ kind: 'json_schema', constraint: MIXED_SCHEMA, output: resp.output_text });
     }
 
+    // Anthropic Messages: output_config.format (GA) and the beta's output_format; the text block is the JSON.
+    for (const field of ['output_config', 'output_format']) {
+      const format = { type: 'json_schema', schema: MIXED_SCHEMA };
+      for (let i = 0; i < 3; ++i) {
+        const r = await post(server.port, '/v1/messages', {
+          model: 'tiny', max_tokens: 400, temperature: 1, messages,
+          ...(field === 'output_config' ? { output_config: { format } } : { output_format: format }) });
+        assert.equal(r.status, 200, JSON.stringify(r.body));
+        assert.equal(r.body.stop_reason, 'end_turn', JSON.stringify(r.body));
+        const text = r.body.content.filter((b) => b.type === 'text').map((b) => b.text).join('');
+        records.push({ kind: 'json_schema', constraint: MIXED_SCHEMA, output: text });
+      }
+    }
+    {
+      const r = await post(server.port, '/v1/messages', {
+        model: 'tiny', max_tokens: 5, messages,
+        output_config: { format: { type: 'json_schema', schema: { type: 'array', uniqueItems: true } } } });
+      assert.equal(r.status, 400, JSON.stringify(r.body));
+      assert.equal(r.body.type, 'error');
+      assert.equal(r.body.error.type, 'invalid_request_error');
+      assert.ok(r.body.error.message.includes('uniqueItems'), r.body.error.message);
+    }
+
     // Bad constraints: 400 with the field as param and the position or JSON path in the message.
     const bad = [
       [{ response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object',

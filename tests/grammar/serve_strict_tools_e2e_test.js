@@ -70,6 +70,38 @@ async function post(port, body) {
         ++n_calls;
       }
     }
+    // Anthropic Messages: tools with strict: true, forced with tool_choice any / tool; the tool_use blocks'
+    // inputs are validated the same way.
+    const anthropicTools = TOOLS.map((t) => ({ name: t.function.name, input_schema: t.function.parameters, strict: true }));
+    for (let i = 0; i < 4; ++i) {
+      const r = await fetch(`http://127.0.0.1:${server.port}/v1/messages`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny', max_tokens: 800, temperature: 1, messages, tools: anthropicTools,
+                               thinking: { type: 'disabled' },
+                               tool_choice: i % 2 === 0 ? { type: 'any' } : { type: 'tool', name: 'ping' } }) });
+      const body = await r.json();
+      assert.equal(r.status, 200, JSON.stringify(body));
+      assert.equal(body.stop_reason, 'tool_use', JSON.stringify(body));
+      const uses = body.content.filter((b) => b.type === 'tool_use');
+      assert.ok(uses.length >= 1, JSON.stringify(body));
+      for (const use of uses) {
+        assert.ok(SCHEMAS[use.name], `unknown tool ${use.name}`);
+        records.push({ kind: 'json_schema', constraint: SCHEMAS[use.name], output: JSON.stringify(use.input) });
+        ++n_calls;
+      }
+    }
+    {
+      const r = await fetch(`http://127.0.0.1:${server.port}/v1/messages`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'tiny', max_tokens: 8, messages, tool_choice: { type: 'any' },
+                               thinking: { type: 'disabled' },
+                               tools: [{ name: 'f', strict: true, input_schema: { type: 'object',
+                                         properties: { x: { type: 'array', uniqueItems: true } } } }] }) });
+      const body = await r.json();
+      assert.equal(r.status, 400, JSON.stringify(body));
+      assert.equal(body.error.type, 'invalid_request_error');
+      assert.match(body.error.message, /uniqueItems/);
+    }
     // Errors name the field.
     const unsupported = await post(server.port, {
       model: 'tiny', messages, tool_choice: 'required', thinking: { type: 'disabled' },
