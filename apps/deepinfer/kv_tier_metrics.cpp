@@ -15,6 +15,7 @@ void add_kv_tier_metrics(server::MetricsRegistry& registry, const Engine& engine
   auto* evictions = &counter("evictions_total", "Tier entries dropped for capacity.");
   auto* errors = &counter("errors_total", "Tier I/O or connection errors (the tier was skipped).");
   auto* writes = &counter("writes_total", "Tier entries written.");
+  auto* removed = &counter("removed_total", "Tier entries deleted by DELETE /v1/cache.");
   auto* read_bytes = &counter("read_bytes_total", "Bytes read from the tier.");
   auto* written_bytes = &counter("written_bytes_total", "Bytes written to the tier.");
   auto* read_seconds = &counter("read_seconds_total", "Time spent in tier reads.");
@@ -37,6 +38,7 @@ void add_kv_tier_metrics(server::MetricsRegistry& registry, const Engine& engine
       evictions->with({name}).set_total(static_cast<double>(s.n_evictions));
       errors->with({name}).set_total(static_cast<double>(s.n_errors));
       writes->with({name}).set_total(static_cast<double>(s.n_writes));
+      removed->with({name}).set_total(static_cast<double>(s.n_removed));
       read_bytes->with({name}).set_total(static_cast<double>(s.bytes_read));
       written_bytes->with({name}).set_total(static_cast<double>(s.bytes_written));
       read_seconds->with({name}).set_total(static_cast<double>(s.read_ns_total) * 1e-9);

@@ -24,9 +24,10 @@ struct CacheClearFilter {
 };
 
 struct CacheClearResult {
-  int32_t blocks_removed = 0;       // cached pool blocks no longer cached
-  int32_t blocks_in_use = 0;        // matching blocks kept: running sequences or tier writes hold them
-  int32_t pin_leases_released = 0;  // Request::cache_pin leases of matching requests ended first
+  int32_t blocks_removed = 0;        // cached pool blocks no longer cached
+  int32_t blocks_in_use = 0;         // matching blocks kept: running sequences or tier writes hold them
+  int32_t pin_leases_released = 0;   // Request::cache_pin leases of matching requests ended first
+  int64_t tier_entries_removed = 0;  // entries deleted from the KV tiers (SSD, Redis), any writer
 };
 
 class CacheScopes {

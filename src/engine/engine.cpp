@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <string>
@@ -249,11 +251,34 @@ Result<CacheClearResult> Engine::clear_cache(const CacheClearFilter& filter) {
     clears_.emplace_back(filter, std::move(promise));
   }
   inbox_cv_.notify_all();
+  CacheClearResult result;
   try {
-    return done.get();
+    result = done.get();
   } catch (const std::future_error&) {  // the engine stopped before it got to it
     return Status(ErrorCode::engine_shutting_down, "the engine shut down before clearing the cache");
   }
+  DS_ASSIGN_OR_RETURN(result.tier_entries_removed, clear_tiers(filter));
+  return result;
+}
+
+// On the caller's thread (a scan of a remote tier must not stall steps): first the writes already
+// queued land, so none of the matching blocks is written after the scan; then every tier removes
+// the matching entries, whoever wrote them.
+Result<int64_t> Engine::clear_tiers(const CacheClearFilter& filter) {
+  if (tier_list_.empty()) return int64_t{0};
+  if (tiers_ != nullptr) tiers_->drain();
+  TierScopeFilter tier_filter;
+  if (filter.salt.has_value()) tier_filter.salt_tag = tier_salt_tag(*filter.salt);
+  tier_filter.key_prefix = filter.key_prefix;
+  int64_t n_removed = 0;
+  for (const auto& tier : tier_list_) {
+    Result<int64_t> n = tier->remove_matching(tier_filter);
+    if (!n.ok())
+      return Status(n.status().code(), fmt::format("the pool was cleared, but the {} tier was not: {}",
+                                                   tier->name(), n.status().message()));
+    n_removed += *n;
+  }
+  return n_removed;
 }
 
 CacheClearResult Engine::apply_clear(const CacheClearFilter& filter) {
@@ -737,6 +762,8 @@ void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
   const std::span<const int32_t> tokens = scheduler_.tokens(id);
   const size_t block_size = static_cast<size_t>(kv_config_.block_size_tokens);
   const int64_t expires_at_unix_s = now_unix_s() + cache_ttl_s(r.request);
+  const TierScope scope{tier_salt_tag(r.request.cache_salt),
+                        r.request.cache_key.substr(0, kMaxTierScopeKeyBytes)};
   std::vector<TierBlockRef> blocks;
   for (size_t i = static_cast<size_t>(r.n_blocks_tiered); i < hashes.size(); ++i) {
     TierBlockRef& b = blocks.emplace_back();
@@ -744,6 +771,7 @@ void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
     b.prev_key = i == 0 ? 0 : hashes[i - 1];
     b.block_id = table[i];
     b.expires_at_unix_s = expires_at_unix_s;
+    b.scope = scope;
     const auto block_tokens = tokens.subspan(i * block_size, block_size);
     b.tokens.assign(block_tokens.begin(), block_tokens.end());
   }

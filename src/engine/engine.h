@@ -149,6 +149,7 @@ class Engine {
   // The pool's index changes: scopes for clear_cache(), then the KV event sink.
   void drain_kv_events();
   CacheClearResult apply_clear(const CacheClearFilter& filter);
+  Result<int64_t> clear_tiers(const CacheClearFilter& filter);
   // The first token was sampled: tier writes and Request::cache_pin's lease.
   void on_prompt_committed(RequestId id, ActiveRequest& r);
   // Unix seconds of tier expiries and pin leases (the injected clock in tests).

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,10 +51,19 @@ struct Outcome {
   int64_t cached_prompt_tokens = 0;
   EngineStats stats;
   TierStats disk;
+  CacheClearResult cleared;  // run()'s clear_after
 };
 
-Request request() {
+struct RunOptions {
+  int n_runs = 1;
+  std::string salt = {};
+  std::optional<CacheClearFilter> clear_after = {};  // DELETE /v1/cache after the runs
+};
+
+Request request(const std::string& salt = "") {
   Request r;
+  r.cache_salt = salt;
+  r.cache_key = salt.empty() ? "" : "conv/" + salt;
   for (int32_t i = 0; i < 41; ++i) r.prompt_tokens.push_back((i * 7919 + 13) % 120000);
   r.stop.max_tokens = 8;
   r.stop.ignore_eos = true;
@@ -64,7 +74,7 @@ Request request() {
 
 // One engine (fresh pool) that runs the request `n_runs` times; with a tier folder, over a
 // DiskTier opened on it for the engine's namespace.
-Outcome run(ModelRunner& model, const std::string* tier_dir, int n_runs = 1) {
+Outcome run(ModelRunner& model, const std::string* tier_dir, const RunOptions& options = {}) {
   EngineConfig cfg;
   cfg.block_size_tokens = 16;
   cfg.n_kv_blocks = 64;
@@ -87,15 +97,20 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, int n_runs = 1) {
   EXPECT_TRUE(engine.ok()) << engine.status().to_string();
   if (!engine.ok()) return {};
   Outcome o;
-  for (int i = 0; i < n_runs; ++i) {
+  for (int i = 0; i < options.n_runs; ++i) {
     RequestStream stream;
-    EXPECT_TRUE((*engine)->submit(request(), stream.sink()).ok());
+    EXPECT_TRUE((*engine)->submit(request(options.salt), stream.sink()).ok());
     const TokenEvent out = stream.collect();
     EXPECT_TRUE(out.error.ok()) << out.error.to_string();
     o.tokens = out.tokens;
     o.logprobs.clear();
     for (const TokenLogprob& lp : out.chosen_logprobs) o.logprobs.push_back(lp.logprob);
     o.cached_prompt_tokens = out.usage.cached_prompt_tokens;
+  }
+  if (options.clear_after) {
+    Result<CacheClearResult> cleared = (*engine)->clear_cache(*options.clear_after);
+    EXPECT_TRUE(cleared.ok()) << cleared.status().to_string();
+    if (cleared.ok()) o.cleared = *cleared;
   }
   (*engine)->shutdown();  // drains the tier writes
   o.stats = (*engine)->stats();
@@ -118,7 +133,7 @@ TEST_P(EngineTiers, ASecondEngineRestoresWhatTheFirstWroteAndACorruptEntryIsAMis
   ASSERT_EQ(cold.tokens.size(), 8u);
   // The second run of one engine hits its own pool: the reference for a restored prefix (V4
   // resumes any hit by SWA replay, so it differs from cold by design; V3 does not).
-  const Outcome pooled = run(*f.model, nullptr, 2);
+  const Outcome pooled = run(*f.model, nullptr, {.n_runs = 2});
   EXPECT_EQ(pooled.cached_prompt_tokens, 32);
 
   TierDir tiers;
@@ -149,6 +164,35 @@ TEST_P(EngineTiers, ASecondEngineRestoresWhatTheFirstWroteAndACorruptEntryIsAMis
   EXPECT_GE(corrupted.disk.n_corrupt, 1);
   EXPECT_EQ(corrupted.cached_prompt_tokens, 0);
   expect_same(corrupted, cold, "corrupt entries are never used");
+}
+
+// DELETE /v1/cache reaches the tiers: a tenant's entries are gone for every later engine (even one
+// that never wrote them), another tenant's stay and still restore. The tiers see no model, so V3
+// alone (the V4 fixture costs ~30 s).
+TEST(EngineTierClear, ClearingTheCacheBySaltOrKeyRemovesTheTierEntriesToo) {
+  Fixture f("deepseek_v3");
+  ASSERT_NE(f.model, nullptr);
+  TierDir tiers;
+  const Outcome a = run(*f.model, &tiers.path, {.salt = "tenant-a"});
+  const Outcome b = run(*f.model, &tiers.path, {.salt = "tenant-b"});
+  ASSERT_GE(a.disk.n_writes, 2);
+  ASSERT_GE(b.disk.n_writes, 2);
+  const int64_t b_entries = b.disk.n_writes;
+  // A fresh engine that wrote nothing clears tenant a by salt.
+  const Outcome clearer =
+      run(*f.model, &tiers.path, {.n_runs = 0, .clear_after = CacheClearFilter{"tenant-a", {}}});
+  EXPECT_EQ(clearer.cleared.tier_entries_removed, a.disk.n_writes);
+  EXPECT_EQ(run(*f.model, &tiers.path, {.salt = "tenant-a"}).cached_prompt_tokens, 0)
+      << "a's entries are gone";
+  const Outcome b_again = run(*f.model, &tiers.path, {.salt = "tenant-b"});
+  EXPECT_EQ(b_again.cached_prompt_tokens, 32) << "b's entries are untouched";
+  // By key prefix (b's requests carry cache_key "conv/tenant-b"), from the engine that just ran b.
+  const Outcome by_key =
+      run(*f.model, &tiers.path, {.salt = "tenant-b", .clear_after = CacheClearFilter{{}, "conv/tenant-b"}});
+  EXPECT_EQ(by_key.cached_prompt_tokens, 32);
+  EXPECT_GE(by_key.cleared.tier_entries_removed, b_entries);
+  EXPECT_GE(by_key.cleared.blocks_removed, 2) << "and the pool's blocks";
+  EXPECT_EQ(run(*f.model, &tiers.path, {.salt = "tenant-b"}).cached_prompt_tokens, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, EngineTiers, ::testing::Values("deepseek_v3", "deepseek_v4"));

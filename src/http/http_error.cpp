@@ -101,6 +101,7 @@ HttpError http_error_from_status(const Status& status, ErrorStyle style, int ret
       return e;
     case ErrorCode::engine_shutting_down:
     case ErrorCode::kvcache_out_of_blocks:
+    case ErrorCode::kvcache_tier_unavailable:  // DELETE /v1/cache with Redis unreachable
       e = make(503, style, status.message(), error_code_name(code));
       e.retry_after_s = retry_after_s;
       return e;

@@ -44,6 +44,16 @@ bool parse_entry_name(const char* name, uint64_t& key) {
   return true;
 }
 
+// The expiry and scope in an entry file's first bytes.
+Result<TierEntryMeta> peek_file(const std::string& path) {
+  std::array<std::byte, kTierEntryPeekBytes> head{};
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.valid()) return io_error(path, "open");
+  const ssize_t got = ::pread(fd.get(), head.data(), head.size(), 0);
+  if (got < 0) return io_error(path, "read");
+  return peek_tier_entry(std::span(head.data(), static_cast<size_t>(got)));
+}
+
 Status write_all(int fd, const std::byte* data, size_t n, const std::string& path) {
   size_t done = 0;
   while (done < n) {
@@ -118,16 +128,8 @@ void DiskTier::scan() {
       if (::stat(path.c_str(), &st) != 0) continue;
       // The header's expiry: an expired entry is reclaimed now (a corrupt header is left to the
       // read that finds it, which deletes it).
-      std::array<std::byte, kTierEntryHeaderBytes> header{};
       int64_t expires = 0;
-      {
-        UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-        if (fd.valid() &&
-            ::pread(fd.get(), header.data(), header.size(), 0) == static_cast<ssize_t>(header.size())) {
-          const Result<int64_t> peeked = peek_tier_entry_expiry(header);
-          if (peeked.ok()) expires = *peeked;
-        }
-      }
+      if (Result<TierEntryMeta> meta = peek_file(path); meta.ok()) expires = meta->expires_at_unix_s;
       if (expires != 0 && now_s >= expires) {
         ::unlink(path.c_str());
         ++n_expired;
@@ -285,6 +287,26 @@ Status DiskTier::write(const TierEntry& entry) {
   stats_.bytes_written += static_cast<int64_t>(bytes.size());
   stats_.write_ns_total += now_ns() - start_ns;
   return ok_status();
+}
+
+Result<int64_t> DiskTier::remove_matching(const TierScopeFilter& filter) {
+  // The folder, not the index: servers sharing it may have written entries this one never saw.
+  DIR* dir = ::opendir(folder_.c_str());
+  if (dir == nullptr) return io_error(folder_, "opendir");
+  std::vector<uint64_t> removed;
+  while (const dirent* e = ::readdir(dir)) {
+    uint64_t key = 0;
+    if (!parse_entry_name(e->d_name, key)) continue;
+    const std::string path = folder_ + "/" + e->d_name;
+    const Result<TierEntryMeta> meta = peek_file(path);
+    if (!meta.ok()) continue;  // gone meanwhile, or corrupt: the read that finds it deletes it
+    if (filter.matches(meta->scope) && ::unlink(path.c_str()) == 0) removed.push_back(key);
+  }
+  ::closedir(dir);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const uint64_t key : removed) index_erase_locked(key);
+  stats_.n_removed += static_cast<int64_t>(removed.size());
+  return static_cast<int64_t>(removed.size());
 }
 
 TierStats DiskTier::stats() const {

@@ -51,6 +51,7 @@ class DiskTier final : public KvTier {
   bool contains(uint64_t key) override;
   Result<TierEntry> read(uint64_t key) override;
   Status write(const TierEntry& entry) override;
+  Result<int64_t> remove_matching(const TierScopeFilter& filter) override;
   TierStats stats() const override;
 
   // Blocks until the start-up scan is done (tests, benchmarks).

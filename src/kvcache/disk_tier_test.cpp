@@ -77,6 +77,62 @@ TEST(DiskTier, WritesReadsAndSurvivesARestart) {
   EXPECT_FALSE(other->contains(1));
 }
 
+TierEntry scoped_entry(uint64_t key, const std::string& salt, const std::string& cache_key) {
+  TierEntry e = make_entry(key, 0, 512, static_cast<uint32_t>(key));
+  e.scope = {tier_salt_tag(salt), cache_key};
+  return e;
+}
+
+TEST(DiskTier, RemoveMatchingDeletesByScopeAlsoWhatAnotherServerWrote) {
+  TempDir dir;
+  auto a = open_tier(dir.path, 1 << 20);
+  auto b = open_tier(dir.path, 1 << 20);  // a second server sharing the folder
+  auto other_model = open_tier(dir.path, 1 << 20, 0xdef);
+  ASSERT_TRUE(a->write(scoped_entry(1, "s1", "user-1/a")).ok());
+  ASSERT_TRUE(a->write(scoped_entry(2, "s1", "user-2")).ok());
+  ASSERT_TRUE(b->write(scoped_entry(3, "s2", "user-1/b")).ok());  // a never indexed it
+  ASSERT_TRUE(b->write(scoped_entry(4, "", "")).ok());
+  ASSERT_TRUE(other_model->write(scoped_entry(1, "s1", "user-1/a")).ok());
+  // The scope round-trips through the file.
+  Result<TierEntry> got = a->read(1);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->scope.salt_tag, tier_salt_tag("s1"));
+  EXPECT_EQ(got->scope.cache_key, "user-1/a");
+
+  auto removed = [&](const TierScopeFilter& f) {
+    Result<int64_t> n = a->remove_matching(f);
+    EXPECT_TRUE(n.ok()) << n.status().to_string();
+    return n.ok() ? *n : -1;
+  };
+  EXPECT_EQ(removed({tier_salt_tag("s1"), "user-1"}), 1);  // both must match: entry 1 only
+  EXPECT_FALSE(a->contains(1));
+  EXPECT_FALSE(fs::exists(a->entry_path(1)));
+  EXPECT_EQ(removed({std::nullopt, "user-1"}), 1);  // entry 3, written by b
+  EXPECT_EQ(b->read(3).status().code(), ErrorCode::kvcache_tier_miss);
+  EXPECT_EQ(removed({tier_salt_tag(""), std::nullopt}), 1);  // the unsalted entry 4
+  EXPECT_EQ(removed({tier_salt_tag("nobody"), std::nullopt}), 0);
+  EXPECT_TRUE(a->contains(2));
+  EXPECT_EQ(removed({}), 1);  // everything left in this namespace: entry 2
+  EXPECT_EQ(a->stats().n_entries, 0);
+  EXPECT_EQ(a->stats().n_removed, 4);
+  EXPECT_TRUE(other_model->read(1).ok()) << "another model's namespace is untouched";
+}
+
+TEST(TierEntryFormat, TheScopeIsCutAtItsLimitAndAShortHeadIsRefused) {
+  TierEntry e = scoped_entry(9, "s", std::string(kMaxTierScopeKeyBytes + 10, 'k'));
+  const std::vector<std::byte> bytes = encode_tier_entry(7, e);
+  Result<TierEntryMeta> meta = peek_tier_entry(bytes);
+  ASSERT_TRUE(meta.ok()) << meta.status().to_string();
+  EXPECT_EQ(meta->scope.cache_key, std::string(kMaxTierScopeKeyBytes, 'k'));
+  EXPECT_EQ(meta->scope.salt_tag, tier_salt_tag("s"));
+  Result<TierEntry> decoded = decode_tier_entry(7, 9, bytes);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().to_string();
+  EXPECT_EQ(decoded->scope.cache_key.size(), kMaxTierScopeKeyBytes);
+  EXPECT_EQ(decoded->tokens, e.tokens);
+  EXPECT_EQ(peek_tier_entry(std::span(bytes.data(), kTierEntryHeaderBytes + 5)).status().code(),
+            ErrorCode::kvcache_tier_corrupt);
+}
+
 TEST(DiskTier, AFlippedByteATruncationOrAForeignFileIsAMissAndDeleted) {
   TempDir dir;
   auto tier = open_tier(dir.path, 1 << 20);

@@ -14,13 +14,32 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
 
 namespace ds {
+
+// Who wrote an entry, so that `DELETE /v1/cache` can remove a tenant's entries from the tiers too
+// (docs/kvcache.md, Admin routes): a tag of the request's cache salt (its XXH3, not the salt
+// itself) and its prompt cache key (at most kMaxTierScopeKeyBytes; longer keys are cut there).
+struct TierScope {
+  uint64_t salt_tag = 0;  // tier_salt_tag(Request::cache_salt)
+  std::string cache_key;  // Request::cache_key
+};
+inline constexpr size_t kMaxTierScopeKeyBytes = 1024;
+uint64_t tier_salt_tag(std::string_view salt);
+
+// Which entries to remove: no field = all of the tier's namespace; both = both must match.
+struct TierScopeFilter {
+  std::optional<uint64_t> salt_tag;
+  std::optional<std::string> key_prefix;
+  bool matches(const TierScope& scope) const;
+};
 
 // One block of prefix KV as a tier stores it.
 struct TierEntry {
@@ -29,6 +48,7 @@ struct TierEntry {
   std::vector<int32_t> tokens;    // the block's token ids (block_size_tokens of them)
   std::vector<std::byte> bytes;   // ModelRunner::export_kv_block's bytes
   int64_t expires_at_unix_s = 0;  // never served at or after this time (0: no expiry; tier_ttl.h)
+  TierScope scope;                // the writing request's salt tag and cache key
 };
 
 // Counters since construction (metrics; docs/kvcache.md).
@@ -42,6 +62,7 @@ struct TierStats {
   int64_t n_evictions = 0;  // entries dropped for capacity
   int64_t n_expired = 0;    // entries found past their expiry (never served; deleted)
   int64_t n_errors = 0;     // I/O or connection errors (the tier was skipped)
+  int64_t n_removed = 0;    // entries removed by remove_matching()
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
   int64_t read_ns_total = 0;   // wall time inside read()
@@ -64,6 +85,9 @@ class KvTier {
   // Stores an entry (replacing one with the same key); evicts the least recently used entries
   // when over capacity.
   virtual Status write(const TierEntry& entry) = 0;
+  // Deletes every entry of this tier's namespace whose scope matches, including entries other
+  // processes sharing the tier wrote; returns how many. Slow (a scan of the tier): admin only.
+  virtual Result<int64_t> remove_matching(const TierScopeFilter& filter) = 0;
   virtual TierStats stats() const = 0;
 };
 

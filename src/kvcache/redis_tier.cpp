@@ -206,6 +206,59 @@ Status RedisTier::write(const TierEntry& entry) {
   return ok_status();
 }
 
+Result<int64_t> RedisTier::remove_matching(const TierScopeFilter& filter) {
+  const std::string pattern = fmt::format("dskv:{:016x}:*", cfg_.namespace_id);
+  const std::string head_end = std::to_string(kTierEntryPeekBytes - 1);
+  int64_t n_removed = 0;
+  std::string cursor = "0";
+  do {
+    // One SCAN page, then the heads of its keys pipelined, then the matching ones deleted; the
+    // lock is held per page so reads and writes interleave with a long scan.
+    std::lock_guard<std::mutex> lock(io_.mu);
+    redisContext* ctx = connect_locked(io_);
+    if (ctx == nullptr) return unavailable("down; retried later");
+    Reply page(static_cast<redisReply*>(
+        redisCommand(ctx, "SCAN %s MATCH %b COUNT 256", cursor.c_str(), pattern.data(), pattern.size())));
+    if (!page || page->type != REDIS_REPLY_ARRAY || page->elements != 2 ||
+        page->element[0]->type != REDIS_REPLY_STRING || page->element[1]->type != REDIS_REPLY_ARRAY) {
+      if (!page) fail_locked(io_);
+      return unavailable("SCAN failed");
+    }
+    cursor.assign(page->element[0]->str, page->element[0]->len);
+    const redisReply* keys = page->element[1];
+    for (size_t i = 0; i < keys->elements; ++i)
+      redisAppendCommand(ctx, "GETRANGE %b 0 %s", keys->element[i]->str, keys->element[i]->len,
+                         head_end.c_str());
+    std::vector<size_t> matching;
+    for (size_t i = 0; i < keys->elements; ++i) {
+      void* raw = nullptr;
+      if (redisGetReply(ctx, &raw) != REDIS_OK) {
+        fail_locked(io_);
+        return unavailable("GETRANGE failed");
+      }
+      const Reply head(static_cast<redisReply*>(raw));
+      if (head->type != REDIS_REPLY_STRING || head->len == 0) continue;  // expired meanwhile
+      const auto* p = reinterpret_cast<const std::byte*>(head->str);
+      const Result<TierEntryMeta> meta = peek_tier_entry(std::span(p, head->len));
+      if (meta.ok() && filter.matches(meta->scope)) matching.push_back(i);
+    }
+    for (const size_t i : matching)
+      redisAppendCommand(ctx, "DEL %b", keys->element[i]->str, keys->element[i]->len);
+    for (size_t k = 0; k < matching.size(); ++k) {
+      void* raw = nullptr;
+      if (redisGetReply(ctx, &raw) != REDIS_OK) {
+        fail_locked(io_);
+        return unavailable("DEL failed");
+      }
+      const Reply deleted(static_cast<redisReply*>(raw));
+      if (deleted->type == REDIS_REPLY_INTEGER) n_removed += deleted->integer;
+    }
+  } while (cursor != "0");
+  std::lock_guard<std::mutex> stats_lock(stats_mu_);
+  stats_.n_removed += n_removed;
+  return n_removed;
+}
+
 TierStats RedisTier::stats() const {
   std::lock_guard<std::mutex> lock(stats_mu_);
   return stats_;

@@ -45,6 +45,8 @@ class RedisTier final : public KvTier {
   bool contains(uint64_t key) override;
   Result<TierEntry> read(uint64_t key) override;
   Status write(const TierEntry& entry) override;
+  // SCAN over this namespace's keys, GETRANGE of each entry's head, DEL of the matching ones.
+  Result<int64_t> remove_matching(const TierScopeFilter& filter) override;
   TierStats stats() const override;
 
   std::string redis_key(uint64_t key) const;

@@ -75,6 +75,39 @@ TEST(RedisTier, TwoClientsShareEntriesAndNamespacesStayApart) {
   EXPECT_EQ(b->stats().n_corrupt, 1);
 }
 
+TEST(RedisTier, RemoveMatchingScansEveryPageOfTheNamespace) {
+  testing::RedisServer redis;
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  auto a = open_tier(redis.url());
+  auto other_model = open_tier(redis.url(), 6);
+  // More entries than one SCAN page (COUNT 256), two tenants.
+  for (uint64_t key = 1; key <= 300; ++key) {
+    TierEntry e = make_entry(key, 64);
+    e.scope = {tier_salt_tag(key % 3 == 0 ? "t2" : "t1"), key % 2 == 0 ? "conv/even" : "conv/odd"};
+    ASSERT_TRUE(a->write(e).ok());
+  }
+  TierEntry foreign = make_entry(1, 64);
+  foreign.scope = {tier_salt_tag("t1"), "conv/odd"};
+  ASSERT_TRUE(other_model->write(foreign).ok());
+
+  Result<int64_t> n = a->remove_matching({tier_salt_tag("t2"), "conv/even"});  // key % 6 == 0
+  ASSERT_TRUE(n.ok()) << n.status().to_string();
+  EXPECT_EQ(*n, 50);
+  EXPECT_FALSE(a->contains(6));
+  EXPECT_TRUE(a->contains(3));
+  n = a->remove_matching({tier_salt_tag("t1"), std::nullopt});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 200);
+  EXPECT_FALSE(a->contains(1));
+  n = a->remove_matching({});
+  ASSERT_TRUE(n.ok());
+  EXPECT_EQ(*n, 50);
+  EXPECT_EQ(a->stats().n_removed, 300);
+  const uint64_t keys[] = {3};
+  EXPECT_EQ(a->count_prefix(keys), 0);
+  EXPECT_TRUE(other_model->contains(1)) << "another model's namespace is untouched";
+}
+
 TEST(RedisTier, ADeadServerIsSkippedAtOnceAndRetriedLater) {
   testing::RedisServer redis;
   ASSERT_TRUE(redis.ok());

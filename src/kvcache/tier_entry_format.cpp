@@ -2,6 +2,7 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -21,9 +22,10 @@ struct Header {
   uint64_t key;
   uint64_t prev_key;
   uint32_t n_tokens;
-  uint32_t reserved;
+  uint32_t scope_key_bytes;
   uint64_t payload_bytes;
   int64_t expires_at_unix_s;
+  uint64_t scope_salt_tag;
 };
 static_assert(sizeof(Header) == kTierEntryHeaderBytes, "the header is packed by construction");
 
@@ -32,6 +34,14 @@ Status corrupt(const std::string& what) {
 }
 
 }  // namespace
+
+uint64_t tier_salt_tag(std::string_view salt) { return XXH3_64bits(salt.data(), salt.size()); }
+
+bool TierScopeFilter::matches(const TierScope& scope) const {
+  if (salt_tag.has_value() && *salt_tag != scope.salt_tag) return false;
+  if (key_prefix.has_value() && !scope.cache_key.starts_with(*key_prefix)) return false;
+  return true;
+}
 
 std::vector<std::byte> encode_tier_entry(uint64_t namespace_id, const TierEntry& entry) {
   Header h{};
@@ -44,11 +54,17 @@ std::vector<std::byte> encode_tier_entry(uint64_t namespace_id, const TierEntry&
   h.n_tokens = static_cast<uint32_t>(entry.tokens.size());
   h.payload_bytes = entry.bytes.size();
   h.expires_at_unix_s = entry.expires_at_unix_s;
+  const size_t key_bytes = std::min(entry.scope.cache_key.size(), kMaxTierScopeKeyBytes);
+  h.scope_key_bytes = static_cast<uint32_t>(key_bytes);
+  h.scope_salt_tag = entry.scope.salt_tag;
   const size_t token_bytes = entry.tokens.size() * sizeof(int32_t);
-  std::vector<std::byte> out(sizeof(Header) + token_bytes + entry.bytes.size() + sizeof(uint64_t));
+  std::vector<std::byte> out(sizeof(Header) + key_bytes + token_bytes + entry.bytes.size() +
+                             sizeof(uint64_t));
   std::byte* p = out.data();
   std::memcpy(p, &h, sizeof(h));
   p += sizeof(h);
+  if (key_bytes > 0) std::memcpy(p, entry.scope.cache_key.data(), key_bytes);
+  p += key_bytes;
   if (token_bytes > 0) std::memcpy(p, entry.tokens.data(), token_bytes);
   p += token_bytes;
   if (!entry.bytes.empty()) std::memcpy(p, entry.bytes.data(), entry.bytes.size());
@@ -58,14 +74,21 @@ std::vector<std::byte> encode_tier_entry(uint64_t namespace_id, const TierEntry&
   return out;
 }
 
-Result<int64_t> peek_tier_entry_expiry(std::span<const std::byte> header) {
-  if (header.size() < sizeof(Header)) return corrupt("truncated header");
+Result<TierEntryMeta> peek_tier_entry(std::span<const std::byte> head) {
+  if (head.size() < sizeof(Header)) return corrupt("truncated header");
   Header h{};
-  std::memcpy(&h, header.data(), sizeof(h));
-  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kTierFormatVersion) {
+  std::memcpy(&h, head.data(), sizeof(h));
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0 || h.version != kTierFormatVersion ||
+      h.header_bytes != sizeof(Header)) {
     return corrupt("bad magic or version");
   }
-  return h.expires_at_unix_s;
+  if (h.scope_key_bytes > kMaxTierScopeKeyBytes || head.size() < sizeof(Header) + h.scope_key_bytes)
+    return corrupt("truncated scope");
+  TierEntryMeta meta;
+  meta.expires_at_unix_s = h.expires_at_unix_s;
+  meta.scope.salt_tag = h.scope_salt_tag;
+  meta.scope.cache_key.assign(reinterpret_cast<const char*>(head.data() + sizeof(Header)), h.scope_key_bytes);
+  return meta;
 }
 
 Result<TierEntry> decode_tier_entry(uint64_t namespace_id, uint64_t expected_key,
@@ -82,9 +105,10 @@ Result<TierEntry> decode_tier_entry(uint64_t namespace_id, uint64_t expected_key
   }
   if (h.namespace_id != namespace_id) return corrupt("written for another model, layout or block size");
   if (h.key != expected_key) return corrupt("key does not match its name");
-  const uint64_t body = uint64_t{h.n_tokens} * sizeof(int32_t) + h.payload_bytes;
+  const uint64_t body =
+      uint64_t{h.scope_key_bytes} + uint64_t{h.n_tokens} * sizeof(int32_t) + h.payload_bytes;
   if (h.n_tokens > (1u << 24) || h.payload_bytes > (uint64_t{1} << 40) ||
-      bytes.size() != sizeof(Header) + body + sizeof(uint64_t)) {
+      h.scope_key_bytes > kMaxTierScopeKeyBytes || bytes.size() != sizeof(Header) + body + sizeof(uint64_t)) {
     return corrupt("length " + std::to_string(bytes.size()) + " does not match its header");
   }
   const size_t checked_bytes = bytes.size() - sizeof(uint64_t);
@@ -95,8 +119,11 @@ Result<TierEntry> decode_tier_entry(uint64_t namespace_id, uint64_t expected_key
   entry.key = h.key;
   entry.prev_key = h.prev_key;
   entry.expires_at_unix_s = h.expires_at_unix_s;
-  entry.tokens.resize(h.n_tokens);
+  entry.scope.salt_tag = h.scope_salt_tag;
   const std::byte* p = bytes.data() + sizeof(Header);
+  entry.scope.cache_key.assign(reinterpret_cast<const char*>(p), h.scope_key_bytes);
+  p += h.scope_key_bytes;
+  entry.tokens.resize(h.n_tokens);
   if (h.n_tokens > 0) std::memcpy(entry.tokens.data(), p, h.n_tokens * sizeof(int32_t));
   p += h.n_tokens * sizeof(int32_t);
   entry.bytes.assign(p, p + h.payload_bytes);

@@ -23,7 +23,9 @@
 namespace ds {
 
 // Bump when the entry framing or the meaning of the bytes changes.
-inline constexpr uint32_t kTierFormatVersion = 1;
+// 2: the writer's scope (salt tag, cache key) after the header. The version is part of the
+// namespace, so entries of another version are never looked up (they age out by TTL or LRU).
+inline constexpr uint32_t kTierFormatVersion = 2;
 
 struct TierNamespaceSpec {
   uint64_t model_fingerprint = 0;

@@ -113,7 +113,7 @@ void TierStore::write_blocks(const std::vector<TierBlockRef>& blocks, std::vecto
       continue;
     }
     if (!io_.export_block(b.block_id, scratch).ok()) continue;
-    TierEntry entry{b.key, b.prev_key, b.tokens, scratch, b.expires_at_unix_s};
+    TierEntry entry{b.key, b.prev_key, b.tokens, scratch, b.expires_at_unix_s, b.scope};
     for (const auto& tier : tiers_) {
       // A failing tier counts its own error and is skipped; the others still get the entry.
       if (!tier->contains(b.key)) (void)tier->write(entry);

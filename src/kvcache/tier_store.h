@@ -44,6 +44,7 @@ struct TierBlockRef {
   int32_t block_id = -1;
   std::vector<int32_t> tokens;
   int64_t expires_at_unix_s = 0;  // writes: the entry's expiry (0: none)
+  TierScope scope;                // writes: the writing request's salt tag and cache key
 };
 
 struct TierCompletions {

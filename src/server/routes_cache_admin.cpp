@@ -17,10 +17,11 @@ Status bad_field(std::string_view path, std::string_view message) {
 }
 
 Json tier_json(const std::string& name, const TierStats& t) {
-  return Json{{"name", name},         {"entries", t.n_entries},     {"bytes_stored", t.bytes_stored},
-              {"hits", t.n_hits},     {"misses", t.n_misses},       {"corrupt", t.n_corrupt},
-              {"writes", t.n_writes}, {"evictions", t.n_evictions}, {"expired", t.n_expired},
-              {"errors", t.n_errors}, {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written}};
+  return Json{{"name", name},          {"entries", t.n_entries},     {"bytes_stored", t.bytes_stored},
+              {"hits", t.n_hits},      {"misses", t.n_misses},       {"corrupt", t.n_corrupt},
+              {"writes", t.n_writes},  {"evictions", t.n_evictions}, {"expired", t.n_expired},
+              {"errors", t.n_errors},  {"bytes_read", t.bytes_read}, {"bytes_written", t.bytes_written},
+              {"removed", t.n_removed}};
 }
 
 Json stats_json(const CacheAdminRoutesConfig& config) {
@@ -97,7 +98,8 @@ Status add_cache_admin_routes(RouteTable& router, const CacheAdminRoutesConfig& 
                       out->send_json(200, Json{{"object", "cache.deletion"},
                                                {"blocks_removed", r->blocks_removed},
                                                {"blocks_in_use", r->blocks_in_use},
-                                               {"pin_leases_released", r->pin_leases_released}}
+                                               {"pin_leases_released", r->pin_leases_released},
+                                               {"tier_entries_removed", r->tier_entries_removed}}
                                               .dump());
                     });
 }

@@ -7,7 +7,8 @@
 //                input + cache_creation + cache_read = the prompt; our cache.salt isolates tenants;
 //                bad values are 400s naming the field, in each API's error shape
 //        tiers   with --kv-disk-dir: prompt_cache_retention in-memory is never written; cache.ttl_s,
-//                Anthropic's 1h and cache.class (--kv-ttl) set the entries' expiry
+//                Anthropic's 1h and cache.class (--kv-ttl) set the entries' expiry; DELETE /v1/cache by
+//                salt removes that tenant's entries from the SSD tier, "all" every entry
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -19,6 +20,7 @@ const serverProcess = require('../../bench/serve/server_process.js');
 const [deepinfer, workdir, caseName] = process.argv.slice(2);
 const modelDir = path.join(workdir, 'tiny_v3');
 const KEY = 'client-key';
+const ADMIN_KEY = 'admin-key';
 
 function startServer(extraArgs = []) {
   return serverProcess.startServer(deepinfer, modelDir,
@@ -178,7 +180,8 @@ async function waitForEntries(dir, n) {
 async function caseTiers() {
   const dir = path.join(workdir, 'cache_api_tiers');
   fs.rmSync(dir, { recursive: true, force: true });
-  const server = await startServer(['--kv-disk-dir', dir, '--kv-disk-gib', '1', '--kv-ttl', 'agent=2h,default=1d']);
+  const server = await startServer(['--kv-disk-dir', dir, '--kv-disk-gib', '1', '--kv-ttl', 'agent=2h,default=1d',
+                                    '--admin-api-key', ADMIN_KEY]);
   try {
     const { port } = server;
     await askOpenAi(port, 20, { prompt_cache_retention: 'in-memory' });
@@ -201,6 +204,26 @@ async function caseTiers() {
     now = Date.now() / 1000;
     e = (await waitForEntries(dir, n22 + 2)).filter((t) => t > now + 7000);
     assert.ok(e.length >= 2 && e.every((t) => t < now + 7300), `class agent = 2h entries: ${e}`);
+
+    // DELETE /v1/cache reaches the SSD tier: a salted tenant's entries go, the others stay; "all" empties it.
+    const before = entryExpiries(dir).length;
+    await askOpenAi(port, 24, { cache: { salt: 'tenant-x' } });
+    const withX = (await waitForEntries(dir, before + 2)).length;
+    assert.ok(withX >= before + 2, `tenant-x wrote entries: ${before} -> ${withX}`);
+    const del = async (body) => {
+      const r = await fetch(`http://127.0.0.1:${port}/v1/cache`, {
+        method: 'DELETE', body: JSON.stringify(body),
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_KEY}` } });
+      const text = await r.text();
+      assert.equal(r.status, 200, text);
+      return JSON.parse(text);
+    };
+    const byX = await del({ salt: 'tenant-x' });
+    assert.equal(byX.tier_entries_removed, withX - before, JSON.stringify(byX));
+    assert.equal(entryExpiries(dir).length, before, 'only tenant-x entries were removed');
+    const all = await del({ all: true });
+    assert.equal(all.tier_entries_removed, before, JSON.stringify(all));
+    assert.equal(entryExpiries(dir).length, 0, 'all: the folder holds no entry');
   } finally {
     await stop(server);
   }
