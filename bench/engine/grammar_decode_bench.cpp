@@ -1,0 +1,220 @@
+// grammar_decode_bench: what structured output costs a decode step (docs/grammar.md, issue 12's
+// "constrained vs unconstrained throughput"). On a checkpoint with a tokenizer (the demo model, or a
+// generated preset), for each concurrency (1 and 16 by default) it runs the same chat prompts
+//   off    no request constrained (the baseline of the same run),
+//   all    every request under a JSON Schema,
+//   mixed  every other request under it,
+// and prints aggregate output tok/s and per-user decode speed, with the ratio to `off`; for `mixed`
+// also the unconstrained rows' own per-user speed (they must not slow down). The schema is an
+// array of at least 200 small objects, so no request completes its grammar within --max-tokens and
+// every cell decodes the same number of tokens; each cell is the median over --runs timed runs
+// (the three modes interleaved run by run) after one warm-up run (the warm-up also fills the grammar's
+// per-state mask cache; the cold first run is printed apart).
+//   grammar_decode_bench --model DIR [--threads N] [--concurrency 1,16] [--max-tokens 64] [--runs 3]
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/clock.h"
+#include "engine/engine.h"
+#include "grammar/grammar_compiler.h"
+#include "kernels/isa.h"
+#include "model/model_registry.h"
+#include "tokenizer/tokenizer.h"
+
+namespace {
+
+using namespace ds;
+
+constexpr const char* kSchema = R"({"type":"array","minItems":200,"items":{"type":"object",
+  "properties":{"name":{"type":"string","maxLength":16},"n":{"type":"integer"},"ok":{"type":"boolean"}},
+  "required":["name","n","ok"],"additionalProperties":false}})";
+
+struct Args {
+  std::string model_dir;
+  int n_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<int> concurrency = {1, 16};
+  int32_t max_tokens = 64;
+  int runs = 3;
+  int64_t kv_cache_mib = 512;
+};
+
+void check(const Status& s, const char* what) {
+  if (!s.ok()) throw std::runtime_error(fmt::format("{}: {}", what, s.to_string()));
+}
+
+std::vector<int32_t> encode_chat(const Tokenizer& tok, const std::string& text) {
+  std::vector<int32_t> ids;
+  if (tok.bos_id() >= 0) ids.push_back(tok.bos_id());
+  for (const std::string& part : {std::string("<｜User｜>"), text, std::string("<｜Assistant｜>")}) {
+    Result<std::vector<int32_t>> p = tok.encode(part, /*parse_special=*/part != text);
+    check(p.status(), "encode");
+    ids.insert(ids.end(), p->begin(), p->end());
+  }
+  return ids;
+}
+
+enum class Mode { off, all, mixed };
+const char* mode_name(Mode m) { return m == Mode::off ? "off" : m == Mode::all ? "all" : "mixed"; }
+
+struct Cell {
+  double output_tok_s = 0;
+  double per_user_tok_s = 0;       // mean over requests of (tokens - 1) / (last - first token)
+  double free_per_user_tok_s = 0;  // the same over the unconstrained requests only
+  int64_t tokens = 0;
+};
+
+Cell run_once(Engine& engine, const std::vector<int32_t>& prompt, int n, Mode mode,
+              const std::shared_ptr<const grammar::CompiledGrammar>& grammar, int32_t max_tokens) {
+  struct Track {
+    std::mutex mu;
+    SteadyTime first{}, last{};
+    int64_t n_tokens = 0;
+    bool done = false;
+    bool constrained = false;
+  };
+  std::vector<std::unique_ptr<Track>> tracks;
+  const double t0 = now_seconds();
+  for (int i = 0; i < n; ++i) {
+    tracks.push_back(std::make_unique<Track>());
+    Track* t = tracks.back().get();
+    Request r;
+    r.prompt_tokens = prompt;
+    r.stop.max_tokens = max_tokens;
+    r.stop.ignore_eos = true;
+    r.detokenize = false;
+    t->constrained = mode == Mode::all || (mode == Mode::mixed && i % 2 == 0);
+    if (t->constrained) r.grammar = grammar;
+    check(engine
+              .submit(std::move(r),
+                      [t](TokenEvent&& e) {
+                        std::lock_guard<std::mutex> lock(t->mu);
+                        const SteadyTime now = std::chrono::steady_clock::now();
+                        if (!e.tokens.empty()) {
+                          if (t->n_tokens == 0) t->first = now;
+                          t->last = now;
+                          t->n_tokens += static_cast<int64_t>(e.tokens.size());
+                        }
+                        if (e.finished) t->done = true;
+                      })
+              .status(),
+          "submit");
+  }
+  for (auto& t : tracks) {
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(t->mu);
+        if (t->done) break;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  Cell c;
+  const double wall = now_seconds() - t0;
+  double sum = 0, free_sum = 0;
+  int n_free = 0;
+  for (auto& t : tracks) {
+    c.tokens += t->n_tokens;
+    const double s = std::chrono::duration<double>(t->last - t->first).count();
+    const double speed = s > 0 ? static_cast<double>(t->n_tokens - 1) / s : 0.0;
+    sum += speed;
+    if (!t->constrained) {
+      free_sum += speed;
+      ++n_free;
+    }
+  }
+  c.output_tok_s = static_cast<double>(c.tokens) / wall;
+  c.per_user_tok_s = sum / n;
+  c.free_per_user_tok_s = n_free > 0 ? free_sum / n_free : 0.0;
+  return c;
+}
+
+std::unique_ptr<Engine> make_engine(ModelRunner& model, const Tokenizer& tok, int max_running,
+                                    const Args& a) {
+  EngineConfig cfg;
+  cfg.scheduler.max_running = max_running;
+  cfg.kv_cache_bytes = a.kv_cache_mib << 20;
+  cfg.prefix_hash_seed = 7;
+  Result<std::unique_ptr<Engine>> e = Engine::create(cfg, model, &tok);
+  check(e.status(), "Engine::create");
+  return std::move(e).value();
+}
+
+std::string ratio(double x, double base) { return base > 0 ? fmt::format("{:.3f}x", x / base) : "-"; }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Args a;
+  CLI::App app{"Structured output: constrained vs unconstrained decode throughput"};
+  app.add_option("--model", a.model_dir, "Checkpoint directory with its tokenizer")->required();
+  app.add_option("--threads", a.n_threads, "Model threads")->capture_default_str();
+  app.add_option("--concurrency", a.concurrency, "Concurrent requests to sweep")->delimiter(',');
+  app.add_option("--max-tokens", a.max_tokens, "Generated tokens per request")->capture_default_str();
+  app.add_option("--runs", a.runs, "Timed runs per cell (median)")->capture_default_str();
+  app.add_option("--kv-cache-mib", a.kv_cache_mib, "KV cache budget")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  try {
+    ModelOptions mo;
+    mo.isa = best_isa();
+    mo.n_threads = a.n_threads;
+    mo.max_seq_len = 1024;
+    Result<std::unique_ptr<ModelRunner>> model = load_model_runner(a.model_dir, mo);
+    check(model.status(), "load");
+    Result<Tokenizer> tok = Tokenizer::load(a.model_dir);
+    check(tok.status(), "tokenizer");
+    const std::vector<int32_t> prompt = encode_chat(*tok, "List the records as JSON.");
+    fmt::print("grammar_decode_bench: {} ({} threads, isa {}), {} tokens per request, greedy, median of {}\n",
+               a.model_dir, a.n_threads, isa_name(mo.isa), a.max_tokens, a.runs);
+    fmt::print("{:>5} {:>6} {:>12} {:>9} {:>11} {:>9} {:>16} {:>9}\n", "users", "mode", "tok/s total",
+               "vs off", "tok/s/user", "vs off", "free rows/user", "vs off");
+    for (const int n : a.concurrency) {
+      auto engine = make_engine(**model, *tok, n, a);
+      grammar::GrammarSpec spec;
+      spec.kind = grammar::GrammarSpec::Kind::json_schema;
+      spec.source = kSchema;
+      const double compile_t0 = now_seconds();
+      Result<std::shared_ptr<const grammar::CompiledGrammar>> g = engine->compile_grammar(spec);
+      check(g.status(), "compile_grammar");
+      const double compile_ms = (now_seconds() - compile_t0) * 1e3;
+      const Cell cold = run_once(*engine, prompt, n, Mode::all, *g, a.max_tokens);
+      fmt::print(
+          "{:>5} {:>6} {:>12.1f}   (first run, grammar compiled in {:.1f} ms incl. the vocabulary trie)\n", n,
+          "cold", cold.output_tok_s, compile_ms);
+      // Modes interleaved run by run, so that a change of the machine's load hits all of them alike.
+      const Mode modes[] = {Mode::off, Mode::all, Mode::mixed};
+      for (const Mode mode : modes) run_once(*engine, prompt, n, mode, *g, a.max_tokens);  // warm-up
+      std::vector<Cell> cells[3];
+      for (int r = 0; r < a.runs; ++r)
+        for (int m = 0; m < 3; ++m)
+          cells[m].push_back(run_once(*engine, prompt, n, modes[m], *g, a.max_tokens));
+      Cell base;
+      for (int m = 0; m < 3; ++m) {
+        std::sort(cells[m].begin(), cells[m].end(),
+                  [](const Cell& x, const Cell& y) { return x.output_tok_s < y.output_tok_s; });
+        const Cell c = cells[m][cells[m].size() / 2];
+        const Mode mode = modes[m];
+        if (mode == Mode::off) base = c;
+        if (c.tokens != static_cast<int64_t>(n) * a.max_tokens)
+          fmt::print("  note: {} tokens decoded, expected {}\n", c.tokens, int64_t{n} * a.max_tokens);
+        const bool has_free = mode != Mode::all && n > 1;
+        fmt::print("{:>5} {:>6} {:>12.1f} {:>9} {:>11.1f} {:>9} {:>16} {:>9}\n", n, mode_name(mode),
+                   c.output_tok_s, ratio(c.output_tok_s, base.output_tok_s), c.per_user_tok_s,
+                   ratio(c.per_user_tok_s, base.per_user_tok_s),
+                   has_free ? fmt::format("{:.1f}", c.free_per_user_tok_s) : "-",
+                   has_free ? ratio(c.free_per_user_tok_s, base.free_per_user_tok_s) : "-");
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "grammar_decode_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
