@@ -98,8 +98,9 @@ int run_serve(const ServeOptions& o) {
   if (o.max_model_len < 2) return report_usage_error(cmd, "--max-model-len must be >= 2");
   if (o.default_max_tokens < 1) return report_usage_error(cmd, "--default-max-tokens must be >= 1");
   if (o.max_waiting < 1) return report_usage_error(cmd, "--max-waiting must be >= 1");
-  if (o.limits.max_messages < 1 || o.limits.max_stop_bytes < 1 || o.limits.max_tokens_cap < 1)
-    return report_usage_error(cmd, "--max-messages, --max-stop-bytes and --max-tokens-cap must be >= 1");
+  if (o.limits.max_messages < 1 || o.limits.max_stop_bytes < 1 || o.limits.max_tokens_cap < 1 ||
+      o.limits.max_choices < 1)
+    return report_usage_error(cmd, "--max-messages, --max-stop-bytes, --max-tokens-cap and --max-choices must be >= 1");
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
   if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
@@ -334,6 +335,10 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   limits->add_option("--max-messages", o->limits.max_messages, "Messages per request")->capture_default_str();
   limits->add_option("--max-tools", o->limits.max_tools, "Tools per request")->capture_default_str();
+  limits
+      ->add_option("--max-choices", o->limits.max_choices,
+                   "Largest `n` (choices per request) of Chat Completions and Completions")
+      ->capture_default_str();
   limits
       ->add_option("--max-tool-schema-bytes", o->limits.max_tool_schema_bytes,
                    "One tool's parameter schema, as compact JSON")

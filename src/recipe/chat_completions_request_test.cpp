@@ -33,7 +33,7 @@ TEST(ChatCompletionsRequest, AcceptsTheDocumentedFields) {
       {"role":"system","content":"s"},
       {"role":"user","content":[{"type":"text","text":"a"},{"type":"text","text":"b"}]}],
     "temperature":0.5,"top_p":0.9,"max_tokens":100,"stop":["x","y"],"seed":7,"presence_penalty":1,
-    "frequency_penalty":-1,"logprobs":true,"top_logprobs":3,"n":1,"stream":true,
+    "frequency_penalty":-1,"logprobs":true,"top_logprobs":3,"n":3,"stream":true,
     "stream_options":{"include_usage":true},"user":"u1","thinking":{"type":"disabled"},
     "response_format":{"type":"json_schema","json_schema":{"name":"r","schema":{"type":"object"},"strict":true}},
     "unknown_field":123})");
@@ -51,6 +51,7 @@ TEST(ChatCompletionsRequest, AcceptsTheDocumentedFields) {
   EXPECT_EQ(r->sampling.frequency_penalty, -1.0);
   EXPECT_TRUE(r->sampling.logprobs);
   EXPECT_EQ(*r->sampling.top_logprobs, 3);
+  EXPECT_EQ(r->sampling.n, 3);
   EXPECT_TRUE(r->stream);
   EXPECT_TRUE(r->include_usage);
   EXPECT_EQ(r->user, "u1");
@@ -130,7 +131,9 @@ TEST(ChatCompletionsRequest, SamplingRanges) {
   expect_error_at(body(R"("max_tokens":0)"), "max_tokens", "at least 1");
   expect_error_at(body(R"("max_tokens":1.5)"), "max_tokens", "expected integer");
   expect_error_at(body(R"("max_completion_tokens":1000000000)"), "max_completion_tokens", "at most");
-  expect_error_at(body(R"("n":2)"), "n", "n = 1");
+  expect_error_at(body(R"("n":0)"), "n", "1 to 8");
+  expect_error_at(body(R"("n":9)"), "n", "--max-choices");
+  expect_error_at(body(R"("n":1.5)"), "n", "expected integer");
   expect_error_at(body(R"("seed":9223372036854775808)"), "seed", "2^63");
   expect_error_at(body(R"("top_logprobs":3)"), "top_logprobs", "requires logprobs");
   expect_error_at(body(R"("logprobs":true,"top_logprobs":21)"), "top_logprobs");

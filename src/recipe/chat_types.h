@@ -93,7 +93,7 @@ struct SamplingFields {
   double frequency_penalty = 0.0;  // [-2, 2]
   bool logprobs = false;
   std::optional<int32_t> top_logprobs;  // [0, 20], needs logprobs
-  int32_t n = 1;                        // only 1 is accepted
+  int32_t n = 1;                        // choices: [1, RequestLimits::max_choices]
 };
 
 // Prompt-cache directives of a request, whatever API field carried them (recipe/cache_fields.h;

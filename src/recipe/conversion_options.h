@@ -20,6 +20,7 @@ struct RequestLimits {
   size_t max_tool_calls_per_message = 128;
   int64_t max_tokens_cap = 393216;        // 384K: the V4 card's recommended context for Think Max
   size_t max_prompt_token_ids = 1 << 20;  // Completions with token-id prompts
+  int32_t max_choices = 8;                // `n` of Chat Completions and Completions
 };
 
 struct ConversionOptions {

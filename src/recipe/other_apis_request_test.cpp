@@ -274,7 +274,8 @@ TEST(CompletionsRequest, PromptForms) {
   expect_error_at(completions(R"({"model":"m","prompt":"a","suffix":"b"})"), "suffix", "not supported");
   expect_error_at(completions(R"({"model":"m","prompt":"a","best_of":2})"), "best_of");
   expect_error_at(completions(R"({"model":"m","prompt":"a","logprobs":true})"), "logprobs", "integer");
-  expect_error_at(completions(R"({"model":"m","prompt":"a","n":3})"), "n");
+  expect_error_at(completions(R"({"model":"m","prompt":"a","n":9})"), "n", "1 to 8");
+  EXPECT_EQ(completions(R"({"model":"m","prompt":"a","n":3})")->sampling.n, 3);
 }
 
 TEST(CompletionsRequest, EncodingAddsExactlyOneBos) {

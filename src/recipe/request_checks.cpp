@@ -247,8 +247,10 @@ Status read_openai_sampling(const Json& body, const RequestLimits& limits, OpenA
   DS_ASSIGN_OR_RETURN(s.stop, read_stop_sequences(body, "stop", "", limits));
   DS_ASSIGN_OR_RETURN(s.seed, read_integer(body, "seed", ""));
   DS_ASSIGN_OR_RETURN(std::optional<int64_t> n, read_integer(body, "n", ""));
-  if (n.has_value() && *n != 1)
-    return unsupported_error("n", fmt::format("only n = 1 is supported, got {}", *n));
+  if (n.has_value() && (*n < 1 || *n > limits.max_choices))
+    return field_error(
+        "n", fmt::format("must be 1 to {} (the server's --max-choices), got {}", limits.max_choices, *n));
+  s.n = static_cast<int32_t>(n.value_or(1));
   std::optional<int64_t> top_logprobs;
   if (api == OpenAiApi::completions) {
     // Legacy Completions: `logprobs` is the number of alternatives per token (0..5 in OpenAI's

@@ -81,6 +81,23 @@ std::string dump_json(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+std::vector<std::string> openai_stream_end(const ResponseMeta& meta, const char* object,
+                                           const ResponseUsage& usage) {
+  Json last = openai_envelope(meta, object, Json(), openai_usage_json(usage));
+  last["choices"] = Json::array();
+  return {sse_data(last), "data: [DONE]\n\n"};
+}
+
+Json openai_merge_choices(std::vector<Json> bodies, const ResponseUsage& usage) {
+  if (bodies.empty()) return Json::object();
+  Json choices = Json::array();
+  for (Json& b : bodies) choices.push_back(std::move(b["choices"][0]));
+  Json out = std::move(bodies[0]);
+  out["choices"] = std::move(choices);
+  out["usage"] = openai_usage_json(usage);
+  return out;
+}
+
 std::string sse_data(const Json& data) { return "data: " + dump_json(data) + "\n\n"; }
 
 std::string sse_event(std::string_view event, const Json& data) {

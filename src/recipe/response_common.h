@@ -85,6 +85,14 @@ Json system_fingerprint_json(const ResponseMeta& meta);
 // (Json(Json::value_t::discarded)); pass null for "usage": null.
 Json openai_envelope(const ResponseMeta& meta, const char* object, Json choice, Json usage);
 
+// `n` > 1: the stream's last frames after every choice closed, in OpenAI's shape: a chunk with no
+// choices carrying the whole request's usage, then `data: [DONE]`.
+std::vector<std::string> openai_stream_end(const ResponseMeta& meta, const char* object,
+                                           const ResponseUsage& usage);
+// `n` > 1: one body out of each choice's own body (choices[0] of each, in order) with the whole
+// request's usage.
+Json openai_merge_choices(std::vector<Json> bodies, const ResponseUsage& usage);
+
 // "data: <json>\n\n" and "event: <name>\ndata: <json>\n\n". JSON is written compactly; invalid
 // UTF-8 (a model can emit it) is replaced, never thrown.
 std::string sse_data(const Json& data);

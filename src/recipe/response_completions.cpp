@@ -46,7 +46,7 @@ Json completions_logprobs_json(const std::vector<TokenLogprobInfo>& tokens, int6
 Json CompletionsStream::chunk(const std::string& text) {
   Json choice = Json::object();
   choice["text"] = text;
-  choice["index"] = 0;
+  choice["index"] = options_.choice_index;
   if (options_.logprobs && !pending_logprobs_.empty()) {
     choice["logprobs"] = completions_logprobs_json(pending_logprobs_, text_offset_);
     for (const TokenLogprobInfo& t : pending_logprobs_) text_offset_ += static_cast<int64_t>(t.bytes.size());
@@ -75,12 +75,18 @@ std::vector<std::string> CompletionsStream::finish(OutputFinishReason reason, co
   return {sse_data(last), "data: [DONE]\n\n"};
 }
 
+std::vector<std::string> CompletionsStream::finish_choice(OutputFinishReason reason) {
+  Json last = chunk("");
+  last["choices"][0]["finish_reason"] = completions_finish_reason_name(reason);
+  return {sse_data(last)};
+}
+
 Json completion_body(const ResponseMeta& meta, const CompletionsResponseOptions& options,
                      const std::string& text, OutputFinishReason reason, const ResponseUsage& usage,
                      const std::vector<TokenLogprobInfo>& logprobs) {
   Json choice = Json::object();
   choice["text"] = text;
-  choice["index"] = 0;
+  choice["index"] = options.choice_index;
   choice["logprobs"] =
       options.logprobs ? completions_logprobs_json(logprobs, options.text_offset_start) : Json(nullptr);
   choice["finish_reason"] = completions_finish_reason_name(reason);

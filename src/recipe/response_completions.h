@@ -27,6 +27,7 @@ struct CompletionsResponseOptions {
   bool include_usage = false;
   bool logprobs = false;
   int64_t text_offset_start = 0;  // with echo: the bytes of the echoed prompt before the text
+  int32_t choice_index = 0;       // `n` > 1: which choice these chunks and this body are
 };
 
 // Legacy logprobs of `tokens`; offsets start at `text_offset_start` bytes.
@@ -41,6 +42,8 @@ class CompletionsStream {
   std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas,
                                      const std::vector<TokenLogprobInfo>& logprobs = {});
   std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  // `n` > 1: as ChatCompletionsStream::finish_choice.
+  std::vector<std::string> finish_choice(OutputFinishReason reason);
 
  private:
   Json chunk(const std::string& text);

@@ -21,13 +21,14 @@ const char* chat_finish_reason_name(OutputFinishReason reason) {
   return "stop";
 }
 
-std::string chat_tool_call_id(const ResponseMeta& meta, int32_t index) {
-  return fmt::format("call_{}_{}", meta.id, index);
+std::string chat_tool_call_id(const ResponseMeta& meta, int32_t index, int32_t choice_index) {
+  if (choice_index == 0) return fmt::format("call_{}_{}", meta.id, index);
+  return fmt::format("call_{}_c{}_{}", meta.id, choice_index, index);
 }
 
 Json ChatCompletionsStream::chunk(Json delta) {
   Json choice = Json::object();
-  choice["index"] = 0;
+  choice["index"] = options_.choice_index;
   choice["delta"] = std::move(delta);
   if (options_.logprobs && !pending_logprobs_.empty()) {
     choice["logprobs"] = Json{{"content", openai_logprobs_content(pending_logprobs_)}};
@@ -77,7 +78,7 @@ std::vector<std::string> ChatCompletionsStream::on_deltas(const std::vector<Outp
         }
         Json call = Json::object();
         call["index"] = d.tool_index;
-        call["id"] = chat_tool_call_id(meta_, d.tool_index);
+        call["id"] = chat_tool_call_id(meta_, d.tool_index, options_.choice_index);
         call["type"] = "function";
         call["function"] = Json{{"name", d.text}, {"arguments", arguments}};
         delta["tool_calls"] = Json::array({std::move(call)});
@@ -104,6 +105,12 @@ std::vector<std::string> ChatCompletionsStream::finish(OutputFinishReason reason
   return {sse_data(last), "data: [DONE]\n\n"};
 }
 
+std::vector<std::string> ChatCompletionsStream::finish_choice(OutputFinishReason reason) {
+  Json last = chunk(Json{{"content", ""}});
+  last["choices"][0]["finish_reason"] = chat_finish_reason_name(reason);
+  return {sse_data(last)};
+}
+
 Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& options,
                           const CollectedOutput& output, OutputFinishReason reason,
                           const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs) {
@@ -115,14 +122,14 @@ Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& o
     Json calls = Json::array();
     for (size_t i = 0; i < output.tool_calls.size(); ++i) {
       const CollectedToolCall& c = output.tool_calls[i];
-      calls.push_back(Json{{"id", chat_tool_call_id(meta, static_cast<int32_t>(i))},
+      calls.push_back(Json{{"id", chat_tool_call_id(meta, static_cast<int32_t>(i), options.choice_index)},
                            {"type", "function"},
                            {"function", Json{{"name", c.name}, {"arguments", c.arguments}}}});
     }
     message["tool_calls"] = std::move(calls);
   }
   Json choice = Json::object();
-  choice["index"] = 0;
+  choice["index"] = options.choice_index;
   choice["message"] = std::move(message);
   choice["logprobs"] =
       options.logprobs ? Json{{"content", openai_logprobs_content(logprobs)}} : Json(nullptr);

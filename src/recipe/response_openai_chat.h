@@ -28,6 +28,7 @@ struct ChatResponseOptions {
   bool thinking = false;       // the message carries reasoning_content
   bool include_usage = false;  // stream_options.include_usage
   bool logprobs = false;       // choices[].logprobs is {content:[...]}, else null
+  int32_t choice_index = 0;    // `n` > 1: which choice these chunks and this body are
 };
 
 class ChatCompletionsStream {
@@ -42,6 +43,9 @@ class ChatCompletionsStream {
   std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas,
                                      const std::vector<TokenLogprobInfo>& logprobs = {});
   std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  // `n` > 1: the choice's closing chunk (finish_reason; no usage, no [DONE]): the stream ends with
+  // openai_stream_end() once every choice has closed.
+  std::vector<std::string> finish_choice(OutputFinishReason reason);
 
  private:
   Json chunk(Json delta);
@@ -56,7 +60,8 @@ Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& o
                           const CollectedOutput& output, OutputFinishReason reason,
                           const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs = {});
 
-// "call_<id>_<index>"
-std::string chat_tool_call_id(const ResponseMeta& meta, int32_t index);
+// "call_<id>_<index>"; choices after the first (`n` > 1): "call_<id>_c<choice>_<index>", so ids
+// stay unique across the response.
+std::string chat_tool_call_id(const ResponseMeta& meta, int32_t index, int32_t choice_index = 0);
 
 }  // namespace ds::recipe

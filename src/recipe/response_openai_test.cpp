@@ -108,6 +108,43 @@ TEST(ChatCompletion, BodyGolden) {
   EXPECT_EQ(body, want);
 }
 
+// n > 1: each choice's chunks carry its index, its tool call ids are its own, its closing chunk
+// has no usage; the stream ends with one choices-less usage chunk; bodies merge in order.
+TEST(ChatCompletionsStream, SeveralChoicesInOneStreamAndOneBody) {
+  ChatCompletionsStream s(meta(), ChatResponseOptions{.choice_index = 2});
+  std::vector<std::string> events = s.begin();
+  events = concat(events, s.on_deltas({{OutputDeltaKind::tool_call_start, "get", 0},
+                                       {OutputDeltaKind::tool_call_arguments, "{}", 0}}));
+  events = concat(events, s.finish_choice(OutputFinishReason::tool_calls));
+  events = concat(events, openai_stream_end(meta(), "chat.completion.chunk", usage()));
+  std::vector<json> want = {
+      chunk(json::parse(R"({"role": "assistant", "content": ""})")),
+      chunk(json::parse(R"({"tool_calls": [{"index": 0, "id": "call_chatcmpl-7_c2_0", "type": "function",
+                                          "function": {"name": "get", "arguments": "{}"}}]})")),
+      chunk(json::parse(R"({"content": ""})"), "tool_calls"), chunk(json::object()), json("[DONE]")};
+  for (int i = 0; i < 3; ++i) {
+    want[i].erase("usage");
+    want[i]["choices"][0]["index"] = 2;
+  }
+  want[3]["choices"] = json::array();
+  want[3]["usage"] = kUsage;
+  expect_frames(sse_data_frames(events), want);
+
+  std::vector<Json> bodies;
+  for (int32_t c = 0; c < 2; ++c) {
+    CollectedOutput out;
+    out.add({{OutputDeltaKind::content, c == 0 ? "a" : "b", -1}});
+    bodies.push_back(chat_completion_body(meta(), ChatResponseOptions{.choice_index = c}, out,
+                                          OutputFinishReason::stop, ResponseUsage{}));
+  }
+  const json merged = json::parse(dump_json(openai_merge_choices(std::move(bodies), usage())));
+  ASSERT_EQ(merged["choices"].size(), 2u);
+  EXPECT_EQ(merged["choices"][0]["index"], 0);
+  EXPECT_EQ(merged["choices"][1]["index"], 1);
+  EXPECT_EQ(merged["choices"][1]["message"]["content"], "b");
+  EXPECT_EQ(merged["usage"], kUsage);
+}
+
 TEST(ChatCompletion, FinishReasonNames) {
   EXPECT_STREQ(chat_finish_reason_name(OutputFinishReason::stop), "stop");
   EXPECT_STREQ(chat_finish_reason_name(OutputFinishReason::stop_sequence), "stop");

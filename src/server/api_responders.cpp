@@ -34,6 +34,10 @@ class ChatResponder final : public ApiResponder {
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs) override {
     return recipe::chat_completion_body(meta_, options_, output, reason, usage, logprobs);
   }
+  Frames finish_choice(OutputFinishReason reason) override { return stream_.finish_choice(reason); }
+  Frames end_stream(const ResponseUsage& usage) override {
+    return recipe::openai_stream_end(meta_, "chat.completion.chunk", usage);
+  }
 
  private:
   ResponseMeta meta_;
@@ -64,6 +68,10 @@ class CompletionsResponder final : public ApiResponder {
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs) override {
     return recipe::completion_body(meta_, options_, echo_ + output.content, reason, usage, logprobs);
   }
+  Frames finish_choice(OutputFinishReason reason) override { return stream_.finish_choice(reason); }
+  Frames end_stream(const ResponseUsage& usage) override {
+    return recipe::openai_stream_end(meta_, "text_completion", usage);
+  }
 
  private:
   ResponseMeta meta_;
@@ -87,6 +95,9 @@ class AnthropicResponder final : public ApiResponder {
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>&) override {
     return recipe::anthropic_message_body(meta_, output, reason, stop_sequence, usage);
   }
+  // The Messages API has no `n`: a single choice always closes with finish().
+  Frames finish_choice(OutputFinishReason) override { return {}; }
+  Frames end_stream(const ResponseUsage&) override { return {}; }
 
  private:
   ResponseMeta meta_;
@@ -107,6 +118,9 @@ class ResponsesResponder final : public ApiResponder {
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>&) override {
     return recipe::responses_body(meta_, output, reason, usage);
   }
+  // The Responses API has no `n`.
+  Frames finish_choice(OutputFinishReason) override { return {}; }
+  Frames end_stream(const ResponseUsage&) override { return {}; }
 
  private:
   ResponseMeta meta_;

@@ -29,6 +29,10 @@ class ApiResponder {
   virtual recipe::Json body(const recipe::CollectedOutput& output, recipe::OutputFinishReason reason,
                             const std::string& stop_sequence, const recipe::ResponseUsage& usage,
                             const std::vector<recipe::TokenLogprobInfo>& logprobs) = 0;
+  // `n` > 1 (Chat Completions and Completions only; the others have no `n`): one choice's closing
+  // frames, and the stream's end once every choice has closed, with the whole request's usage.
+  virtual std::vector<std::string> finish_choice(recipe::OutputFinishReason reason) = 0;
+  virtual std::vector<std::string> end_stream(const recipe::ResponseUsage& usage) = 0;
 };
 
 std::unique_ptr<ApiResponder> make_chat_responder(const recipe::ResponseMeta& meta,

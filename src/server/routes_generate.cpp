@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -104,30 +106,40 @@ recipe::ResponseMeta response_meta(const GenerateRoutesConfig& config, const Res
       ""};
 }
 
-// One generation request in flight, whatever its API. Engine events arrive on the engine thread,
-// one at a time; events_mu_ serialises them with begin() on the io thread (the first event may
-// come before submit() returns), mu_ guards the engine-id handshake for cancelling.
-class GenerationCall {
+// One generation request in flight, whatever its API, with its `n` choices: each choice is one
+// engine request. Choice 0 is submitted first and the others once its first event arrives: by then
+// its prompt's full blocks are in the prefix cache, so the siblings fork from them and compute only
+// the prompt's last partial block (forked sequences sharing the prompt's KV). Engine events arrive on
+// the engine thread, one at a time; events_mu_ serialises them with begin() on the io thread, mu_
+// guards the engine-id handshake for cancelling.
+class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
  public:
   GenerationCall(std::shared_ptr<const GenerateRoutesConfig> config, std::shared_ptr<ResponseChannel> out,
-                 const recipe::OutputParserOptions& parser_options, std::unique_ptr<ApiResponder> responder,
-                 bool streaming, bool logprobs, bool report_cache_creation)
+                 const recipe::OutputParserOptions& parser_options,
+                 std::vector<std::unique_ptr<ApiResponder>> responders, bool streaming, bool logprobs,
+                 bool report_cache_creation)
       : config_ptr_(std::move(config)),
         config_(*config_ptr_),
         out_(std::move(out)),
-        parser_(parser_options),
-        responder_(std::move(responder)),
         streaming_(streaming),
         logprobs_wanted_(logprobs),
-        report_cache_creation_(report_cache_creation) {}
+        report_cache_creation_(report_cache_creation) {
+    for (std::unique_ptr<ApiResponder>& r : responders) choices_.emplace_back(parser_options, std::move(r));
+    engine_ids_.resize(choices_.size());
+    cancel_pending_.resize(choices_.size());
+    n_open_ = choices_.size();
+  }
 
-  // Io thread, after a successful submit.
-  void set_engine_id(RequestId id) {
+  // Io thread, before submit: the engine requests of choices 1..n-1.
+  void set_sibling_requests(std::vector<Request> requests) { sibling_requests_ = std::move(requests); }
+
+  // Io thread (choice 0, after a successful submit) or engine thread (siblings).
+  void set_engine_id(size_t choice, RequestId id) {
     bool cancel_now = false;
     {
       std::lock_guard lock(mu_);
-      engine_id_ = id;
-      cancel_now = cancel_pending_;
+      engine_ids_[choice] = id;
+      cancel_now = cancel_all_pending_ || cancel_pending_[choice];
     }
     if (cancel_now) config_.engine->cancel(id);
   }
@@ -139,44 +151,93 @@ class GenerationCall {
     std::lock_guard lock(events_mu_);
     if (streaming_) out_->start_stream();
     begun_ = true;
-    for (TokenEvent& ev : early_events_) handle(std::move(ev));
+    for (auto& [choice, ev] : early_events_) handle(choice, std::move(ev));
     early_events_.clear();
   }
 
   // Engine thread.
-  void on_event(TokenEvent&& ev) {
+  void on_event(size_t choice, TokenEvent&& ev) {
     std::lock_guard lock(events_mu_);
     if (!begun_) {
-      early_events_.push_back(std::move(ev));
+      early_events_.emplace_back(choice, std::move(ev));
       return;
     }
-    handle(std::move(ev));
+    handle(choice, std::move(ev));
+  }
+
+  // The client went away (or the response failed): every choice's engine request, now or as soon
+  // as its id is known.
+  void cancel_all() {
+    std::vector<RequestId> ids;
+    {
+      std::lock_guard lock(mu_);
+      cancel_all_pending_ = true;
+      for (RequestId id : engine_ids_)
+        if (id != 0) ids.push_back(id);
+    }
+    for (RequestId id : ids) config_.engine->cancel(id);
   }
 
  private:
-  void handle(TokenEvent&& ev) {
+  struct Choice {
+    Choice(const recipe::OutputParserOptions& options, std::unique_ptr<ApiResponder> r)
+        : parser(options), responder(std::move(r)) {}
+    recipe::OutputParser parser;
+    std::unique_ptr<ApiResponder> responder;
+    recipe::CollectedOutput collected;               // non-stream only
+    std::vector<recipe::TokenLogprobInfo> logprobs;  // non-stream only
+    bool stopped = false;                            // a stop sequence matched: the rest is dropped
+    recipe::OutputFinishReason reason = recipe::OutputFinishReason::stop;
+    std::string stop_sequence;
+    recipe::ResponseUsage usage;
+    SteadyTime last_token_at{};  // when the previous token event was handled (ITL metric)
+  };
+
+  void handle(size_t index, TokenEvent&& ev) {
+    if (closed_) return;  // the response already ended with an error
     if (streaming_ && !frames_opened_) {
       frames_opened_ = true;
       recipe::ResponseUsage prompt_usage = response_usage(ev.usage);
       prompt_usage.completion_tokens = 0;
-      write_frames(*out_, responder_->begin(prompt_usage));
+      for (Choice& c : choices_) write_frames(*out_, c.responder->begin(prompt_usage));
     }
-    observe_inter_token_latency(ev.tokens.size());
-    if (!stopped_) {
-      std::vector<recipe::OutputDelta> deltas = parser_.feed(ev.text, static_cast<int64_t>(ev.tokens.size()));
+    Choice& c = choices_[index];
+    observe_inter_token_latency(c, ev.tokens.size());
+    if (!c.stopped) {
+      std::vector<recipe::OutputDelta> deltas =
+          c.parser.feed(ev.text, static_cast<int64_t>(ev.tokens.size()));
       std::vector<recipe::TokenLogprobInfo> logprobs = logprob_infos(ev);
       if (streaming_) {
-        write_frames(*out_, responder_->on_deltas(deltas, logprobs));
+        write_frames(*out_, c.responder->on_deltas(deltas, logprobs));
       } else {
-        collected_.add(deltas);
-        logprobs_.insert(logprobs_.end(), logprobs.begin(), logprobs.end());
+        c.collected.add(deltas);
+        c.logprobs.insert(c.logprobs.end(), logprobs.begin(), logprobs.end());
       }
-      if (parser_.stop_sequence_matched()) {
-        stopped_ = true;
-        cancel_engine();
+      if (c.parser.stop_sequence_matched()) {
+        c.stopped = true;
+        cancel_engine(index);
       }
     }
-    if (ev.finished) finish(ev);
+    const bool failed =
+        ev.finished && !c.stopped &&
+        (ev.finish_reason == FinishReason::error || ev.finish_reason == FinishReason::deadline);
+    if (index == 0 && !sibling_requests_.empty() && !failed) submit_siblings();
+    if (ev.finished) finish(index, ev);
+  }
+
+  // Engine thread, on choice 0's first event: its prompt is computed and committed by now.
+  void submit_siblings() {
+    std::vector<Request> requests = std::move(sibling_requests_);
+    sibling_requests_.clear();
+    for (size_t i = 0; i < requests.size() && !closed_; ++i) {
+      const size_t choice = i + 1;
+      // The sink keeps the call alive, as choice 0's does (the engine drops it when the request ends).
+      Result<RequestId> id = config_.engine->submit(
+          std::move(requests[i]),
+          [self = shared_from_this(), choice](TokenEvent&& ev) { self->on_event(choice, std::move(ev)); });
+      if (!id.ok()) return fail(id.status());
+      set_engine_id(choice, *id);
+    }
   }
 
   std::vector<recipe::TokenLogprobInfo> logprob_infos(const TokenEvent& ev) const {
@@ -196,42 +257,81 @@ class GenerationCall {
     return infos;
   }
 
-  void cancel_engine() {
+  void cancel_engine(size_t choice) {
     RequestId id = 0;
     {
       std::lock_guard lock(mu_);
-      id = engine_id_;
-      if (id == 0) cancel_pending_ = true;
+      id = engine_ids_[choice];
+      if (id == 0) cancel_pending_[choice] = true;  // cancelled as soon as submit() returns
     }
     if (id != 0) config_.engine->cancel(id);
   }
 
-  void finish(const TokenEvent& ev) {
-    record_metrics(ev);
+  // The whole response fails (a choice failed, or a sibling could not be submitted): the error in
+  // the API's shape, and every other choice cancelled.
+  void fail(const Status& error) {
+    closed_ = true;
+    if (streaming_) {
+      out_->stream_error(error);
+    } else {
+      out_->send_error(error);
+    }
+    cancel_all();
+  }
+
+  void finish(size_t index, const TokenEvent& ev) {
+    record_metrics(choices_[index], ev);
+    Choice& c = choices_[index];
     const bool failed = ev.finish_reason == FinishReason::error || ev.finish_reason == FinishReason::deadline;
-    if (failed && !stopped_) {
+    if (failed && !c.stopped) return fail(ev.error);
+    std::vector<recipe::OutputDelta> tail = c.parser.finish();
+    c.reason = c.parser.finish_reason(generation_end(ev.finish_reason));
+    c.usage = response_usage(ev.usage);
+    c.usage.completion_tokens = c.parser.completion_tokens();
+    c.usage.reasoning_tokens = c.parser.reasoning_tokens();
+    c.stop_sequence = c.parser.matched_stop_sequence();
+    if (streaming_) {
+      write_frames(*out_, c.responder->on_deltas(tail, {}));
+      if (choices_.size() > 1) write_frames(*out_, c.responder->finish_choice(c.reason));
+    } else {
+      c.collected.add(tail);
+    }
+    if (--n_open_ > 0) return;
+    closed_ = true;
+    if (choices_.size() == 1) {
       if (streaming_) {
-        out_->stream_error(ev.error);
+        write_frames(*out_, c.responder->finish(c.reason, c.stop_sequence, c.usage));
+        out_->end_stream();
       } else {
-        out_->send_error(ev.error);
+        out_->send_json(200, recipe::dump_json(c.responder->body(c.collected, c.reason, c.stop_sequence,
+                                                                 c.usage, c.logprobs)));
       }
       return;
     }
-    std::vector<recipe::OutputDelta> tail = parser_.finish();
-    const recipe::OutputFinishReason reason = parser_.finish_reason(generation_end(ev.finish_reason));
-    recipe::ResponseUsage usage = response_usage(ev.usage);
-    usage.completion_tokens = parser_.completion_tokens();
-    usage.reasoning_tokens = parser_.reasoning_tokens();
-    const std::string& stop_sequence = parser_.matched_stop_sequence();
+    const recipe::ResponseUsage total = total_usage();
     if (streaming_) {
-      write_frames(*out_, responder_->on_deltas(tail, {}));
-      write_frames(*out_, responder_->finish(reason, stop_sequence, usage));
+      write_frames(*out_, choices_[0].responder->end_stream(total));
       out_->end_stream();
       return;
     }
-    collected_.add(tail);
-    out_->send_json(200,
-                    recipe::dump_json(responder_->body(collected_, reason, stop_sequence, usage, logprobs_)));
+    std::vector<recipe::Json> bodies;
+    for (Choice& each : choices_)
+      bodies.push_back(
+          each.responder->body(each.collected, each.reason, each.stop_sequence, each.usage, each.logprobs));
+    out_->send_json(200, recipe::dump_json(recipe::openai_merge_choices(std::move(bodies), total)));
+  }
+
+  // `n` > 1: the prompt once (choice 0's split: the siblings' hits are its blocks), the
+  // completions of every choice.
+  recipe::ResponseUsage total_usage() const {
+    recipe::ResponseUsage total = choices_[0].usage;
+    total.completion_tokens = 0;
+    total.reasoning_tokens = 0;
+    for (const Choice& c : choices_) {
+      total.completion_tokens += c.usage.completion_tokens;
+      total.reasoning_tokens += c.usage.reasoning_tokens;
+    }
+    return total;
   }
 
   // The engine's counts; with cache directives also the prompt tokens this request wrote into the
@@ -248,28 +348,28 @@ class GenerationCall {
     return usage;
   }
 
-  // Inter-token latency, one observation per token after the first: the time since the previous
-  // token event split evenly over this event's tokens (an event may carry several, e.g. when
-  // detokenization held back part of a character). Tokens that come with the first one have no
-  // measurable gap and count as 0.
-  void observe_inter_token_latency(size_t n_tokens) {
+  // Inter-token latency, one observation per token after the first: the time since the choice's
+  // previous token event split evenly over this event's tokens (an event may carry several, e.g.
+  // when detokenization held back part of a character). Tokens that come with the first one have
+  // no measurable gap and count as 0.
+  void observe_inter_token_latency(Choice& c, size_t n_tokens) {
     if (config_.metrics == nullptr || n_tokens == 0) return;
     const SteadyTime now = std::chrono::steady_clock::now();
     Histogram& itl = config_.metrics->inter_token_latency_seconds;
-    if (last_token_at_ == SteadyTime{}) {
+    if (c.last_token_at == SteadyTime{}) {
       for (size_t i = 1; i < n_tokens; ++i) itl.observe(0.0);
     } else {
       const double per_token_s =
-          std::chrono::duration<double>(now - last_token_at_).count() / static_cast<double>(n_tokens);
+          std::chrono::duration<double>(now - c.last_token_at).count() / static_cast<double>(n_tokens);
       for (size_t i = 0; i < n_tokens; ++i) itl.observe(per_token_s);
     }
-    last_token_at_ = now;
+    c.last_token_at = now;
   }
 
-  void record_metrics(const TokenEvent& ev) {
+  void record_metrics(const Choice& c, const TokenEvent& ev) {
     if (config_.metrics == nullptr) return;
     ServingMetrics& m = *config_.metrics;
-    m.record_request_finished(stopped_ ? "stop" : finish_reason_name(ev.finish_reason));
+    m.record_request_finished(c.stopped ? "stop" : finish_reason_name(ev.finish_reason));
     const SteadyTime now = std::chrono::steady_clock::now();
     if (double s = seconds_between(ev.queued_at, ev.first_token_at); s >= 0)
       m.time_to_first_token_seconds.observe(s);
@@ -284,20 +384,19 @@ class GenerationCall {
   std::shared_ptr<ResponseChannel> out_;
   std::mutex events_mu_;  // guards everything below up to mu_
   bool begun_ = false;
-  bool frames_opened_ = false;            // a stream's opening frames were written
-  std::vector<TokenEvent> early_events_;  // arrived before begin()
-  recipe::OutputParser parser_;
-  std::unique_ptr<ApiResponder> responder_;
-  recipe::CollectedOutput collected_;               // non-stream only
-  std::vector<recipe::TokenLogprobInfo> logprobs_;  // non-stream only
+  bool frames_opened_ = false;                               // a stream's opening frames were written
+  std::vector<std::pair<size_t, TokenEvent>> early_events_;  // arrived before begin()
+  std::vector<Choice> choices_;
+  std::vector<Request> sibling_requests_;  // choices 1..n-1, until choice 0's first event
+  size_t n_open_ = 0;                      // choices not finished yet
+  bool closed_ = false;                    // the response has ended (all choices, or an error)
   const bool streaming_;
   const bool logprobs_wanted_;
   const bool report_cache_creation_;
-  bool stopped_ = false;        // a stop sequence matched: the rest is dropped
-  SteadyTime last_token_at_{};  // when the previous token event was handled (ITL metric)
   std::mutex mu_;
-  RequestId engine_id_ = 0;      // guarded by mu_; 0 until submit() returned
-  bool cancel_pending_ = false;  // guarded by mu_: cancel as soon as the id is known
+  std::vector<RequestId> engine_ids_;  // guarded by mu_; 0 until submitted
+  std::vector<bool> cancel_pending_;   // guarded by mu_: cancel that choice as soon as its id is known
+  bool cancel_all_pending_ = false;    // guarded by mu_: cancel every choice as soon as its id is known
 };
 
 // The API's names for the prompt and max_tokens, for a 400 about the context length.
@@ -306,10 +405,12 @@ struct ContextFields {
   std::string_view max_tokens;
 };
 
-// Submits `request` and answers through `out`; errors before the first byte are plain errors.
+// Submits the first choice's request (the call submits the others after it) and answers through
+// `out`; errors before the first byte are plain errors.
 void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
-                    Request request, ContextFields fields) {
+                    std::vector<Request> requests, ContextFields fields) {
+  Request& request = requests[0];
   const auto n_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
   // The engine refuses this too; here the error names what to shorten: the prompt when it leaves
   // no room for one token, else max_tokens.
@@ -322,13 +423,29 @@ void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     max_seq_len, n_prompt_tokens + request.stop.max_tokens, n_prompt_tokens,
                     request.stop.max_tokens)));
   }
-  Result<RequestId> id =
-      config->engine->submit(std::move(request), [call](TokenEvent&& ev) { call->on_event(std::move(ev)); });
+  call->set_sibling_requests(std::vector<Request>(std::make_move_iterator(requests.begin() + 1),
+                                                  std::make_move_iterator(requests.end())));
+  Result<RequestId> id = config->engine->submit(
+      std::move(request), [call](TokenEvent&& ev) { call->on_event(0, std::move(ev)); });
   if (!id.ok()) return out->send_error(id.status());
-  call->set_engine_id(*id);
+  call->set_engine_id(0, *id);
   call->begin();
-  Engine* engine = config->engine;
-  out->on_close([engine, engine_id = *id] { engine->cancel(engine_id); });
+  out->on_close([weak = std::weak_ptr<GenerationCall>(call)] {
+    if (std::shared_ptr<GenerationCall> c = weak.lock()) c->cancel_all();
+  });
+}
+
+// The engine requests of a request's `n` choices: choice i samples with seed + i (a request
+// without a seed draws one per choice), all else equal.
+std::vector<Request> choice_requests(Request first, int32_t n, const std::optional<int64_t>& seed) {
+  std::vector<Request> out;
+  for (int32_t i = 1; i < n; ++i) {
+    Request r = first;
+    r.sampling.seed = seed ? static_cast<uint64_t>(*seed) + static_cast<uint64_t>(i) : std::random_device{}();
+    out.push_back(std::move(r));
+  }
+  out.insert(out.begin(), std::move(first));
+  return out;
 }
 
 // Chat-shaped APIs (Chat Completions, Anthropic Messages, Responses): the ChatRequest is rendered
@@ -349,19 +466,22 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
   Result<std::vector<int32_t>> ids = recipe::tokenize_prompt(*prompt, *config->tokenizer);
   if (!ids.ok()) return out->send_error(ids.status());
 
-  std::unique_ptr<ApiResponder> responder;
+  // One responder per choice (only Chat Completions has `n`), all under one response id.
+  std::vector<std::unique_ptr<ApiResponder>> responders;
   if (kind == ApiKind::chat_completions) {
-    responder =
-        make_chat_responder(response_meta(*config, *out, "chatcmpl-"), {.thinking = chat->thinking,
-                                                                        .include_usage = chat->include_usage,
-                                                                        .logprobs = chat->sampling.logprobs});
+    const recipe::ResponseMeta meta = response_meta(*config, *out, "chatcmpl-");
+    for (int32_t i = 0; i < chat->sampling.n; ++i)
+      responders.push_back(make_chat_responder(meta, {.thinking = chat->thinking,
+                                                      .include_usage = chat->include_usage,
+                                                      .logprobs = chat->sampling.logprobs,
+                                                      .choice_index = i}));
   } else if (kind == ApiKind::anthropic_messages) {
-    responder = make_anthropic_responder(response_meta(*config, *out, "msg_"));
+    responders.push_back(make_anthropic_responder(response_meta(*config, *out, "msg_")));
   } else {
-    responder = make_responses_responder(response_meta(*config, *out, "resp_"));
+    responders.push_back(make_responses_responder(response_meta(*config, *out, "resp_")));
   }
   auto call = std::make_shared<GenerationCall>(config, out, recipe::output_parser_options(*chat, *prompt),
-                                               std::move(responder), chat->stream, chat->sampling.logprobs,
+                                               std::move(responders), chat->stream, chat->sampling.logprobs,
                                                chat->cache.any());
   const ContextFields fields = kind == ApiKind::responses ? ContextFields{"input", "max_output_tokens"}
                                                           : ContextFields{"messages", "max_tokens"};
@@ -375,7 +495,11 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
           attach_tool_call_constraint(*chat, *prompt, *config->tokenizer, *config->engine, engine_req);
       !st.ok())
     return out->send_error(st);
-  run_generation(config, out, std::move(call), std::move(engine_req), fields);
+  run_generation(
+      config, out, std::move(call),
+      choice_requests(std::move(engine_req), kind == ApiKind::chat_completions ? chat->sampling.n : 1,
+                      chat->sampling.seed),
+      fields);
 }
 
 // Completions (legacy): the client's raw prompt, no template.
@@ -396,13 +520,17 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
       echo = std::move(text).value();
     }
   }
-  auto responder = make_completions_responder(response_meta(*config, *out, "cmpl-"),
-                                              {.include_usage = completion->include_usage,
-                                               .logprobs = completion->sampling.logprobs,
-                                               .text_offset_start = 0},
-                                              std::move(echo));
+  const recipe::ResponseMeta meta = response_meta(*config, *out, "cmpl-");
+  std::vector<std::unique_ptr<ApiResponder>> responders;
+  for (int32_t i = 0; i < completion->sampling.n; ++i)
+    responders.push_back(make_completions_responder(meta,
+                                                    {.include_usage = completion->include_usage,
+                                                     .logprobs = completion->sampling.logprobs,
+                                                     .text_offset_start = 0,
+                                                     .choice_index = i},
+                                                    echo));
   auto call = std::make_shared<GenerationCall>(config, out, recipe::completions_parser_options(*completion),
-                                               std::move(responder), completion->stream,
+                                               std::move(responders), completion->stream,
                                                completion->sampling.logprobs, completion->cache.any());
   Request engine_req = engine_request(completion->sampling, completion->user, completion->cache,
                                       std::move(ids).value(), *config);
@@ -410,7 +538,9 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
                                            *config->engine, engine_req);
       !st.ok())
     return out->send_error(st);
-  run_generation(config, out, std::move(call), std::move(engine_req), ContextFields{"prompt", "max_tokens"});
+  run_generation(config, out, std::move(call),
+                 choice_requests(std::move(engine_req), completion->sampling.n, completion->sampling.seed),
+                 ContextFields{"prompt", "max_tokens"});
 }
 
 }  // namespace

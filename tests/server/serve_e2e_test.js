@@ -4,7 +4,7 @@
 //
 // usage: node serve_e2e_test.js DEEPINFER WORKDIR CASE
 //   CASE make_model | chat | other_apis | errors | auth | disconnect | overload | limits | tokenize |
-//        metrics
+//        metrics | choices
 // Each case starts its own server on an ephemeral port (--port 0; the port is read from the
 // "listening on" line) and stops it with SIGTERM, which must exit 0.
 'use strict';
@@ -139,6 +139,80 @@ async function caseChat() {
     const metrics = await (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
     const hits = metrics.match(/^deepinfer:prefix_cache_hits_total (\S+)$/m);
     assert.ok(hits && Number(hits[1]) > 0, 'prefix cache hits exported');
+  } finally {
+    const { code } = await stopServer(server);
+    assert.equal(code, 0, 'SIGTERM: clean exit');
+  }
+}
+
+// `n` > 1 (Chat Completions and Completions): choice i samples with seed + i and equals a single
+// request with that seed (the siblings fork from choice 0's cached prompt blocks, and a cache hit
+// changes nothing on V3); the prompt is counted once, completions summed; the stream interleaves
+// the choices by index, closes each with its own finish_reason and ends with one usage chunk.
+async function caseChoices() {
+  const server = await startServer();
+  try {
+    const oa = client(server.port);
+    const metricsText = async () => (await fetch(`http://127.0.0.1:${server.port}/metrics`)).text();
+    const hitsNow = async () => metricValue(parsePrometheus(await metricsText()), 'deepinfer:prefix_cache_hits_total');
+    const params = { model: 'tiny', messages: [{ role: 'user', content: LONG_PROMPT }], max_tokens: 10,
+                     temperature: 1, seed: 40 };
+    const hitsBefore = await hitsNow();
+    const three = await oa.chat.completions.create({ ...params, n: 3 });
+    const hitsAfter = await hitsNow();
+    assert.equal(three.choices.length, 3);
+    assert.deepEqual(three.choices.map((c) => c.index), [0, 1, 2]);
+    const singles = [];
+    for (let i = 0; i < 3; ++i) singles.push(await oa.chat.completions.create({ ...params, seed: 40 + i }));
+    for (let i = 0; i < 3; ++i) {
+      assert.equal(three.choices[i].message.content, singles[i].choices[0].message.content, `choice ${i} = seed ${40 + i}`);
+      assert.equal(three.choices[i].finish_reason, singles[i].choices[0].finish_reason);
+    }
+    assert.notEqual(three.choices[0].message.content, three.choices[1].message.content, 'choices differ at T=1');
+    assert.equal(three.usage.prompt_tokens, singles[0].usage.prompt_tokens, 'the prompt counts once');
+    assert.equal(three.usage.completion_tokens, singles.reduce((a, r) => a + r.usage.completion_tokens, 0));
+    checkUsage(three.usage);
+    // The two siblings hit choice 0's full prompt blocks (64 tokens each).
+    const fullBlocks = Math.floor(singles[0].usage.prompt_tokens / 64) * 64;
+    assert.ok(fullBlocks >= 128, `prompt of ${singles[0].usage.prompt_tokens} tokens`);
+    assert.ok(hitsAfter - hitsBefore >= 2 * fullBlocks, `siblings share the prompt: ${hitsAfter - hitsBefore} hit tokens`);
+
+    // Streaming: per-index reassembly equals the bodies; one finish per choice; a final usage chunk.
+    const stream = await oa.chat.completions.create({ ...params, n: 3, stream: true });
+    const texts = ['', '', ''];
+    const finishes = [[], [], []];
+    let usage = null;
+    let last = null;
+    for await (const chunk of stream) {
+      last = chunk;
+      if (chunk.usage) usage = chunk.usage;
+      for (const c of chunk.choices) {
+        texts[c.index] += c.delta.content ?? '';
+        if (c.finish_reason) finishes[c.index].push(c.finish_reason);
+      }
+    }
+    assert.deepEqual(last.choices, [], 'the last chunk carries only usage');
+    for (let i = 0; i < 3; ++i) {
+      assert.equal(texts[i], three.choices[i].message.content, `stream choice ${i}`);
+      assert.deepEqual(finishes[i], [three.choices[i].finish_reason]);
+    }
+    assert.equal(usage.completion_tokens, three.usage.completion_tokens);
+    assert.equal(usage.prompt_tokens, three.usage.prompt_tokens);
+
+    // Completions with n = 2 and a stop string: each choice cut on its own.
+    const comp = await oa.completions.create({ model: 'tiny', prompt: LONG_PROMPT, max_tokens: 8, temperature: 1,
+                                               seed: 7, n: 2 });
+    assert.deepEqual(comp.choices.map((c) => c.index), [0, 1]);
+    for (let i = 0; i < 2; ++i) {
+      const one = await oa.completions.create({ model: 'tiny', prompt: LONG_PROMPT, max_tokens: 8, temperature: 1,
+                                                seed: 7 + i });
+      assert.equal(comp.choices[i].text, one.choices[0].text, `completion choice ${i}`);
+    }
+    // Limits: n beyond --max-choices (default 8) is a 400 naming n.
+    await assert.rejects(oa.chat.completions.create({ ...params, n: 9 }), (e) => e.status === 400 && e.param === 'n');
+    // Nothing left running (every sibling finished or was cancelled).
+    const samples = parsePrometheus(await metricsText());
+    assert.equal(metricValue(samples, 'deepinfer:num_requests_running'), 0);
   } finally {
     const { code } = await stopServer(server);
     assert.equal(code, 0, 'SIGTERM: clean exit');
@@ -770,7 +844,7 @@ async function caseMetrics() {
 
 const CASES = { make_model: caseMakeModel, chat: caseChat, other_apis: caseOtherApis, errors: caseErrors, auth: caseAuth,
                 disconnect: caseDisconnect, overload: caseOverload, limits: caseLimits,
-                tokenize: caseTokenize, metrics: caseMetrics };
+                tokenize: caseTokenize, metrics: caseMetrics, choices: caseChoices };
 
 (async () => {
   const fn = CASES[caseName];
