@@ -31,6 +31,9 @@ void add_kv_tier_options(CLI::App* sub, KvTierOptions& o) {
                 "sharing tiers share it");
   g->add_option("--kv-tier-writes", o.writes, "Write completed prefix blocks to the tiers")
       ->capture_default_str();
+  g->add_option("--kv-write-every-tokens", o.write_every_tokens,
+                "A long output's blocks go to the tiers every this many tokens (0: only at its end)")
+      ->capture_default_str();
 }
 
 Result<uint64_t> checkpoint_fingerprint(const std::string& model_dir) {
@@ -77,6 +80,9 @@ Status configure_kv_tiers(const KvTierOptions& o, const std::string& model_dir, 
   const std::string secret_file = o.secret_file.empty() ? o.disk_dir + "/secret" : o.secret_file;
   DS_ASSIGN_OR_RETURN(cfg.secret, load_or_create_tier_secret(secret_file));
   cfg.writes = o.writes;
+  if (o.write_every_tokens < 0)
+    return Status(ErrorCode::invalid_argument, "--kv-write-every-tokens must be >= 0");
+  cfg.write_every_tokens = o.write_every_tokens;
   const auto capacity = static_cast<int64_t>(o.disk_gib * static_cast<double>(int64_t{1} << 30));
   cfg.open = [o, capacity](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
     std::vector<std::shared_ptr<KvTier>> tiers;  // read in this order: the local SSD first

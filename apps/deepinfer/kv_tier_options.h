@@ -1,5 +1,6 @@
 // `deepinfer serve` KV tier flags (docs/kvcache.md, Tiers): --kv-disk-dir, --kv-disk-gib,
-// --kv-redis, --kv-redis-ttl-s, --kv-ttl, --kv-secret-file, --kv-tier-writes; and the checkpoint fingerprint
+// --kv-redis, --kv-redis-ttl-s, --kv-ttl, --kv-secret-file, --kv-tier-writes, --kv-write-every-tokens;
+// and the checkpoint fingerprint
 // that keys the tiers.
 #pragma once
 
@@ -20,6 +21,7 @@ struct KvTierOptions {
   std::string ttl;          // --kv-ttl chat=7d,agent=3d,default=1d ("" = default 1d for every class)
   std::string secret_file;  // "" = DIR/secret (required with Redis alone)
   bool writes = true;
+  int64_t write_every_tokens = 1024;
 };
 
 void add_kv_tier_options(CLI::App* sub, KvTierOptions& o);

@@ -549,6 +549,8 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (!r.prompt_committed) {
       r.prompt_committed = true;
       on_prompt_committed(seq, r);
+    } else if (tiers_) {
+      write_long_output(seq, r);
     }
     // A complete grammar ends the request (the token that completed it is part of the output).
     if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
@@ -755,6 +757,16 @@ void Engine::on_prompt_committed(RequestId id, ActiveRequest& r) {
   }
 }
 
+// A long output's blocks go down every write_every_tokens: a crash, a hang-up or a preemption
+// mid-answer keeps what was computed, and a follow-up turn can hit it while the answer is still
+// being written.
+void Engine::write_long_output(RequestId id, ActiveRequest& r) {
+  const int64_t every = config_.kv_tiers.write_every_tokens;
+  if (every <= 0) return;
+  const int64_t pending_blocks = static_cast<int64_t>(kv_.block_hashes(id).size()) - r.n_blocks_tiered;
+  if (pending_blocks * kv_config_.block_size_tokens >= every) write_to_tiers(id, r);
+}
+
 void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
   if (!config_.kv_tiers.writes || !r.request.cache_tier_writes) return;
   const std::vector<uint64_t>& hashes = kv_.block_hashes(id);
@@ -785,6 +797,7 @@ void Engine::write_to_tiers(RequestId id, ActiveRequest& r) {
   for (const TierBlockRef& b : blocks) pinned.push_back(b.block_id);
   if (tiers_->submit_write(std::move(blocks))) {
     ++n_tier_writes_pending_;
+    ++local_stats_.kv_tier_write_jobs;
   } else {
     for (const int32_t block_id : pinned) kv_.unpin(block_id);  // the queue is full: dropped
   }

@@ -146,6 +146,7 @@ class Engine {
   void collect_tier_completions();
   void start_restores(const StepPlan& plan);
   void write_to_tiers(RequestId id, ActiveRequest& r);
+  void write_long_output(RequestId id, ActiveRequest& r);
   // The pool's index changes: scopes for clear_cache(), then the KV event sink.
   void drain_kv_events();
   CacheClearResult apply_clear(const CacheClearFilter& filter);

@@ -25,8 +25,11 @@ struct KvTierConfig {
   uint64_t model_fingerprint = 0;  // config + tensor table of the checkpoint (the caller computes it)
   std::vector<std::byte> secret;   // load_or_create_tier_secret()
   std::function<Result<std::vector<std::shared_ptr<KvTier>>>(uint64_t namespace_id)> open;
-  bool writes = true;                   // false: tiers are only read (the benchmark's baseline)
-  int32_t max_queued_writes = 64;       // write jobs queued beyond this are dropped and counted
+  bool writes = true;              // false: tiers are only read (the benchmark's baseline)
+  int32_t max_queued_writes = 64;  // write jobs queued beyond this are dropped and counted
+  // A long output's committed blocks go down every this many tokens (and at its end), not only at
+  // its end (DeepSeek persists "at fixed token intervals inside long outputs"); 0 = at the end only.
+  int64_t write_every_tokens = 1024;
   TierTtlPolicy ttl;                    // entry TTL by Request::cache_class
   std::function<int64_t()> now_unix_s;  // expiry clock; empty = the system clock (tests inject one)
 };
@@ -94,6 +97,7 @@ struct EngineStats {
   int64_t kv_tier_restored_tokens = 0;
   int64_t kv_tier_blocks_written = 0;
   int64_t kv_tier_write_jobs_dropped = 0;
+  int64_t kv_tier_write_jobs = 0;  // write jobs queued (prompt, every write_every_tokens, end)
   // Speculative decoding (vLLM's spec_decode_* counters): decode chunks that verified drafts, draft
   // tokens verified, of which accepted, and accepted by draft position (index j: the (j+1)-th draft).
   // Mean acceptance length = 1 + accepted / drafts.

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -37,7 +38,9 @@ struct Fixture : modelgen::TinyModel {
 };
 
 struct TierDir {
-  TierDir() : path(::testing::TempDir() + "/ds_engine_tier_disk_" + std::to_string(::getpid())) {
+  TierDir()
+      : path(::testing::TempDir() + "/ds_engine_tier_disk_" + std::to_string(::getpid()) + "_" +
+             std::to_string(std::random_device{}())) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -56,16 +59,18 @@ struct Outcome {
 
 struct RunOptions {
   int n_runs = 1;
+  int32_t max_tokens = 8;
+  int64_t write_every_tokens = 0;  // KvTierConfig::write_every_tokens
   std::string salt = {};
   std::optional<CacheClearFilter> clear_after = {};  // DELETE /v1/cache after the runs
 };
 
-Request request(const std::string& salt = "") {
+Request request(const std::string& salt = "", int32_t max_tokens = 8) {
   Request r;
   r.cache_salt = salt;
   r.cache_key = salt.empty() ? "" : "conv/" + salt;
   for (int32_t i = 0; i < 41; ++i) r.prompt_tokens.push_back((i * 7919 + 13) % 120000);
-  r.stop.max_tokens = 8;
+  r.stop.max_tokens = max_tokens;
   r.stop.ignore_eos = true;
   r.sampling.logprobs = true;
   r.detokenize = false;
@@ -86,6 +91,7 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, const RunOptions& o
     EXPECT_TRUE(secret.ok()) << secret.status().to_string();
     cfg.kv_tiers.model_fingerprint = 1234;
     cfg.kv_tiers.secret = *secret;
+    cfg.kv_tiers.write_every_tokens = options.write_every_tokens;
     cfg.kv_tiers.open = [&](uint64_t ns) -> Result<std::vector<std::shared_ptr<KvTier>>> {
       DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> opened, DiskTier::open({*tier_dir, 1 << 28, ns, {}}));
       opened->wait_for_scan();
@@ -99,7 +105,7 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, const RunOptions& o
   Outcome o;
   for (int i = 0; i < options.n_runs; ++i) {
     RequestStream stream;
-    EXPECT_TRUE((*engine)->submit(request(options.salt), stream.sink()).ok());
+    EXPECT_TRUE((*engine)->submit(request(options.salt, options.max_tokens), stream.sink()).ok());
     const TokenEvent out = stream.collect();
     EXPECT_TRUE(out.error.ok()) << out.error.to_string();
     o.tokens = out.tokens;
@@ -193,6 +199,22 @@ TEST(EngineTierClear, ClearingTheCacheBySaltOrKeyRemovesTheTierEntriesToo) {
   EXPECT_GE(by_key.cleared.tier_entries_removed, b_entries);
   EXPECT_GE(by_key.cleared.blocks_removed, 2) << "and the pool's blocks";
   EXPECT_EQ(run(*f.model, &tiers.path, {.salt = "tenant-b"}).cached_prompt_tokens, 0);
+}
+
+// A long output goes down every write_every_tokens, not only at its end: 41 prompt + 119 computed
+// output tokens are 10 full blocks of 16; the prompt's 2 go at the first token, then a job per 2
+// new blocks (32 tokens): 5 jobs instead of 2 (prompt, end), the same 10 entries.
+TEST(EngineTierWrites, ALongOutputIsWrittenEveryNTokens) {
+  Fixture f("deepseek_v3");
+  ASSERT_NE(f.model, nullptr);
+  TierDir at_end, every;
+  const Outcome a = run(*f.model, &at_end.path, {.max_tokens = 120, .write_every_tokens = 0});
+  const Outcome b = run(*f.model, &every.path, {.max_tokens = 120, .write_every_tokens = 32});
+  EXPECT_EQ(a.stats.kv_tier_write_jobs, 2);
+  EXPECT_EQ(b.stats.kv_tier_write_jobs, 5);
+  EXPECT_EQ(a.disk.n_writes, 10);
+  EXPECT_EQ(b.disk.n_writes, 10);
+  expect_same(a, b, "when blocks go down changes no output");
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, EngineTiers, ::testing::Values("deepseek_v3", "deepseek_v4"));

@@ -46,6 +46,7 @@ Json stats_json(const CacheAdminRoutesConfig& config) {
                {{"restores", s.kv_tier_restores},
                 {"restored_tokens", s.kv_tier_restored_tokens},
                 {"blocks_written", s.kv_tier_blocks_written},
+                {"write_jobs", s.kv_tier_write_jobs},
                 {"write_jobs_dropped", s.kv_tier_write_jobs_dropped}}}};
   if (config.kv_events_stats) out["kv_events"] = config.kv_events_stats();
   return out;
