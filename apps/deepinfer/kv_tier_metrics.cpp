@@ -1,6 +1,17 @@
 #include "kv_tier_metrics.h"
 
+#include <vector>
+
 namespace ds::cli {
+
+namespace {
+
+void mirror(server::Histogram& h, const TierLatencyCounts& counts) {
+  const std::vector<uint64_t> buckets(counts.counts.begin(), counts.counts.end());
+  h.set_totals(buckets, static_cast<double>(counts.sum_ns) * 1e-9);
+}
+
+}  // namespace
 
 void add_kv_tier_metrics(server::MetricsRegistry& registry, const Engine& engine) {
   using server::Counter;
@@ -24,6 +35,13 @@ void add_kv_tier_metrics(server::MetricsRegistry& registry, const Engine& engine
       &registry.gauge_family("deepinfer:kv_tier_entries", "Entries the tier holds (SSD).", {"tier"});
   auto* stored =
       &registry.gauge_family("deepinfer:kv_tier_stored_bytes", "Bytes the tier holds (SSD).", {"tier"});
+  const std::vector<double> bounds(kTierLatencyBoundsS.begin(), kTierLatencyBoundsS.end());
+  auto* read_latency =
+      &registry.histogram_family("deepinfer:kv_tier_read_latency_seconds",
+                                 "Latency of tier reads that returned an entry.", {"tier"}, bounds);
+  auto* write_latency =
+      &registry.histogram_family("deepinfer:kv_tier_write_latency_seconds",
+                                 "Latency of tier writes that stored an entry.", {"tier"}, bounds);
   Counter* restored = &registry.counter("deepinfer:kv_tier_restored_tokens_total",
                                         "Prompt tokens restored from the KV tiers into the pool.");
   Counter* dropped = &registry.counter("deepinfer:kv_tier_write_jobs_dropped_total",
@@ -45,6 +63,8 @@ void add_kv_tier_metrics(server::MetricsRegistry& registry, const Engine& engine
       write_seconds->with({name}).set_total(static_cast<double>(s.write_ns_total) * 1e-9);
       entries->with({name}).set(static_cast<double>(s.n_entries));
       stored->with({name}).set(static_cast<double>(s.bytes_stored));
+      mirror(read_latency->with({name}), s.read_latency);
+      mirror(write_latency->with({name}), s.write_latency);
     }
     const EngineStats e = engine.stats();
     restored->set_total(static_cast<double>(e.kv_tier_restored_tokens));

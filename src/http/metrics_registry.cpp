@@ -94,6 +94,13 @@ void Histogram::observe(double value) {
   sum_.fetch_add(value, std::memory_order_relaxed);
 }
 
+void Histogram::set_totals(const std::vector<uint64_t>& bucket_counts, double sum) {
+  DS_ASSERT(bucket_counts.size() == upper_bounds_.size() + 1, "one count per bucket, +Inf last");
+  for (size_t i = 0; i < bucket_counts.size(); ++i)
+    counts_[i].store(bucket_counts[i], std::memory_order_relaxed);
+  sum_.store(sum, std::memory_order_relaxed);
+}
+
 Histogram::Snapshot Histogram::snapshot() const {
   Snapshot s;
   s.upper_bounds = upper_bounds_;

@@ -46,6 +46,9 @@ class Histogram {
   // `upper_bounds`: finite, strictly increasing; a +Inf bucket is implied.
   explicit Histogram(std::vector<double> upper_bounds);
   void observe(double value);
+  // For histograms mirrored from a source that buckets itself with the same bounds (KV tier
+  // latencies read at scrape time): per-bucket counts (not cumulative, +Inf last) and the sum.
+  void set_totals(const std::vector<uint64_t>& bucket_counts, double sum);
 
   struct Snapshot {
     std::vector<double> upper_bounds;

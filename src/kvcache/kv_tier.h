@@ -12,6 +12,7 @@
 // restore threads read and write.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -51,6 +52,17 @@ struct TierEntry {
   TierScope scope;                // the writing request's salt tag and cache key
 };
 
+// Latencies of tier reads or writes in fixed buckets (the /metrics histograms
+// deepinfer:kv_tier_{read,write}_latency_seconds): counts[i] = observations <= kTierLatencyBoundsS[i]
+// and above the bound before; the last count is above every bound.
+inline constexpr std::array<double, 12> kTierLatencyBoundsS = {50e-6, 100e-6, 250e-6, 500e-6, 1e-3,   2.5e-3,
+                                                               5e-3,  10e-3,  25e-3,  50e-3,  100e-3, 250e-3};
+struct TierLatencyCounts {
+  std::array<int64_t, kTierLatencyBoundsS.size() + 1> counts{};
+  int64_t sum_ns = 0;
+  void add(int64_t ns);
+};
+
 // Counters since construction (metrics; docs/kvcache.md).
 struct TierStats {
   int64_t n_entries = 0;
@@ -65,8 +77,10 @@ struct TierStats {
   int64_t n_removed = 0;    // entries removed by remove_matching()
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
-  int64_t read_ns_total = 0;   // wall time inside read()
-  int64_t write_ns_total = 0;  // wall time inside write()
+  int64_t read_ns_total = 0;        // wall time inside read()
+  int64_t write_ns_total = 0;       // wall time inside write()
+  TierLatencyCounts read_latency;   // reads that returned an entry
+  TierLatencyCounts write_latency;  // writes that stored one
 };
 
 class KvTier {

@@ -167,6 +167,7 @@ Result<TierEntry> RedisTier::read(uint64_t key) {
   ++stats_.n_hits;
   stats_.bytes_read += static_cast<int64_t>(bytes.size());
   stats_.read_ns_total += now_ns() - start_ns;
+  stats_.read_latency.add(now_ns() - start_ns);
   return entry;
 }
 
@@ -203,6 +204,7 @@ Status RedisTier::write(const TierEntry& entry) {
   ++stats_.n_writes;
   stats_.bytes_written += static_cast<int64_t>(bytes.size());
   stats_.write_ns_total += now_ns() - start_ns;
+  stats_.write_latency.add(now_ns() - start_ns);
   return ok_status();
 }
 

@@ -35,6 +35,15 @@ Status corrupt(const std::string& what) {
 
 }  // namespace
 
+void TierLatencyCounts::add(int64_t ns) {
+  const double s = static_cast<double>(ns) * 1e-9;
+  const auto bucket =
+      static_cast<size_t>(std::lower_bound(kTierLatencyBoundsS.begin(), kTierLatencyBoundsS.end(), s) -
+                          kTierLatencyBoundsS.begin());
+  ++counts[bucket];
+  sum_ns += ns;
+}
+
 uint64_t tier_salt_tag(std::string_view salt) { return XXH3_64bits(salt.data(), salt.size()); }
 
 bool TierScopeFilter::matches(const TierScope& scope) const {

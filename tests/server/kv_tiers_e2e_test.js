@@ -89,6 +89,11 @@ async function caseRestart() {
     assert.ok(value(/^deepinfer:kv_tier_hits_total\{tier="disk"\} (\S+)$/m) >= 2, 'per-tier hits in /metrics');
     assert.equal(value(/^deepinfer:kv_tier_restored_tokens_total (\S+)$/m), again.hit);
     assert.ok(value(/^deepinfer:kv_tier_entries\{tier="disk"\} (\S+)$/m) >= 2);
+    // The read latency histogram: one observation per hit, buckets cumulative up to +Inf.
+    const hits = value(/^deepinfer:kv_tier_hits_total\{tier="disk"\} (\S+)$/m);
+    assert.equal(value(/^deepinfer:kv_tier_read_latency_seconds_count\{tier="disk"\} (\S+)$/m), hits);
+    assert.equal(value(/^deepinfer:kv_tier_read_latency_seconds_bucket\{tier="disk",le="\+Inf"\} (\S+)$/m), hits);
+    assert.ok(value(/^deepinfer:kv_tier_read_latency_seconds_sum\{tier="disk"\} (\S+)$/m) > 0);
   } finally {
     await stop(b);
   }
