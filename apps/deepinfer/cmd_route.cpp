@@ -33,6 +33,7 @@ struct RouteOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> workers;
+  std::vector<std::string> worker_events;  // WORKER_URL=ENDPOINT
   std::string workers_file;
   std::string policy = "cache_aware";
   std::string model_dir;      // config.json (encoding) + tokenizer of the workers' model
@@ -64,6 +65,7 @@ Result<std::vector<cluster::WorkerAddress>> configured_workers(const RouteOption
     DS_ASSIGN_OR_RETURN(std::vector<cluster::WorkerAddress> more, cluster::read_workers_file(o.workers_file));
     out.insert(out.end(), more.begin(), more.end());
   }
+  for (const std::string& spec : o.worker_events) DS_TRY(cluster::attach_worker_events(out, spec));
   return out;
 }
 
@@ -189,7 +191,11 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--host", o->host, "Address to bind")->capture_default_str();
   sub->add_option("--port", o->port, "Port (0 = a free one, printed at start)")->capture_default_str();
   sub->add_option("--worker", o->workers, "Worker URL http://HOST:PORT (repeatable)");
-  sub->add_option("--workers-file", o->workers_file, "File of worker URLs, one per line; re-read on SIGHUP");
+  sub->add_option(
+      "--worker-events", o->worker_events,
+      "WORKER_URL=tcp://HOST:PORT: the worker's KV event stream (serve --kv-events-endpoint; repeatable)");
+  sub->add_option("--workers-file", o->workers_file,
+                  "File of workers, one 'URL [events=ENDPOINT]' per line; re-read on SIGHUP");
   sub->add_option("--policy", o->policy, "cache_aware | least_load | round_robin | random")
       ->capture_default_str();
   sub->add_option("--model", o->model_dir,

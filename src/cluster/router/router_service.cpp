@@ -30,6 +30,14 @@ Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig 
   s->pool_.set_workers(s->config_.workers);
   s->poller_ = std::make_unique<HealthPoller>(s->pool_, s->router_, s->config_.health);
   s->poller_->poll_once();  // route from the first request on to the workers already up
+  // After the first poll, which forgets every worker's index once: events from now on are kept.
+  s->kv_subscriber_ = std::make_unique<KvEventSubscriber>(s->pool_, s->router_, s->metrics_);
+  s->registry_.add_collector([p = s.get()] {
+    const auto workers = p->pool_.all();
+    for (size_t i = 0; i < workers.size(); ++i)
+      p->metrics_.index_blocks.with({workers[i]->address.url})
+          .set(static_cast<double>(p->router_.prefix_index().n_blocks(i)));
+  });
   for (int i = 0; i < s->config_.n_relay_threads; ++i)
     s->threads_.emplace_back([p = s.get()] { p->ioc_.run(); });
   return s;
@@ -42,6 +50,7 @@ RouterService::RouterService(RouterServiceConfig config)
       work_(boost::asio::make_work_guard(ioc_)) {}
 
 RouterService::~RouterService() {
+  kv_subscriber_.reset();
   poller_.reset();
   work_.reset();
   ioc_.stop();

@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "cluster/router/health_poller.h"
+#include "cluster/router/kv_event_subscriber.h"
 #include "cluster/router/relay.h"
 #include "cluster/router/request_prompt.h"
 #include "cluster/router/request_router.h"
@@ -73,7 +74,8 @@ class RouterService {
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   std::vector<std::thread> threads_;
-  std::unique_ptr<HealthPoller> poller_;  // last: stops before the rest goes
+  std::unique_ptr<HealthPoller> poller_;              // stops before the rest goes
+  std::unique_ptr<KvEventSubscriber> kv_subscriber_;  // last: stops first
 };
 
 }  // namespace ds::cluster
