@@ -47,6 +47,7 @@ struct RouteOptions {
   int64_t balance_abs_threshold = 32;
   double balance_rel_threshold = 1.0001;
   int max_attempts = 3;
+  int max_idle_connections = 32;  // per worker; 0 = a connection per attempt
   int64_t request_timeout_s = 600;
   int64_t max_open_requests = 4096;
   int health_period_ms = 500;
@@ -128,6 +129,8 @@ int run_route(const RouteOptions& o) {
   rc.routing.seed = std::random_device{}();
   rc.relay.worker_api_key = o.worker_api_key;
   rc.relay.max_attempts = o.max_attempts;
+  if (o.max_idle_connections < 0) return report_usage_error(cmd, "--max-idle-connections must be >= 0");
+  rc.connections.max_idle_per_worker = static_cast<size_t>(o.max_idle_connections);
   rc.relay.request_timeout = std::chrono::seconds(o.request_timeout_s);
   rc.relay.retry_after_s = o.retry_after_s;
   rc.health.period = std::chrono::milliseconds(o.health_period_ms);
@@ -216,6 +219,9 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
                   "cache_aware: load ratio that forces balance")
       ->capture_default_str();
   sub->add_option("--max-attempts", o->max_attempts, "Workers tried per request before the first byte")
+      ->capture_default_str();
+  sub->add_option("--max-idle-connections", o->max_idle_connections,
+                  "Kept-alive connections per worker (0: one connection per request)")
       ->capture_default_str();
   sub->add_option("--request-timeout-s", o->request_timeout_s, "Deadline of one request, retries included")
       ->capture_default_str();

@@ -32,6 +32,9 @@ RouterMetrics::RouterMetrics(server::MetricsRegistry& r, const WorkerPool& pool)
       index_blocks(r.gauge_family("deepinfer_router:index_blocks",
                                   "Blocks in each worker's prefix index (events or routing history)",
                                   {"worker"})),
+      connections(r.counter_family(
+          "deepinfer_router:worker_connections_total",
+          "Connections to workers: reused from the keep-alive pool, opened, dropped idle", {"event"})),
       retries(r.counter("deepinfer_router:retries_total",
                         "Attempts retried on another worker before the first byte")),
       no_worker(

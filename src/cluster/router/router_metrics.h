@@ -25,6 +25,7 @@ class RouterMetrics {
   server::MetricFamily<server::Counter>& kv_event_resets;       // {worker, reason}: gap, restart, all_cleared
   server::MetricFamily<server::Counter>& kv_event_errors;       // {worker}: undecodable messages
   server::MetricFamily<server::Gauge>& index_blocks;            // {worker}: blocks in its prefix index
+  server::MetricFamily<server::Counter>& connections;           // {event}: reused, opened, dropped
   server::Counter& retries;
   server::Counter& no_worker;
   server::Histogram& decision_seconds;
