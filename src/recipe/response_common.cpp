@@ -81,16 +81,13 @@ std::string dump_json(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string sse_data(const Json& data) { return "data: " + dump_json(data) + "\n\n"; }
+StreamEvent data_event(const Json& data) { return StreamEvent{"", dump_json(data)}; }
 
-std::string sse_event(std::string_view event, const Json& data) {
-  std::string s = "event: ";
-  s += event;
-  s += "\ndata: ";
-  s += dump_json(data);
-  s += "\n\n";
-  return s;
+StreamEvent named_event(std::string_view name, const Json& data) {
+  return StreamEvent{std::string(name), dump_json(data)};
 }
+
+StreamEvent done_event() { return StreamEvent{"", "[DONE]"}; }
 
 void CollectedOutput::add(const OutputDelta& delta) {
   switch (delta.kind) {

@@ -1,5 +1,5 @@
 // What every API's response builder shares: the response's identity, token usage (DeepSeek's
-// prompt-cache fields), per-token logprobs, SSE framing, and the whole output collected from the
+// prompt-cache fields), per-token logprobs, stream events, and the whole output collected from the
 // parser's deltas (for non-stream bodies).
 //
 // Builders are pure functions of their inputs: ids and timestamps come in through ResponseMeta,
@@ -85,10 +85,17 @@ Json system_fingerprint_json(const ResponseMeta& meta);
 // (Json(Json::value_t::discarded)); pass null for "usage": null.
 Json openai_envelope(const ResponseMeta& meta, const char* object, Json choice, Json usage);
 
-// "data: <json>\n\n" and "event: <name>\ndata: <json>\n\n". JSON is written compactly; invalid
-// UTF-8 (a model can emit it) is replaced, never thrown.
-std::string sse_data(const Json& data);
-std::string sse_event(std::string_view event, const Json& data);
+// One server-sent event as a stream builder makes it: the server frames it, once, as
+// "event: <name>\ndata: <data>\n\n" ("data: <data>\n\n" without a name).
+struct StreamEvent {
+  std::string name;  // "" for the OpenAI APIs' unnamed events
+  std::string data;  // compact JSON (invalid UTF-8 replaced: a model can emit it), or "[DONE]"
+  bool operator==(const StreamEvent&) const = default;
+};
+using StreamEvents = std::vector<StreamEvent>;
+StreamEvent data_event(const Json& data);
+StreamEvent named_event(std::string_view name, const Json& data);
+StreamEvent done_event();  // OpenAI's closing `data: [DONE]`
 // JSON text with invalid UTF-8 replaced (for non-stream bodies too).
 std::string dump_json(const Json& value);
 

@@ -38,9 +38,9 @@ class CompletionsStream {
       : meta_(std::move(meta)), options_(options), text_offset_(options.text_offset_start) {}
 
   // Logprobs ride on the next chunk, as in ChatCompletionsStream.
-  std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas,
-                                     const std::vector<TokenLogprobInfo>& logprobs = {});
-  std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  StreamEvents on_deltas(const std::vector<OutputDelta>& deltas,
+                         const std::vector<TokenLogprobInfo>& logprobs = {});
+  StreamEvents finish(OutputFinishReason reason, const ResponseUsage& usage);
 
  private:
   Json chunk(const std::string& text);

@@ -35,13 +35,13 @@ class ChatCompletionsStream {
   ChatCompletionsStream(ResponseMeta meta, ChatResponseOptions options)
       : meta_(std::move(meta)), options_(options) {}
 
-  std::vector<std::string> begin();
+  StreamEvents begin();
   // The parser's deltas of one step and the logprobs of that step's tokens. Logprobs ride on the
   // first chunk this call emits; with no chunk they wait for the next one (at the latest the
   // final chunk), so the stream's logprobs concatenate to the non-stream list.
-  std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas,
-                                     const std::vector<TokenLogprobInfo>& logprobs = {});
-  std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  StreamEvents on_deltas(const std::vector<OutputDelta>& deltas,
+                         const std::vector<TokenLogprobInfo>& logprobs = {});
+  StreamEvents finish(OutputFinishReason reason, const ResponseUsage& usage);
 
  private:
   Json chunk(Json delta);

@@ -14,13 +14,13 @@
 
 #include "http/api_routes.h"
 #include "recipe/anthropic_messages_request.h"
+#include "recipe/api_responder.h"
 #include "recipe/chat_completions_request.h"
 #include "recipe/completions_request.h"
 #include "recipe/output_parser.h"
 #include "recipe/request_error.h"
 #include "recipe/response_common.h"
 #include "recipe/responses_request.h"
-#include "server/api_responders.h"
 #include "server/structured_output.h"
 #include "server/tool_call_constraint.h"
 
@@ -28,20 +28,9 @@ namespace ds::server {
 
 namespace {
 
-// The builders return framed SSE text ("data: X\n\n" or "event: E\ndata: X\n\n"); the channel
-// frames itself, so split each frame back into its event name and data.
-void write_frames(ResponseChannel& out, const std::vector<std::string>& frames) {
-  for (std::string_view frame : frames) {
-    std::string_view event;
-    if (frame.starts_with("event: ")) {
-      const size_t eol = frame.find('\n');
-      event = frame.substr(7, eol - 7);
-      frame.remove_prefix(eol + 1);
-    }
-    if (frame.starts_with("data: ")) frame.remove_prefix(6);
-    while (frame.ends_with('\n')) frame.remove_suffix(1);
-    out.write_event(frame, event);
-  }
+// The recipe's events, framed as SSE by the channel (the one place that frames).
+void write_frames(ResponseChannel& out, const recipe::StreamEvents& events) {
+  for (const recipe::StreamEvent& e : events) out.write_event(e.data, e.name);
 }
 
 recipe::GenerationEnd generation_end(FinishReason reason) {
@@ -110,8 +99,9 @@ recipe::ResponseMeta response_meta(const GenerateRoutesConfig& config, const Res
 class GenerationCall {
  public:
   GenerationCall(std::shared_ptr<const GenerateRoutesConfig> config, std::shared_ptr<ResponseChannel> out,
-                 const recipe::OutputParserOptions& parser_options, std::unique_ptr<ApiResponder> responder,
-                 bool streaming, bool logprobs, bool report_cache_creation)
+                 const recipe::OutputParserOptions& parser_options,
+                 std::unique_ptr<recipe::ApiResponder> responder, bool streaming, bool logprobs,
+                 bool report_cache_creation)
       : config_ptr_(std::move(config)),
         config_(*config_ptr_),
         out_(std::move(out)),
@@ -287,7 +277,7 @@ class GenerationCall {
   bool frames_opened_ = false;            // a stream's opening frames were written
   std::vector<TokenEvent> early_events_;  // arrived before begin()
   recipe::OutputParser parser_;
-  std::unique_ptr<ApiResponder> responder_;
+  std::unique_ptr<recipe::ApiResponder> responder_;
   recipe::CollectedOutput collected_;               // non-stream only
   std::vector<recipe::TokenLogprobInfo> logprobs_;  // non-stream only
   const bool streaming_;
@@ -349,16 +339,16 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
   Result<std::vector<int32_t>> ids = recipe::tokenize_prompt(*prompt, *config->tokenizer);
   if (!ids.ok()) return out->send_error(ids.status());
 
-  std::unique_ptr<ApiResponder> responder;
+  std::unique_ptr<recipe::ApiResponder> responder;
   if (kind == ApiKind::chat_completions) {
-    responder =
-        make_chat_responder(response_meta(*config, *out, "chatcmpl-"), {.thinking = chat->thinking,
-                                                                        .include_usage = chat->include_usage,
-                                                                        .logprobs = chat->sampling.logprobs});
+    responder = recipe::make_chat_responder(response_meta(*config, *out, "chatcmpl-"),
+                                            {.thinking = chat->thinking,
+                                             .include_usage = chat->include_usage,
+                                             .logprobs = chat->sampling.logprobs});
   } else if (kind == ApiKind::anthropic_messages) {
-    responder = make_anthropic_responder(response_meta(*config, *out, "msg_"));
+    responder = recipe::make_anthropic_responder(response_meta(*config, *out, "msg_"));
   } else {
-    responder = make_responses_responder(response_meta(*config, *out, "resp_"));
+    responder = recipe::make_responses_responder(response_meta(*config, *out, "resp_"));
   }
   auto call = std::make_shared<GenerationCall>(config, out, recipe::output_parser_options(*chat, *prompt),
                                                std::move(responder), chat->stream, chat->sampling.logprobs,
@@ -396,11 +386,11 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
       echo = std::move(text).value();
     }
   }
-  auto responder = make_completions_responder(response_meta(*config, *out, "cmpl-"),
-                                              {.include_usage = completion->include_usage,
-                                               .logprobs = completion->sampling.logprobs,
-                                               .text_offset_start = 0},
-                                              std::move(echo));
+  auto responder = recipe::make_completions_responder(response_meta(*config, *out, "cmpl-"),
+                                                      {.include_usage = completion->include_usage,
+                                                       .logprobs = completion->sampling.logprobs,
+                                                       .text_offset_start = 0},
+                                                      std::move(echo));
   auto call = std::make_shared<GenerationCall>(config, out, recipe::completions_parser_options(*completion),
                                                std::move(responder), completion->stream,
                                                completion->sampling.logprobs, completion->cache.any());
