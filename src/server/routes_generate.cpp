@@ -93,9 +93,10 @@ recipe::ResponseMeta response_meta(const GenerateRoutesConfig& config, const Res
       ""};
 }
 
-// One generation request in flight, whatever its API. Engine events arrive on the engine thread,
-// one at a time; events_mu_ serialises them with begin() on the io thread (the first event may
-// come before submit() returns), mu_ guards the engine-id handshake for cancelling.
+// One generation request in flight, whatever its API. Engine events arrive on the engine thread, one
+// at a time, and are handled on the connection's strand in that order (or on the engine thread once
+// the connection is gone); events_mu_ serialises them with begin() (the first event may come before
+// submit() returns), mu_ guards the engine-id handshake for cancelling.
 class GenerationCall {
  public:
   GenerationCall(std::shared_ptr<const GenerateRoutesConfig> config, std::shared_ptr<ResponseChannel> out,
@@ -133,8 +134,15 @@ class GenerationCall {
     early_events_.clear();
   }
 
-  // Engine thread.
-  void on_event(TokenEvent&& ev) {
+  // Engine thread: only queues. Parsing, JSON building and framing run on the connection's strand, in
+  // the engine's order (ResponseChannel::run_in_order), so the engine's loop never waits on them.
+  static void on_event(const std::shared_ptr<GenerationCall>& call, TokenEvent&& ev) {
+    call->out_->run_in_order(
+        [call, ev = std::move(ev)]() mutable { call->on_event_in_order(std::move(ev)); });
+  }
+
+ private:
+  void on_event_in_order(TokenEvent&& ev) {
     std::lock_guard lock(events_mu_);
     if (!begun_) {
       early_events_.push_back(std::move(ev));
@@ -143,7 +151,6 @@ class GenerationCall {
     handle(std::move(ev));
   }
 
- private:
   void handle(TokenEvent&& ev) {
     if (streaming_ && !frames_opened_) {
       frames_opened_ = true;
@@ -312,8 +319,8 @@ void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     max_seq_len, n_prompt_tokens + request.stop.max_tokens, n_prompt_tokens,
                     request.stop.max_tokens)));
   }
-  Result<RequestId> id =
-      config->engine->submit(std::move(request), [call](TokenEvent&& ev) { call->on_event(std::move(ev)); });
+  Result<RequestId> id = config->engine->submit(
+      std::move(request), [call](TokenEvent&& ev) { GenerationCall::on_event(call, std::move(ev)); });
   if (!id.ok()) return out->send_error(id.status());
   call->set_engine_id(*id);
   call->begin();
