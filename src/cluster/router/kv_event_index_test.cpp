@@ -77,6 +77,34 @@ TEST(KvEventDecoding, RefusesMalformedPayloadsWithTheReason) {
   EXPECT_FALSE(decode_kv_event_batch(untyped.bytes()).ok());
 }
 
+// Random byte flips of a valid batch: each decodes or is refused, and a decoded stored event always
+// has block_size ids per block (what KvEventIndex relies on to slice the ids).
+TEST(KvEventDecoding, MutatedPayloadsDecodeConsistentlyOrAreRefused) {
+  Pack good;
+  good.array(2).f64(1).array(3);
+  stored(good, {1, 2}, 7, ids(0, 8));
+  removed(good, {1});
+  good.map(1).str("type").str("AllBlocksCleared");
+  std::mt19937 rng(11);
+  size_t refused = 0;
+  for (int trial = 0; trial < 5000; ++trial) {
+    std::string bytes = good.bytes();
+    for (int k = 0; k < 1 + static_cast<int>(rng() % 3); ++k)
+      bytes[rng() % bytes.size()] = static_cast<char>(rng() % 256);
+    Result<WorkerKvEventBatch> r = decode_kv_event_batch(bytes);
+    if (!r.ok()) {
+      ++refused;
+      continue;
+    }
+    for (const WorkerKvEvent& ev : r->events) {
+      if (ev.kind != WorkerKvEvent::Kind::stored) continue;
+      ASSERT_GT(ev.block_size, 0);
+      ASSERT_EQ(ev.token_ids.size(), ev.block_hashes.size() * static_cast<size_t>(ev.block_size));
+    }
+  }
+  EXPECT_GT(refused, 0u);
+}
+
 // What a request with `prompt` would match on worker 0.
 size_t matched(const PrefixIndex& index, const std::vector<int32_t>& prompt) {
   return index.match(block_hashes(prompt, kBlock), 1)[0];
