@@ -33,6 +33,7 @@ struct RouteOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> workers;
+  std::vector<std::string> worker_events;  // WORKER_URL=ENDPOINT
   std::string workers_file;
   std::string policy = "cache_aware";
   std::string model_dir;      // config.json (encoding) + tokenizer of the workers' model
@@ -46,6 +47,7 @@ struct RouteOptions {
   int64_t balance_abs_threshold = 32;
   double balance_rel_threshold = 1.0001;
   int max_attempts = 3;
+  int max_idle_connections = 32;  // per worker; 0 = a connection per attempt
   int64_t request_timeout_s = 600;
   int64_t max_open_requests = 4096;
   int health_period_ms = 500;
@@ -64,6 +66,7 @@ Result<std::vector<cluster::WorkerAddress>> configured_workers(const RouteOption
     DS_ASSIGN_OR_RETURN(std::vector<cluster::WorkerAddress> more, cluster::read_workers_file(o.workers_file));
     out.insert(out.end(), more.begin(), more.end());
   }
+  for (const std::string& spec : o.worker_events) DS_TRY(cluster::attach_worker_events(out, spec));
   return out;
 }
 
@@ -126,6 +129,8 @@ int run_route(const RouteOptions& o) {
   rc.routing.seed = std::random_device{}();
   rc.relay.worker_api_key = o.worker_api_key;
   rc.relay.max_attempts = o.max_attempts;
+  if (o.max_idle_connections < 0) return report_usage_error(cmd, "--max-idle-connections must be >= 0");
+  rc.connections.max_idle_per_worker = static_cast<size_t>(o.max_idle_connections);
   rc.relay.request_timeout = std::chrono::seconds(o.request_timeout_s);
   rc.relay.retry_after_s = o.retry_after_s;
   rc.health.period = std::chrono::milliseconds(o.health_period_ms);
@@ -189,7 +194,11 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--host", o->host, "Address to bind")->capture_default_str();
   sub->add_option("--port", o->port, "Port (0 = a free one, printed at start)")->capture_default_str();
   sub->add_option("--worker", o->workers, "Worker URL http://HOST:PORT (repeatable)");
-  sub->add_option("--workers-file", o->workers_file, "File of worker URLs, one per line; re-read on SIGHUP");
+  sub->add_option(
+      "--worker-events", o->worker_events,
+      "WORKER_URL=tcp://HOST:PORT: the worker's KV event stream (serve --kv-events-endpoint; repeatable)");
+  sub->add_option("--workers-file", o->workers_file,
+                  "File of workers, one 'URL [events=ENDPOINT]' per line; re-read on SIGHUP");
   sub->add_option("--policy", o->policy, "cache_aware | least_load | round_robin | random")
       ->capture_default_str();
   sub->add_option("--model", o->model_dir,
@@ -210,6 +219,9 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
                   "cache_aware: load ratio that forces balance")
       ->capture_default_str();
   sub->add_option("--max-attempts", o->max_attempts, "Workers tried per request before the first byte")
+      ->capture_default_str();
+  sub->add_option("--max-idle-connections", o->max_idle_connections,
+                  "Kept-alive connections per worker (0: one connection per request)")
       ->capture_default_str();
   sub->add_option("--request-timeout-s", o->request_timeout_s, "Deadline of one request, retries included")
       ->capture_default_str();

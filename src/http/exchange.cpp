@@ -33,6 +33,20 @@ void Exchange::post(F&& f) {
   net::post(executor, [s = std::move(session), fn = std::forward<F>(f)]() mutable { fn(*s); });
 }
 
+void Exchange::run_in_order(std::function<void()> work) {
+  {
+    std::lock_guard lock(liveness_->mu);  // as post(): the io_context lives until the work is queued
+    if (liveness_->alive) {
+      if (std::shared_ptr<Session> session = session_.lock()) {
+        const net::any_io_executor executor = session->executor();
+        net::post(executor, [s = std::move(session), w = std::move(work)] { w(); });
+        return;
+      }
+    }
+  }
+  work();
+}
+
 void Exchange::send(int http_status, std::string content_type, std::string body, HeaderList extra_headers) {
   finished_.store(true, std::memory_order_release);
   post([seq = seq_, http_status, ct = std::move(content_type), b = std::move(body),

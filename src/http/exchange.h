@@ -31,6 +31,7 @@ class Exchange final : public ResponseChannel {
   void on_close(std::function<void()> callback) override;
   ErrorStyle error_style() const override { return style_; }
   const std::string& request_id() const override { return request_id_; }
+  void run_in_order(std::function<void()> work) override;
 
   // Session side (on its strand): the client went away or the server is stopping.
   void notify_closed();

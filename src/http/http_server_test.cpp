@@ -134,6 +134,32 @@ class HttpServerTest : public ::testing::Test {
                            }).detach();
                          })
                     .ok());
+    // Work queued from a producer thread with run_in_order: it must run in order, off the producer's thread.
+    ASSERT_TRUE(router
+                    .add("GET", "/ordered", {},
+                         [](ServerRequest, std::shared_ptr<ResponseChannel> out) {
+                           out->start_stream();
+                           std::thread([out] {
+                             struct Seen {
+                               std::vector<int> order;
+                               bool off_producer = true;
+                             };
+                             auto seen = std::make_shared<Seen>();  // touched only by the queued work
+                             const std::thread::id producer = std::this_thread::get_id();
+                             for (int i = 0; i < 200; ++i) {
+                               out->run_in_order([seen, i, producer] {
+                                 seen->order.push_back(i);
+                                 if (std::this_thread::get_id() == producer) seen->off_producer = false;
+                               });
+                             }
+                             out->run_in_order([out, seen] {
+                               out->write_event(
+                                   json{{"order", seen->order}, {"off_producer", seen->off_producer}}.dump());
+                               out->end_stream();
+                             });
+                           }).detach();
+                         })
+                    .ok());
     // Keeps the channel unanswered (the test decides what happens).
     ASSERT_TRUE(router
                     .add("POST", "/park", {},
@@ -439,6 +465,19 @@ TEST_F(HttpServerTest, SseStreamIsChunkedEventStream) {
   EXPECT_EQ(events[5].data, "[DONE]");
 }
 
+TEST_F(HttpServerTest, RunInOrderRunsQueuedWorkInOrderOnTheIoThread) {
+  start({});
+  ParsedResponse r = roundtrip(get("/ordered"));
+  EXPECT_EQ(r.status, 200);
+  const auto events = testing::parse_sse(r.body);
+  ASSERT_EQ(events.size(), 1u) << r.body;
+  const json seen = json::parse(events[0].data);
+  std::vector<int> want(200);
+  for (int i = 0; i < 200; ++i) want[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(seen["order"].get<std::vector<int>>(), want);
+  EXPECT_EQ(seen["off_producer"], true);
+}
+
 TEST_F(HttpServerTest, StreamedRequestsKeepTheConnectionUsable) {
   start({});
   RawConnection c = connect();
@@ -661,6 +700,11 @@ TEST_F(HttpServerTest, ShutdownCutsOffStuckResponsesAndHandlersOutliveTheServer)
   channel->start_stream();
   channel->write_event("late");
   channel->end_stream();
+  // Work for a channel whose server is gone runs at once, on the caller's thread.
+  bool ran_here = false;
+  const std::thread::id caller = std::this_thread::get_id();
+  channel->run_in_order([&] { ran_here = std::this_thread::get_id() == caller; });
+  EXPECT_TRUE(ran_here);
   channel.reset();
   EXPECT_TRUE(busy.wait_closed(2s));
 }

@@ -56,6 +56,13 @@ class ResponseChannel {
 
   virtual ErrorStyle error_style() const = 0;
   virtual const std::string& request_id() const = 0;
+
+  // Runs `work` on the connection's io thread (its strand), after everything posted through this
+  // channel before it, so a producer thread (the engine's) only queues: calls made from one thread
+  // run in the order made. When the connection or the server is already gone, runs it at once on the
+  // caller's thread (its writes are dropped then, its bookkeeping still happens). Work still queued
+  // when the server stops for good is dropped unrun.
+  virtual void run_in_order(std::function<void()> work) = 0;
 };
 
 }  // namespace ds::server

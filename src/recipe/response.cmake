@@ -8,6 +8,7 @@ target_sources(ds_recipe PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/response_completions.cpp
   ${CMAKE_CURRENT_LIST_DIR}/response_anthropic.cpp
   ${CMAKE_CURRENT_LIST_DIR}/response_responses.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/api_responder.cpp
 )
 
 ds_add_test(recipe_output_test
@@ -15,4 +16,5 @@ ds_add_test(recipe_output_test
           ${CMAKE_CURRENT_LIST_DIR}/response_openai_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/response_anthropic_test.cpp
           ${CMAKE_CURRENT_LIST_DIR}/response_responses_test.cpp
+          ${CMAKE_CURRENT_LIST_DIR}/api_responder_test.cpp
   LIBS ds_recipe ds_tokenizer nlohmann_json::nlohmann_json)

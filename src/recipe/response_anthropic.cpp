@@ -47,7 +47,7 @@ Json stop_sequence_json(OutputFinishReason reason, const std::string& stop_seque
 
 }  // namespace
 
-std::vector<std::string> AnthropicMessagesStream::begin(const ResponseUsage& prompt_usage) {
+StreamEvents AnthropicMessagesStream::begin(const ResponseUsage& prompt_usage) {
   ResponseUsage usage = prompt_usage;
   usage.completion_tokens = 0;
   Json message = Json::object();
@@ -59,37 +59,37 @@ std::vector<std::string> AnthropicMessagesStream::begin(const ResponseUsage& pro
   message["stop_reason"] = nullptr;
   message["stop_sequence"] = nullptr;
   message["usage"] = anthropic_usage_json(usage);
-  return {sse_event("message_start", Json{{"type", "message_start"}, {"message", std::move(message)}})};
+  return {named_event("message_start", Json{{"type", "message_start"}, {"message", std::move(message)}})};
 }
 
-void AnthropicMessagesStream::open(Block kind, Json content_block, std::vector<std::string>& events) {
+void AnthropicMessagesStream::open(Block kind, Json content_block, StreamEvents& events) {
   close(events);
   open_ = kind;
   const int32_t index = n_blocks_++;
-  events.push_back(sse_event(
+  events.push_back(named_event(
       "content_block_start",
       Json{{"type", "content_block_start"}, {"index", index}, {"content_block", std::move(content_block)}}));
-  if (index == 0) events.push_back(sse_event("ping", Json{{"type", "ping"}}));
+  if (index == 0) events.push_back(named_event("ping", Json{{"type", "ping"}}));
 }
 
-void AnthropicMessagesStream::close(std::vector<std::string>& events) {
+void AnthropicMessagesStream::close(StreamEvents& events) {
   if (open_ == Block::none) return;
   // Clients echo thinking blocks back with their signature; the response id stands in for one.
   if (open_ == Block::thinking) delta(Json{{"type", "signature_delta"}, {"signature", meta_.id}}, events);
   events.push_back(
-      sse_event("content_block_stop", Json{{"type", "content_block_stop"}, {"index", n_blocks_ - 1}}));
+      named_event("content_block_stop", Json{{"type", "content_block_stop"}, {"index", n_blocks_ - 1}}));
   open_ = Block::none;
   open_tool_index_ = -1;
 }
 
-void AnthropicMessagesStream::delta(Json delta, std::vector<std::string>& events) const {
-  events.push_back(sse_event(
+void AnthropicMessagesStream::delta(Json delta, StreamEvents& events) const {
+  events.push_back(named_event(
       "content_block_delta",
       Json{{"type", "content_block_delta"}, {"index", n_blocks_ - 1}, {"delta", std::move(delta)}}));
 }
 
-std::vector<std::string> AnthropicMessagesStream::on_deltas(const std::vector<OutputDelta>& deltas) {
-  std::vector<std::string> events;
+StreamEvents AnthropicMessagesStream::on_deltas(const std::vector<OutputDelta>& deltas) {
+  StreamEvents events;
   for (const OutputDelta& d : deltas) {
     switch (d.kind) {
       case OutputDeltaKind::reasoning:
@@ -120,17 +120,16 @@ std::vector<std::string> AnthropicMessagesStream::on_deltas(const std::vector<Ou
   return events;
 }
 
-std::vector<std::string> AnthropicMessagesStream::finish(OutputFinishReason reason,
-                                                         const std::string& stop_sequence,
-                                                         const ResponseUsage& usage) {
-  std::vector<std::string> events;
+StreamEvents AnthropicMessagesStream::finish(OutputFinishReason reason, const std::string& stop_sequence,
+                                             const ResponseUsage& usage) {
+  StreamEvents events;
   close(events);
-  events.push_back(sse_event(
+  events.push_back(named_event(
       "message_delta", Json{{"type", "message_delta"},
                             {"delta", Json{{"stop_reason", anthropic_stop_reason_name(reason)},
                                            {"stop_sequence", stop_sequence_json(reason, stop_sequence)}}},
                             {"usage", anthropic_usage_json(usage)}}));
-  events.push_back(sse_event("message_stop", Json{{"type", "message_stop"}}));
+  events.push_back(named_event("message_stop", Json{{"type", "message_stop"}}));
   return events;
 }
 

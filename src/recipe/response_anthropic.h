@@ -37,17 +37,17 @@ class AnthropicMessagesStream {
   explicit AnthropicMessagesStream(ResponseMeta meta) : meta_(std::move(meta)) {}
 
   // `prompt_usage` needs only the prompt fields.
-  std::vector<std::string> begin(const ResponseUsage& prompt_usage);
-  std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas);
+  StreamEvents begin(const ResponseUsage& prompt_usage);
+  StreamEvents on_deltas(const std::vector<OutputDelta>& deltas);
   // `stop_sequence`: the matched stop sequence (OutputParser::matched_stop_sequence()), "" if none.
-  std::vector<std::string> finish(OutputFinishReason reason, const std::string& stop_sequence,
-                                  const ResponseUsage& usage);
+  StreamEvents finish(OutputFinishReason reason, const std::string& stop_sequence,
+                      const ResponseUsage& usage);
 
  private:
   enum class Block { none, thinking, text, tool_use };
-  void open(Block kind, Json content_block, std::vector<std::string>& events);
-  void close(std::vector<std::string>& events);
-  void delta(Json delta, std::vector<std::string>& events) const;
+  void open(Block kind, Json content_block, StreamEvents& events);
+  void close(StreamEvents& events);
+  void delta(Json delta, StreamEvents& events) const;
 
   ResponseMeta meta_;
   Block open_ = Block::none;

@@ -30,7 +30,7 @@ ResponseUsage usage() {
 
 TEST(AnthropicMessagesStream, ThinkingTextToolUseGolden) {
   AnthropicMessagesStream s(meta());
-  std::vector<std::string> events = s.begin(usage());
+  StreamEvents events = s.begin(usage());
   events = concat(events, s.on_deltas({{OutputDeltaKind::reasoning, "Hmm", -1}}));
   events = concat(events, s.on_deltas({{OutputDeltaKind::content, "Let me look.", -1},
                                        {OutputDeltaKind::tool_call_start, "search", 0},
@@ -83,7 +83,7 @@ TEST(AnthropicMessagesStream, ThinkingTextToolUseGolden) {
 
 TEST(AnthropicMessagesStream, StopSequenceAndPingAfterAFirstTextBlock) {
   AnthropicMessagesStream s(meta());
-  std::vector<std::string> events = s.on_deltas({{OutputDeltaKind::content, "a", -1}});
+  StreamEvents events = s.on_deltas({{OutputDeltaKind::content, "a", -1}});
   events = concat(events, s.on_deltas({{OutputDeltaKind::content, "b", -1}}));
   events = concat(events, s.finish(OutputFinishReason::stop_sequence, "###", usage()));
   const std::vector<json> frames = sse_typed_frames(events);

@@ -81,11 +81,10 @@ std::string dump_json(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::vector<std::string> openai_stream_end(const ResponseMeta& meta, const char* object,
-                                           const ResponseUsage& usage) {
+StreamEvents openai_stream_end(const ResponseMeta& meta, const char* object, const ResponseUsage& usage) {
   Json last = openai_envelope(meta, object, Json(), openai_usage_json(usage));
   last["choices"] = Json::array();
-  return {sse_data(last), "data: [DONE]\n\n"};
+  return {data_event(last), done_event()};
 }
 
 Json openai_merge_choices(std::vector<Json> bodies, const ResponseUsage& usage) {
@@ -98,16 +97,13 @@ Json openai_merge_choices(std::vector<Json> bodies, const ResponseUsage& usage) 
   return out;
 }
 
-std::string sse_data(const Json& data) { return "data: " + dump_json(data) + "\n\n"; }
+StreamEvent data_event(const Json& data) { return StreamEvent{"", dump_json(data)}; }
 
-std::string sse_event(std::string_view event, const Json& data) {
-  std::string s = "event: ";
-  s += event;
-  s += "\ndata: ";
-  s += dump_json(data);
-  s += "\n\n";
-  return s;
+StreamEvent named_event(std::string_view name, const Json& data) {
+  return StreamEvent{std::string(name), dump_json(data)};
 }
+
+StreamEvent done_event() { return StreamEvent{"", "[DONE]"}; }
 
 void CollectedOutput::add(const OutputDelta& delta) {
   switch (delta.kind) {

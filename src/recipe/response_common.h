@@ -1,5 +1,5 @@
 // What every API's response builder shares: the response's identity, token usage (DeepSeek's
-// prompt-cache fields), per-token logprobs, SSE framing, and the whole output collected from the
+// prompt-cache fields), per-token logprobs, stream events, and the whole output collected from the
 // parser's deltas (for non-stream bodies).
 //
 // Builders are pure functions of their inputs: ids and timestamps come in through ResponseMeta,
@@ -85,18 +85,23 @@ Json system_fingerprint_json(const ResponseMeta& meta);
 // (Json(Json::value_t::discarded)); pass null for "usage": null.
 Json openai_envelope(const ResponseMeta& meta, const char* object, Json choice, Json usage);
 
-// `n` > 1: the stream's last frames after every choice closed, in OpenAI's shape: a chunk with no
+// One server-sent event as a stream builder makes it: the server frames it, once, as
+// "event: <name>\ndata: <data>\n\n" ("data: <data>\n\n" without a name).
+struct StreamEvent {
+  std::string name;  // "" for the OpenAI APIs' unnamed events
+  std::string data;  // compact JSON (invalid UTF-8 replaced: a model can emit it), or "[DONE]"
+  bool operator==(const StreamEvent&) const = default;
+};
+using StreamEvents = std::vector<StreamEvent>;
+StreamEvent data_event(const Json& data);
+StreamEvent named_event(std::string_view name, const Json& data);
+StreamEvent done_event();  // OpenAI's closing `data: [DONE]`
+// `n` > 1: the stream's last events after every choice closed, in OpenAI's shape: a chunk with no
 // choices carrying the whole request's usage, then `data: [DONE]`.
-std::vector<std::string> openai_stream_end(const ResponseMeta& meta, const char* object,
-                                           const ResponseUsage& usage);
+StreamEvents openai_stream_end(const ResponseMeta& meta, const char* object, const ResponseUsage& usage);
 // `n` > 1: one body out of each choice's own body (choices[0] of each, in order) with the whole
 // request's usage.
 Json openai_merge_choices(std::vector<Json> bodies, const ResponseUsage& usage);
-
-// "data: <json>\n\n" and "event: <name>\ndata: <json>\n\n". JSON is written compactly; invalid
-// UTF-8 (a model can emit it) is replaced, never thrown.
-std::string sse_data(const Json& data);
-std::string sse_event(std::string_view event, const Json& data);
 // JSON text with invalid UTF-8 replaced (for non-stream bodies too).
 std::string dump_json(const Json& value);
 

@@ -59,26 +59,26 @@ Json CompletionsStream::chunk(const std::string& text) {
                          options_.include_usage ? Json(nullptr) : Json(Json::value_t::discarded));
 }
 
-std::vector<std::string> CompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
-                                                      const std::vector<TokenLogprobInfo>& logprobs) {
+StreamEvents CompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
+                                          const std::vector<TokenLogprobInfo>& logprobs) {
   if (options_.logprobs) pending_logprobs_.insert(pending_logprobs_.end(), logprobs.begin(), logprobs.end());
-  std::vector<std::string> events;
+  StreamEvents events;
   for (const OutputDelta& d : deltas)
-    if (d.kind == OutputDeltaKind::content) events.push_back(sse_data(chunk(d.text)));
+    if (d.kind == OutputDeltaKind::content) events.push_back(data_event(chunk(d.text)));
   return events;
 }
 
-std::vector<std::string> CompletionsStream::finish(OutputFinishReason reason, const ResponseUsage& usage) {
+StreamEvents CompletionsStream::finish(OutputFinishReason reason, const ResponseUsage& usage) {
   Json last = chunk("");
   last["choices"][0]["finish_reason"] = completions_finish_reason_name(reason);
   last["usage"] = openai_usage_json(usage);
-  return {sse_data(last), "data: [DONE]\n\n"};
+  return {data_event(last), done_event()};
 }
 
-std::vector<std::string> CompletionsStream::finish_choice(OutputFinishReason reason) {
+StreamEvents CompletionsStream::finish_choice(OutputFinishReason reason) {
   Json last = chunk("");
   last["choices"][0]["finish_reason"] = completions_finish_reason_name(reason);
-  return {sse_data(last)};
+  return {data_event(last)};
 }
 
 Json completion_body(const ResponseMeta& meta, const CompletionsResponseOptions& options,

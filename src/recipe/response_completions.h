@@ -39,11 +39,11 @@ class CompletionsStream {
       : meta_(std::move(meta)), options_(options), text_offset_(options.text_offset_start) {}
 
   // Logprobs ride on the next chunk, as in ChatCompletionsStream.
-  std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas,
-                                     const std::vector<TokenLogprobInfo>& logprobs = {});
-  std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  StreamEvents on_deltas(const std::vector<OutputDelta>& deltas,
+                         const std::vector<TokenLogprobInfo>& logprobs = {});
+  StreamEvents finish(OutputFinishReason reason, const ResponseUsage& usage);
   // `n` > 1: as ChatCompletionsStream::finish_choice.
-  std::vector<std::string> finish_choice(OutputFinishReason reason);
+  StreamEvents finish_choice(OutputFinishReason reason);
 
  private:
   Json chunk(const std::string& text);

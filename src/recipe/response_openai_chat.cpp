@@ -41,7 +41,7 @@ Json ChatCompletionsStream::chunk(Json delta) {
                          options_.include_usage ? Json(nullptr) : Json(Json::value_t::discarded));
 }
 
-std::vector<std::string> ChatCompletionsStream::begin() {
+StreamEvents ChatCompletionsStream::begin() {
   Json delta = Json::object();
   delta["role"] = "assistant";
   if (options_.thinking) {
@@ -50,13 +50,13 @@ std::vector<std::string> ChatCompletionsStream::begin() {
   } else {
     delta["content"] = "";
   }
-  return {sse_data(chunk(std::move(delta)))};
+  return {data_event(chunk(std::move(delta)))};
 }
 
-std::vector<std::string> ChatCompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
-                                                          const std::vector<TokenLogprobInfo>& logprobs) {
+StreamEvents ChatCompletionsStream::on_deltas(const std::vector<OutputDelta>& deltas,
+                                              const std::vector<TokenLogprobInfo>& logprobs) {
   if (options_.logprobs) pending_logprobs_.insert(pending_logprobs_.end(), logprobs.begin(), logprobs.end());
-  std::vector<std::string> events;
+  StreamEvents events;
   for (size_t i = 0; i < deltas.size(); ++i) {
     const OutputDelta& d = deltas[i];
     Json delta = Json::object();
@@ -92,23 +92,22 @@ std::vector<std::string> ChatCompletionsStream::on_deltas(const std::vector<Outp
         break;
       }
     }
-    events.push_back(sse_data(chunk(std::move(delta))));
+    events.push_back(data_event(chunk(std::move(delta))));
   }
   return events;
 }
 
-std::vector<std::string> ChatCompletionsStream::finish(OutputFinishReason reason,
-                                                       const ResponseUsage& usage) {
+StreamEvents ChatCompletionsStream::finish(OutputFinishReason reason, const ResponseUsage& usage) {
   Json last = chunk(Json{{"content", ""}});
   last["choices"][0]["finish_reason"] = chat_finish_reason_name(reason);
   last["usage"] = openai_usage_json(usage);
-  return {sse_data(last), "data: [DONE]\n\n"};
+  return {data_event(last), done_event()};
 }
 
-std::vector<std::string> ChatCompletionsStream::finish_choice(OutputFinishReason reason) {
+StreamEvents ChatCompletionsStream::finish_choice(OutputFinishReason reason) {
   Json last = chunk(Json{{"content", ""}});
   last["choices"][0]["finish_reason"] = chat_finish_reason_name(reason);
-  return {sse_data(last)};
+  return {data_event(last)};
 }
 
 Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& options,

@@ -36,16 +36,16 @@ class ChatCompletionsStream {
   ChatCompletionsStream(ResponseMeta meta, ChatResponseOptions options)
       : meta_(std::move(meta)), options_(options) {}
 
-  std::vector<std::string> begin();
+  StreamEvents begin();
   // The parser's deltas of one step and the logprobs of that step's tokens. Logprobs ride on the
   // first chunk this call emits; with no chunk they wait for the next one (at the latest the
   // final chunk), so the stream's logprobs concatenate to the non-stream list.
-  std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas,
-                                     const std::vector<TokenLogprobInfo>& logprobs = {});
-  std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  StreamEvents on_deltas(const std::vector<OutputDelta>& deltas,
+                         const std::vector<TokenLogprobInfo>& logprobs = {});
+  StreamEvents finish(OutputFinishReason reason, const ResponseUsage& usage);
   // `n` > 1: the choice's closing chunk (finish_reason; no usage, no [DONE]): the stream ends with
   // openai_stream_end() once every choice has closed.
-  std::vector<std::string> finish_choice(OutputFinishReason reason);
+  StreamEvents finish_choice(OutputFinishReason reason);
 
  private:
   Json chunk(Json delta);

@@ -50,7 +50,7 @@ json chunk(const json& delta, const json& finish_reason = nullptr, const json& u
 
 TEST(ChatCompletionsStream, ThinkingContentToolCallGolden) {
   ChatCompletionsStream s(meta(), ChatResponseOptions{.thinking = true, .include_usage = true});
-  std::vector<std::string> events = s.begin();
+  StreamEvents events = s.begin();
   events = concat(events, s.on_deltas({{OutputDeltaKind::reasoning, "Think", -1}}));
   events = concat(
       events, s.on_deltas({{OutputDeltaKind::reasoning, " more", -1}, {OutputDeltaKind::content, "Hi", -1}}));
@@ -58,7 +58,7 @@ TEST(ChatCompletionsStream, ThinkingContentToolCallGolden) {
                                        {OutputDeltaKind::tool_call_arguments, R"({"q": "x)", 0}}));
   events = concat(events, s.on_deltas({{OutputDeltaKind::tool_call_arguments, R"("})", 0}}));
   events = concat(events, s.finish(OutputFinishReason::tool_calls, usage()));
-  ASSERT_EQ(events.back(), "data: [DONE]\n\n");
+  ASSERT_EQ(events.back(), done_event());
   expect_frames(
       sse_data_frames(events),
       {
@@ -76,7 +76,7 @@ TEST(ChatCompletionsStream, ThinkingContentToolCallGolden) {
 
 TEST(ChatCompletionsStream, WithoutThinkingOrIncludeUsage) {
   ChatCompletionsStream s(meta(), ChatResponseOptions{});
-  std::vector<std::string> events = s.begin();
+  StreamEvents events = s.begin();
   events = concat(events, s.on_deltas({{OutputDeltaKind::content, "Hello", -1}}));
   events = concat(events, s.finish(OutputFinishReason::stop_sequence, usage()));
   std::vector<json> want = {chunk(json::parse(R"({"role": "assistant", "content": ""})")),
@@ -112,7 +112,7 @@ TEST(ChatCompletion, BodyGolden) {
 // has no usage; the stream ends with one choices-less usage chunk; bodies merge in order.
 TEST(ChatCompletionsStream, SeveralChoicesInOneStreamAndOneBody) {
   ChatCompletionsStream s(meta(), ChatResponseOptions{.choice_index = 2});
-  std::vector<std::string> events = s.begin();
+  StreamEvents events = s.begin();
   events = concat(events, s.on_deltas({{OutputDeltaKind::tool_call_start, "get", 0},
                                        {OutputDeltaKind::tool_call_arguments, "{}", 0}}));
   events = concat(events, s.finish_choice(OutputFinishReason::tool_calls));
@@ -196,7 +196,7 @@ TEST(Logprobs, StreamCarriesThemOnTheNextChunkAndLosesNone) {
   ChatCompletionsStream s(meta(), ChatResponseOptions{.logprobs = true});
   const std::vector<TokenLogprobInfo> lp = two_tokens();
   // Step 1 emits no delta (a held-back marker prefix): its logprob waits for step 2's chunk.
-  std::vector<std::string> events = s.on_deltas({}, {lp[0]});
+  StreamEvents events = s.on_deltas({}, {lp[0]});
   EXPECT_TRUE(events.empty());
   events = s.on_deltas({{OutputDeltaKind::content, "é!", -1}}, {lp[1]});
   const std::vector<json> frames = sse_data_frames(events);
@@ -227,7 +227,7 @@ TEST(ChatCompletionsStream, ClientRebuildOfTheStreamEqualsTheBody) {
   const ChatResponseOptions options{.thinking = true};
   ChatCompletionsStream stream(meta(), options);
   CollectedOutput collected;
-  std::vector<std::string> events = stream.begin();
+  StreamEvents events = stream.begin();
   for (size_t i = 0; i < output.size(); i += 3) {  // 3-byte pieces cut through markers and characters
     const std::vector<OutputDelta> deltas = parser.feed(output.substr(i, 3), 1);
     collected.add(deltas);
@@ -286,7 +286,7 @@ ResponseMeta cmpl_meta() { return ResponseMeta{"cmpl-3", "deepseek-v3", 17000000
 TEST(CompletionsStream, Golden) {
   CompletionsStream s(cmpl_meta(), CompletionsResponseOptions{.include_usage = true, .logprobs = true});
   const std::vector<TokenLogprobInfo> lp = two_tokens();
-  std::vector<std::string> events = s.on_deltas({{OutputDeltaKind::content, "é!", -1}}, lp);
+  StreamEvents events = s.on_deltas({{OutputDeltaKind::content, "é!", -1}}, lp);
   events = concat(events, s.finish(OutputFinishReason::length, usage()));
   const json base = json::parse(R"({"id": "cmpl-3", "object": "text_completion", "created": 1700000001,
                                    "model": "deepseek-v3", "system_fingerprint": null})");

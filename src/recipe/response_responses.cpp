@@ -76,12 +76,12 @@ Json function_call_item(const ResponseMeta& meta, size_t n, int32_t call_index, 
 
 }  // namespace
 
-std::string ResponsesStream::event(std::string_view type, Json fields) {
+StreamEvent ResponsesStream::event(std::string_view type, Json fields) {
   Json j = Json::object();
   j["type"] = type;
   j["sequence_number"] = sequence_number_++;
   for (auto& [key, value] : fields.items()) j[key] = std::move(value);
-  return sse_event(type, j);
+  return named_event(type, j);
 }
 
 Json ResponsesStream::response_object(std::string_view status) const {
@@ -99,14 +99,14 @@ Json ResponsesStream::response_object(std::string_view status) const {
   return r;
 }
 
-std::vector<std::string> ResponsesStream::begin() {
-  std::vector<std::string> events;
+StreamEvents ResponsesStream::begin() {
+  StreamEvents events;
   events.push_back(event("response.created", Json{{"response", response_object("in_progress")}}));
   events.push_back(event("response.in_progress", Json{{"response", response_object("in_progress")}}));
   return events;
 }
 
-void ResponsesStream::open(Item kind, const OutputDelta& first, std::vector<std::string>& events) {
+void ResponsesStream::open(Item kind, const OutputDelta& first, StreamEvents& events) {
   const size_t n = done_items_.size();
   open_ = kind;
   open_text_.clear();
@@ -132,7 +132,7 @@ void ResponsesStream::open(Item kind, const OutputDelta& first, std::vector<std:
             Json{{"item_id", open_item_["id"]}, {"output_index", n}, {"content_index", 0}, {"part", part}}));
 }
 
-void ResponsesStream::close(Item next, std::vector<std::string>& events) {
+void ResponsesStream::close(Item next, StreamEvents& events) {
   if (open_ == Item::none) return;
   const size_t n = done_items_.size();
   const Json id = open_item_["id"];
@@ -179,8 +179,8 @@ void ResponsesStream::close(Item next, std::vector<std::string>& events) {
   open_text_.clear();
 }
 
-std::vector<std::string> ResponsesStream::on_deltas(const std::vector<OutputDelta>& deltas) {
-  std::vector<std::string> events;
+StreamEvents ResponsesStream::on_deltas(const std::vector<OutputDelta>& deltas) {
+  StreamEvents events;
   for (const OutputDelta& d : deltas) {
     switch (d.kind) {
       case OutputDeltaKind::reasoning:
@@ -222,8 +222,8 @@ std::vector<std::string> ResponsesStream::on_deltas(const std::vector<OutputDelt
   return events;
 }
 
-std::vector<std::string> ResponsesStream::finish(OutputFinishReason reason, const ResponseUsage& usage) {
-  std::vector<std::string> events;
+StreamEvents ResponsesStream::finish(OutputFinishReason reason, const ResponseUsage& usage) {
+  StreamEvents events;
   close(Item::none, events);
   const bool complete = incomplete_reason(reason) == nullptr;
   events.push_back(event(complete ? "response.completed" : "response.incomplete",

@@ -33,18 +33,18 @@ class ResponsesStream {
  public:
   explicit ResponsesStream(ResponseMeta meta) : meta_(std::move(meta)) {}
 
-  std::vector<std::string> begin();
-  std::vector<std::string> on_deltas(const std::vector<OutputDelta>& deltas);
-  std::vector<std::string> finish(OutputFinishReason reason, const ResponseUsage& usage);
+  StreamEvents begin();
+  StreamEvents on_deltas(const std::vector<OutputDelta>& deltas);
+  StreamEvents finish(OutputFinishReason reason, const ResponseUsage& usage);
   // The response object with the items closed so far: completed, or incomplete with its reason.
   Json final_response(OutputFinishReason reason, const ResponseUsage& usage) const;
 
  private:
   enum class Item { none, reasoning, message, function_call };
-  void open(Item kind, const OutputDelta& first, std::vector<std::string>& events);
+  void open(Item kind, const OutputDelta& first, StreamEvents& events);
   // `next`: the kind of item that follows (a message before a function call is commentary).
-  void close(Item next, std::vector<std::string>& events);
-  std::string event(std::string_view type, Json fields);
+  void close(Item next, StreamEvents& events);
+  StreamEvent event(std::string_view type, Json fields);
   Json response_object(std::string_view status) const;
 
   ResponseMeta meta_;

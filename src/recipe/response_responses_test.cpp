@@ -51,7 +51,7 @@ std::vector<json> numbered(std::vector<json> frames) {
 
 TEST(ResponsesStream, ReasoningMessageFunctionCallGolden) {
   ResponsesStream s(meta());
-  std::vector<std::string> events = s.begin();
+  StreamEvents events = s.begin();
   events = concat(events, s.on_deltas({{OutputDeltaKind::reasoning, "Hmm", -1}}));
   events = concat(events, s.on_deltas({{OutputDeltaKind::content, "Checking.", -1},
                                        {OutputDeltaKind::tool_call_start, "web::search", 0},
@@ -111,7 +111,7 @@ TEST(ResponsesStream, ReasoningMessageFunctionCallGolden) {
 
 TEST(ResponsesStream, LengthEndsIncompleteAndAFinalMessageIsFinalAnswer) {
   ResponsesStream s(meta());
-  std::vector<std::string> events = s.begin();
+  StreamEvents events = s.begin();
   events = concat(events, s.on_deltas({{OutputDeltaKind::content, "Part", -1}}));
   events = concat(events, s.finish(OutputFinishReason::length, usage()));
   const std::vector<json> frames = sse_typed_frames(events);

@@ -1,4 +1,4 @@
-// Test helpers for the response builders: SSE frames back to JSON, checking the framing.
+// Test helpers for the response builders: stream events back to JSON, checking names and data.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,38 +8,35 @@
 
 #include <nlohmann/json.hpp>
 
+#include "recipe/response_common.h"
+
 namespace ds::recipe::testing {
 
-// `data: {...}\n\n` frames -> their JSON ("[DONE]" becomes the string "[DONE]").
-inline std::vector<nlohmann::json> sse_data_frames(const std::vector<std::string>& events) {
+// Unnamed events (the OpenAI APIs) -> their JSON ("[DONE]" becomes the string "[DONE]"); the data
+// holds no line break (it goes on one `data:` line).
+inline std::vector<nlohmann::json> sse_data_frames(const StreamEvents& events) {
   std::vector<nlohmann::json> out;
-  for (const std::string& e : events) {
-    EXPECT_EQ(e.rfind("data: ", 0), 0u) << e;
-    EXPECT_TRUE(e.size() >= 2 && e.substr(e.size() - 2) == "\n\n") << e;
-    const std::string body = e.substr(6, e.size() - 8);
-    out.push_back(body == "[DONE]" ? nlohmann::json("[DONE]") : nlohmann::json::parse(body));
+  for (const StreamEvent& e : events) {
+    EXPECT_EQ(e.name, "") << e.data;
+    EXPECT_EQ(e.data.find('\n'), std::string::npos) << e.data;
+    out.push_back(e.data == "[DONE]" ? nlohmann::json("[DONE]") : nlohmann::json::parse(e.data));
   }
   return out;
 }
 
-// `event: NAME\ndata: {...}\n\n` frames -> their JSON; NAME must equal the data's "type".
-inline std::vector<nlohmann::json> sse_typed_frames(const std::vector<std::string>& events) {
+// Named events (Anthropic, Responses) -> their JSON; the name must equal the data's "type".
+inline std::vector<nlohmann::json> sse_typed_frames(const StreamEvents& events) {
   std::vector<nlohmann::json> out;
-  for (const std::string& e : events) {
-    const size_t nl = e.find('\n');
-    EXPECT_EQ(e.rfind("event: ", 0), 0u) << e;
-    EXPECT_NE(nl, std::string::npos) << e;
-    const std::string name = e.substr(7, nl - 7);
-    EXPECT_EQ(e.compare(nl + 1, 6, "data: "), 0) << e;
-    EXPECT_TRUE(e.size() >= 2 && e.substr(e.size() - 2) == "\n\n") << e;
-    nlohmann::json data = nlohmann::json::parse(e.substr(nl + 7, e.size() - nl - 9));
-    EXPECT_EQ(data.value("type", ""), name) << e;
+  for (const StreamEvent& e : events) {
+    EXPECT_EQ(e.data.find('\n'), std::string::npos) << e.data;
+    nlohmann::json data = nlohmann::json::parse(e.data);
+    EXPECT_EQ(data.value("type", ""), e.name) << e.data;
     out.push_back(std::move(data));
   }
   return out;
 }
 
-inline std::vector<std::string> concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+inline StreamEvents concat(StreamEvents a, const StreamEvents& b) {
   a.insert(a.end(), b.begin(), b.end());
   return a;
 }

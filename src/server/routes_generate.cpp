@@ -16,13 +16,13 @@
 
 #include "http/api_routes.h"
 #include "recipe/anthropic_messages_request.h"
+#include "recipe/api_responder.h"
 #include "recipe/chat_completions_request.h"
 #include "recipe/completions_request.h"
 #include "recipe/output_parser.h"
 #include "recipe/request_error.h"
 #include "recipe/response_common.h"
 #include "recipe/responses_request.h"
-#include "server/api_responders.h"
 #include "server/structured_output.h"
 #include "server/tool_call_constraint.h"
 
@@ -30,20 +30,9 @@ namespace ds::server {
 
 namespace {
 
-// The builders return framed SSE text ("data: X\n\n" or "event: E\ndata: X\n\n"); the channel
-// frames itself, so split each frame back into its event name and data.
-void write_frames(ResponseChannel& out, const std::vector<std::string>& frames) {
-  for (std::string_view frame : frames) {
-    std::string_view event;
-    if (frame.starts_with("event: ")) {
-      const size_t eol = frame.find('\n');
-      event = frame.substr(7, eol - 7);
-      frame.remove_prefix(eol + 1);
-    }
-    if (frame.starts_with("data: ")) frame.remove_prefix(6);
-    while (frame.ends_with('\n')) frame.remove_suffix(1);
-    out.write_event(frame, event);
-  }
+// The recipe's events, framed as SSE by the channel (the one place that frames).
+void write_frames(ResponseChannel& out, const recipe::StreamEvents& events) {
+  for (const recipe::StreamEvent& e : events) out.write_event(e.data, e.name);
 }
 
 recipe::GenerationEnd generation_end(FinishReason reason) {
@@ -110,13 +99,14 @@ recipe::ResponseMeta response_meta(const GenerateRoutesConfig& config, const Res
 // engine request. Choice 0 is submitted first and the others once its first event arrives: by then
 // its prompt's full blocks are in the prefix cache, so the siblings fork from them and compute only
 // the prompt's last partial block (forked sequences sharing the prompt's KV). Engine events arrive on
-// the engine thread, one at a time; events_mu_ serialises them with begin() on the io thread, mu_
-// guards the engine-id handshake for cancelling.
+// the engine thread, one at a time, and are handled on the connection's strand in that order (or on
+// the engine thread once the connection is gone); events_mu_ serialises them with begin() (the first
+// event may come before submit() returns), mu_ guards the engine-id handshake for cancelling.
 class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
  public:
   GenerationCall(std::shared_ptr<const GenerateRoutesConfig> config, std::shared_ptr<ResponseChannel> out,
                  const recipe::OutputParserOptions& parser_options,
-                 std::vector<std::unique_ptr<ApiResponder>> responders, bool streaming, bool logprobs,
+                 std::vector<std::unique_ptr<recipe::ApiResponder>> responders, bool streaming, bool logprobs,
                  bool report_cache_creation)
       : config_ptr_(std::move(config)),
         config_(*config_ptr_),
@@ -124,7 +114,8 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
         streaming_(streaming),
         logprobs_wanted_(logprobs),
         report_cache_creation_(report_cache_creation) {
-    for (std::unique_ptr<ApiResponder>& r : responders) choices_.emplace_back(parser_options, std::move(r));
+    for (std::unique_ptr<recipe::ApiResponder>& r : responders)
+      choices_.emplace_back(parser_options, std::move(r));
     engine_ids_.resize(choices_.size());
     cancel_pending_.resize(choices_.size());
     n_open_ = choices_.size();
@@ -155,8 +146,15 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     early_events_.clear();
   }
 
-  // Engine thread.
-  void on_event(size_t choice, TokenEvent&& ev) {
+  // Engine thread: only queues. Parsing, JSON building and framing run on the connection's strand, in
+  // the engine's order (ResponseChannel::run_in_order), so the engine's loop never waits on them.
+  static void on_event(const std::shared_ptr<GenerationCall>& call, size_t choice, TokenEvent&& ev) {
+    call->out_->run_in_order(
+        [call, choice, ev = std::move(ev)]() mutable { call->on_event_in_order(choice, std::move(ev)); });
+  }
+
+  // The connection's strand (or the engine thread once the connection is gone).
+  void on_event_in_order(size_t choice, TokenEvent&& ev) {
     std::lock_guard lock(events_mu_);
     if (!begun_) {
       early_events_.emplace_back(choice, std::move(ev));
@@ -180,10 +178,10 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
 
  private:
   struct Choice {
-    Choice(const recipe::OutputParserOptions& options, std::unique_ptr<ApiResponder> r)
+    Choice(const recipe::OutputParserOptions& options, std::unique_ptr<recipe::ApiResponder> r)
         : parser(options), responder(std::move(r)) {}
     recipe::OutputParser parser;
-    std::unique_ptr<ApiResponder> responder;
+    std::unique_ptr<recipe::ApiResponder> responder;
     recipe::CollectedOutput collected;               // non-stream only
     std::vector<recipe::TokenLogprobInfo> logprobs;  // non-stream only
     bool stopped = false;                            // a stop sequence matched: the rest is dropped
@@ -225,7 +223,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     if (ev.finished) finish(index, ev);
   }
 
-  // Engine thread, on choice 0's first event: its prompt is computed and committed by now.
+  // On choice 0's first event: its prompt is computed and committed by now.
   void submit_siblings() {
     std::vector<Request> requests = std::move(sibling_requests_);
     sibling_requests_.clear();
@@ -234,7 +232,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
       // The sink keeps the call alive, as choice 0's does (the engine drops it when the request ends).
       Result<RequestId> id = config_.engine->submit(
           std::move(requests[i]),
-          [self = shared_from_this(), choice](TokenEvent&& ev) { self->on_event(choice, std::move(ev)); });
+          [self = shared_from_this(), choice](TokenEvent&& ev) { on_event(self, choice, std::move(ev)); });
       if (!id.ok()) return fail(id.status());
       set_engine_id(choice, *id);
     }
@@ -426,7 +424,7 @@ void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
   call->set_sibling_requests(std::vector<Request>(std::make_move_iterator(requests.begin() + 1),
                                                   std::make_move_iterator(requests.end())));
   Result<RequestId> id = config->engine->submit(
-      std::move(request), [call](TokenEvent&& ev) { call->on_event(0, std::move(ev)); });
+      std::move(request), [call](TokenEvent&& ev) { GenerationCall::on_event(call, 0, std::move(ev)); });
   if (!id.ok()) return out->send_error(id.status());
   call->set_engine_id(0, *id);
   call->begin();
@@ -467,18 +465,18 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
   if (!ids.ok()) return out->send_error(ids.status());
 
   // One responder per choice (only Chat Completions has `n`), all under one response id.
-  std::vector<std::unique_ptr<ApiResponder>> responders;
+  std::vector<std::unique_ptr<recipe::ApiResponder>> responders;
   if (kind == ApiKind::chat_completions) {
     const recipe::ResponseMeta meta = response_meta(*config, *out, "chatcmpl-");
     for (int32_t i = 0; i < chat->sampling.n; ++i)
-      responders.push_back(make_chat_responder(meta, {.thinking = chat->thinking,
-                                                      .include_usage = chat->include_usage,
-                                                      .logprobs = chat->sampling.logprobs,
-                                                      .choice_index = i}));
+      responders.push_back(recipe::make_chat_responder(meta, {.thinking = chat->thinking,
+                                                              .include_usage = chat->include_usage,
+                                                              .logprobs = chat->sampling.logprobs,
+                                                              .choice_index = i}));
   } else if (kind == ApiKind::anthropic_messages) {
-    responders.push_back(make_anthropic_responder(response_meta(*config, *out, "msg_")));
+    responders.push_back(recipe::make_anthropic_responder(response_meta(*config, *out, "msg_")));
   } else {
-    responders.push_back(make_responses_responder(response_meta(*config, *out, "resp_")));
+    responders.push_back(recipe::make_responses_responder(response_meta(*config, *out, "resp_")));
   }
   auto call = std::make_shared<GenerationCall>(config, out, recipe::output_parser_options(*chat, *prompt),
                                                std::move(responders), chat->stream, chat->sampling.logprobs,
@@ -521,14 +519,14 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
     }
   }
   const recipe::ResponseMeta meta = response_meta(*config, *out, "cmpl-");
-  std::vector<std::unique_ptr<ApiResponder>> responders;
+  std::vector<std::unique_ptr<recipe::ApiResponder>> responders;
   for (int32_t i = 0; i < completion->sampling.n; ++i)
-    responders.push_back(make_completions_responder(meta,
-                                                    {.include_usage = completion->include_usage,
-                                                     .logprobs = completion->sampling.logprobs,
-                                                     .text_offset_start = 0,
-                                                     .choice_index = i},
-                                                    echo));
+    responders.push_back(recipe::make_completions_responder(meta,
+                                                            {.include_usage = completion->include_usage,
+                                                             .logprobs = completion->sampling.logprobs,
+                                                             .text_offset_start = 0,
+                                                             .choice_index = i},
+                                                            echo));
   auto call = std::make_shared<GenerationCall>(config, out, recipe::completions_parser_options(*completion),
                                                std::move(responders), completion->stream,
                                                completion->sampling.logprobs, completion->cache.any());

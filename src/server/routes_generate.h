@@ -2,7 +2,7 @@
 // /v1/messages and its /anthropic aliases), stream and non-stream, wired to the engine and the
 // recipe. Per request: parse + validate (recipe, 400 with the field path), render the prompt with
 // the model's encoding (Completions: the raw prompt), tokenize, submit to the engine; the engine's
-// token events feed the recipe's OutputParser and the API's response builder (api_responders.h),
+// token events feed the recipe's OutputParser and the API's response builder (recipe/api_responder.h),
 // answered through the ResponseChannel.
 //
 // Chat stop strings go to the OutputParser (they apply to content only), not to the engine; when

@@ -12,6 +12,9 @@
 //                    with an error event, it rejoins after a restart on the same port
 //        reload      --workers-file re-read on SIGHUP (a worker joins, one is drained, none left: 503);
 //                    the router's own overload answers 429 + Retry-After
+//        kv_events   the router's prefix index fed by a worker's KV events (--worker-events): its
+//                    estimated hits equal the worker's cached tokens, an eviction on the worker takes
+//                    them away, a worker without events falls back to routing history
 'use strict';
 const fs = require('node:fs');
 const path = require('node:path');
@@ -336,7 +339,106 @@ async function caseReload() {
   }
 }
 
-const cases = { equal: caseEqual, cache_hits: caseCacheHits, kill_worker: caseKillWorker, reload: caseReload };
+// A free loopback TCP port for a worker's ZeroMQ PUB socket (the router must be told it up front).
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const srv = require('node:net').createServer();
+    srv.on('error', reject);
+    srv.listen(0, '127.0.0.1', () => { const { port } = srv.address(); srv.close(() => resolve(port)); });
+  });
+}
+
+async function routerMetrics(routerBase) {
+  return serverProcess.parseMetrics((await getText(`${routerBase}/metrics`)).text);
+}
+
+async function caseKvEvents() {
+  // Worker A: a 28-block pool (1 MiB, 64-token blocks) publishing KV events; worker B: no events.
+  const eventsPort = await freePort();
+  const small = ['--threads', '1', '--max-model-len', '1024', '--kv-cache-mib', '1'];
+  const a = await spawnListening(['serve', '--model', modelDir, '--host', '127.0.0.1', '--port', '0', ...small,
+                                  '--kv-events-endpoint', `tcp://127.0.0.1:${eventsPort}`]);
+  const b = await spawnListening(['serve', '--model', modelDir, '--host', '127.0.0.1', '--port', '0', ...small]);
+  // Router 1 in front of A alone (so every routed request is A's), router 2 in front of B alone.
+  const startRouterFor = (w, extra) => spawnListening(['route', '--host', '127.0.0.1', '--port', '0', '--model', modelDir,
+                                                       '--health-period-ms', '200', '--worker', w.base, ...extra]);
+  const router = await startRouterFor(a, ['--worker-events', `${a.base}=tcp://127.0.0.1:${eventsPort}`]);
+  const routerB = await startRouterFor(b, []);
+  const ma = (name, extra = '') => `${name}{worker="${a.base}"${extra}}`;
+  let seed = 1;
+  const prompt = (tag, nWords) => {  // distinct text, ~2 tokens a word
+    const words = [`Tenant ${tag}:`];
+    for (let i = 0; i < nWords; ++i) words.push(`w${(seed = (seed * 1103515245 + 12345) % 2147483648) % 997}`);
+    return words.join(' ');
+  };
+  const chat = (system) => ({ model: 'tiny_v3', max_tokens: 2, temperature: 0,
+                              messages: [{ role: 'system', content: system }, { role: 'user', content: 'go' }] });
+  // One request through the router; returns the worker's cached tokens and the router's estimate for it.
+  const routed = async (body, worker) => {
+    const before = (await routerMetrics(router.base))[`deepinfer_router:estimated_hit_tokens_total{worker="${worker.base}"}`] ?? 0;
+    const r = await post(router.base, '/v1/chat/completions', body);
+    assert.equal(r.status, 200, JSON.stringify(r.json));
+    const after = (await routerMetrics(router.base))[`deepinfer_router:estimated_hit_tokens_total{worker="${worker.base}"}`] ?? 0;
+    return { cached: r.json.usage.prompt_tokens_details?.cached_tokens ?? 0, estimated: after - before,
+             promptTokens: r.json.usage.prompt_tokens };
+  };
+  const waitFor = async (what, cond) => {
+    const deadline = Date.now() + 20000;
+    for (;;) {
+      const m = await routerMetrics(router.base);
+      if (cond(m)) return m;
+      assert.ok(Date.now() < deadline, `${what} within 20 s`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  try {
+    // ZeroMQ connects asynchronously: send short distinct prompts to A until the router has applied a batch.
+    const deadline = Date.now() + 20000;
+    for (let i = 0; ((await routerMetrics(router.base))[ma('deepinfer_router:kv_event_batches_total')] ?? 0) === 0; ++i) {
+      assert.ok(Date.now() < deadline, 'the router receives worker A\'s events within 20 s');
+      assert.equal((await post(a.base, '/v1/chat/completions', chat(prompt(`probe${i}`, 100)))).status, 200);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    // A prompt of ~9 blocks (~2 tokens a word) sent to A directly: the router never routed it, so only
+    // events can tell.
+    const p1 = chat(prompt('one', 300));
+    const blocks0 = (await routerMetrics(router.base))[ma('deepinfer_router:index_blocks')] ?? 0;
+    const direct = await post(a.base, '/v1/chat/completions', p1);
+    assert.equal(direct.status, 200, JSON.stringify(direct.json));
+    const stored = await waitFor('P1\'s blocks indexed',
+                                 (m) => (m[ma('deepinfer_router:index_blocks')] ?? 0) >= blocks0 + 9);
+    const hit = await routed(p1, a);
+    console.log(`P1 (${hit.promptTokens} tokens, sent to A directly): router estimate ${hit.estimated}, ` +
+                `worker cached ${hit.cached}, A's index ${stored[ma('deepinfer_router:index_blocks')]} blocks`);
+    assert.ok(hit.cached >= 448, `the worker hit P1 (${hit.cached})`);
+    assert.ok(hit.estimated >= hit.cached && hit.estimated - hit.cached < 64,
+              `the estimate from events (${hit.estimated}) is the worker's hit (${hit.cached}) to within a block`);
+
+    // Flood A's pool with other prompts (direct, no routing history involved): P1's blocks are evicted.
+    const removedBefore = (await routerMetrics(router.base))[ma('deepinfer_router:kv_event_blocks_total', ',change="removed"')] ?? 0;
+    for (let i = 0; i < 3; ++i) assert.equal((await post(a.base, '/v1/chat/completions', chat(prompt(`flood${i}`, 350)))).status, 200);
+    await waitFor('removals applied', (m) => (m[ma('deepinfer_router:kv_event_blocks_total', ',change="removed"')] ?? 0) > removedBefore);
+    const evicted = await routed(p1, a);
+    console.log(`P1 after the flood: router estimate ${evicted.estimated}, worker cached ${evicted.cached}`);
+    assert.ok(evicted.estimated < hit.estimated, `the eviction lowered the estimate (${evicted.estimated} < ${hit.estimated})`);
+    assert.ok(evicted.estimated >= evicted.cached && evicted.estimated - evicted.cached < 64,
+              `after eviction the estimate (${evicted.estimated}) is still the worker's hit (${evicted.cached})`);
+
+    // Worker B has no event stream: its index comes from routing history, at once after a decision.
+    const mb = (name) => `${name}{worker="${b.base}"}`;
+    const r = await post(routerB.base, '/v1/chat/completions', chat(prompt('bee', 150)));
+    assert.equal(r.status, 200);
+    const m = await routerMetrics(routerB.base);
+    assert.equal(m[mb('deepinfer_router:index_blocks')], Math.floor(r.json.usage.prompt_tokens / 64),
+                 'routing history indexed the prompt\'s blocks for B');
+    assert.equal(m[mb('deepinfer_router:kv_event_batches_total')], undefined, 'B has no event stream');
+  } finally {
+    await stopAll([router, routerB, a, b]);
+  }
+}
+
+const cases = { equal: caseEqual, cache_hits: caseCacheHits, kill_worker: caseKillWorker, reload: caseReload,
+                kv_events: caseKvEvents };
 if (!cases[caseName]) {
   console.error(`unknown case ${caseName}`);
   process.exit(2);

@@ -15,14 +15,20 @@ uint64_t mix(uint64_t x) {
 
 }  // namespace
 
+uint64_t chain_block_hash(uint64_t prev_hash, std::span<const int32_t> block_ids) {
+  uint64_t h = prev_hash;
+  for (const int32_t id : block_ids) h = mix(h ^ static_cast<uint32_t>(id));
+  return h;
+}
+
 std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens) {
   std::vector<uint64_t> out;
   if (block_size_tokens <= 0) return out;
   const size_t bs = static_cast<size_t>(block_size_tokens);
   out.reserve(ids.size() / bs);
-  uint64_t h = 0x6a09e667f3bcc909ull;  // any fixed seed; block 0 chains from it
+  uint64_t h = kRootBlockHash;
   for (size_t start = 0; start + bs <= ids.size(); start += bs) {
-    for (size_t i = start; i < start + bs; ++i) h = mix(h ^ static_cast<uint32_t>(ids[i]));
+    h = chain_block_hash(h, ids.subspan(start, bs));
     out.push_back(h);
   }
   return out;

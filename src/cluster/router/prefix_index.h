@@ -3,10 +3,10 @@
 // means holding the whole prefix up to it, as in the engine's prefix cache).
 //
 // Fed two ways through one seam: the router's own routing history (record() after each decision,
-// what SGLang's approximate tree does) and, once the KV-tier work publishes them, the workers' KV
-// events (BlockStored -> record(), BlockRemoved -> remove(); their hashes must be computed with
-// block_hashes() over the same ids, or the event must carry the token ids). Each worker's set is
-// bounded (least recently used blocks go first), standing in for the worker's own eviction.
+// what SGLang's approximate tree does) for workers without a KV event stream, and the workers' KV
+// events (kv_event_index.h: BlockStored -> record(), BlockRemoved -> remove(), each block re-hashed
+// from its token ids with chain_block_hash()). Each worker's set is bounded (least recently used
+// blocks go first), which stands in for the worker's own eviction when only history feeds it.
 //
 // Thread-safe: one mutex; a match over W workers and B blocks costs O(W * B) hash lookups.
 #pragma once
@@ -21,6 +21,11 @@
 
 namespace ds::cluster {
 
+// The chain's start: what block 0 chains from.
+inline constexpr uint64_t kRootBlockHash = 0x6a09e667f3bcc909ull;
+// The hash of one block from the hash of the block before it (kRootBlockHash for block 0): how a KV
+// event's block (its parent's hash and its token ids) lands on the same key as a request's block.
+uint64_t chain_block_hash(uint64_t prev_hash, std::span<const int32_t> block_ids);
 // The chained 64-bit hash of each whole block of `ids` (a trailing partial block has none).
 std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens);
 

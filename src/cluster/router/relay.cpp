@@ -97,11 +97,38 @@ class Relay : public std::enable_shared_from_this<Relay> {
     holding_ = true;
     c_.metrics->requests.with({worker_->address.url}).inc();
 
+    worker_id_ = static_cast<size_t>(pick.worker);
+    if (std::optional<tcp::socket> idle = c_.connections->take(worker_id_)) {
+      // Rebind the connection to this relay's strand: its completions must not race client_gone().
+      beast::error_code ec;
+      const tcp::endpoint local = idle->local_endpoint(ec);
+      const int fd = ec ? -1 : idle->release(ec);
+      if (!ec && fd >= 0) {
+        stream_.emplace(tcp::socket(strand_, local.protocol(), fd));
+        reused_ = true;
+        return on_connect({});
+      }
+    }
+    connect_fresh();
+  }
+
+  void connect_fresh() {
+    reused_ = false;
     stream_.emplace(strand_);
     resolver_.async_resolve(worker_->address.host, std::to_string(worker_->address.port),
                             [self = shared_from_this()](beast::error_code ec, tcp::resolver::results_type r) {
                               self->on_resolve(ec, std::move(r));
                             });
+  }
+
+  // A kept-alive connection the worker closed just before our request (its idle timeout) fails at the
+  // write or before the first byte of the answer: the request never ran, so it goes again on a new
+  // connection to the same worker, not counted as an attempt.
+  bool retry_fresh_if_reused() {
+    if (!reused_) return false;
+    close_stream();
+    connect_fresh();
+    return true;
   }
 
   void on_resolve(beast::error_code ec, tcp::resolver::results_type results) {
@@ -125,7 +152,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     upstream_.set("X-Request-Id", req_.request_id);
     if (!c_.config->worker_api_key.empty())
       upstream_.set(http::field::authorization, "Bearer " + c_.config->worker_api_key);
-    upstream_.keep_alive(false);
+    upstream_.keep_alive(c_.connections->enabled());
     upstream_.body() = req_.body;
     upstream_.prepare_payload();
     stream_->expires_after(remaining());
@@ -135,7 +162,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void on_write(beast::error_code ec) {
     if (done_) return;
-    if (ec) return attempt_failed(false, "write: " + ec.message());
+    if (ec) {
+      if (retry_fresh_if_reused()) return;
+      return attempt_failed(false, "write: " + ec.message());
+    }
     parser_.emplace();
     parser_->body_limit(kMaxBodyBytes);
     buffer_.clear();
@@ -146,7 +176,10 @@ class Relay : public std::enable_shared_from_this<Relay> {
 
   void on_header(beast::error_code ec) {
     if (done_) return;
-    if (ec) return attempt_failed(false, "read: " + ec.message());
+    if (ec) {
+      if (buffer_.size() == 0 && retry_fresh_if_reused()) return;
+      return attempt_failed(false, "read: " + ec.message());
+    }
     const int status = static_cast<int>(parser_->get().result_int());
     if ((status == 429 || status == 503) && attempts_ < c_.config->max_attempts && another_worker_left()) {
       return attempt_failed(false, fmt::format("answered {}", status));
@@ -179,6 +212,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (auto ra = res[http::field::retry_after]; !ra.empty())
       headers.emplace_back("Retry-After", std::string(ra));
     std::string content_type(res[http::field::content_type]);
+    reusable_ = res.keep_alive() && buffer_.size() == 0;
     out_->send(static_cast<int>(res.result_int()), content_type.empty() ? "application/json" : content_type,
                std::move(res.body()), std::move(headers));
     finish();
@@ -204,6 +238,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (parser_->is_done()) {
       if (!pending_.empty()) out_->write_sse_bytes(std::move(pending_));
       out_->end_stream();
+      reusable_ = parser_->get().keep_alive() && buffer_.size() == 0;
       return finish();
     }
     if (ec) {
@@ -227,6 +262,7 @@ class Relay : public std::enable_shared_from_this<Relay> {
     if (connect_failed) {
       worker_->healthy.store(false);
       worker_->lost_cache.store(true);
+      c_.connections->drop_worker(worker_id_);
     }
     release_worker();
     last_error_ = fmt::format("{}: {}", worker_->address.url, why);
@@ -247,12 +283,23 @@ class Relay : public std::enable_shared_from_this<Relay> {
   void release_worker() {
     if (holding_) worker_->in_flight.fetch_sub(1);
     holding_ = false;
-    if (stream_) {
-      beast::error_code ignored;
-      stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
-      stream_->close();
+    if (stream_ && reusable_) {  // the answer was read to its end: nothing is pending on the stream
+      stream_->expires_never();
+      c_.connections->give(worker_id_, stream_->release_socket());
+      stream_.reset();
     }
+    reusable_ = false;
+    close_stream();
     resolver_.cancel();
+  }
+
+  // Not reset: a pending operation of a client that went away still refers to the stream; it completes
+  // with an error (the next attempt, with none pending, emplaces a new one).
+  void close_stream() {
+    if (!stream_) return;
+    beast::error_code ignored;
+    stream_->socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream_->close();
   }
 
   void finish() {
@@ -273,11 +320,14 @@ class Relay : public std::enable_shared_from_this<Relay> {
   http::request<http::string_body> upstream_;
   std::optional<http::response_parser<http::string_body>> parser_;
   std::shared_ptr<WorkerState> worker_;
+  size_t worker_id_ = 0;
   std::vector<bool> excluded_;
   int attempts_ = 0;
   bool holding_ = false;  // worker_->in_flight counts this request
   bool streaming_ = false;
   bool done_ = false;
+  bool reused_ = false;     // this attempt's connection came from the pool
+  bool reusable_ = false;   // the answer is complete and both sides keep the connection: back to the pool
   std::string pending_;     // stream bytes after the last whole event
   std::string last_error_;  // for the log of a request that failed everywhere
 };

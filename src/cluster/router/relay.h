@@ -1,5 +1,6 @@
 // Relay: one client request passed through to a worker and its answer passed back, bytes as they are.
-// An async Beast client on the router's io_context: connect, send, read the head, then either the
+// An async Beast client on the router's io_context: take a kept-alive connection to the chosen worker
+// (connection_pool.h) or connect, send, read the head, then either the
 // whole body (sent to the client in one piece) or an SSE stream (forwarded event by event as bytes
 // arrive, never re-encoded: only cut at event boundaries so an error event can follow cleanly).
 //
@@ -20,6 +21,7 @@
 #include <utility>
 #include <vector>
 
+#include "cluster/router/connection_pool.h"
 #include "cluster/router/request_router.h"
 #include "http/response_channel.h"
 
@@ -54,6 +56,7 @@ struct RelayContext {
   RouterMetrics* metrics = nullptr;
   const RelayConfig* config = nullptr;
   std::atomic<int64_t>* open_relays = nullptr;  // +1 while a relay lives (the router's own load)
+  ConnectionPool* connections = nullptr;        // keep-alive connections to the workers
 };
 
 // Starts the relay; it owns itself until the response is finished or the client is gone.

@@ -9,7 +9,8 @@ RequestRouter::RequestRouter(WorkerPool& pool, RouterMetrics& metrics, const Rou
       metrics_(metrics),
       config_(config),
       policy_(make_policy(config.policy, config.thresholds, config.seed)),
-      index_(config.max_index_blocks_per_worker) {}
+      index_(config.max_index_blocks_per_worker),
+      kv_events_(index_, config.block_size_tokens) {}
 
 RoutePick RequestRouter::pick(std::span<const uint64_t> prompt_blocks,
                               const std::optional<std::string>& session, const std::vector<bool>& excluded,
@@ -36,7 +37,7 @@ RoutePick RequestRouter::pick(std::span<const uint64_t> prompt_blocks,
   const auto w = static_cast<size_t>(d.worker);
   out.matched_blocks = matched[w];
   if (!record) return out;
-  index_.record(w, prompt_blocks);
+  if (workers[w]->address.events_endpoint.empty()) index_.record(w, prompt_blocks);  // routing history
   const std::string& url = workers[w]->address.url;
   metrics_.decisions.with({policy_name(config_.policy), d.reason, url}).inc();
   metrics_.estimated_hit_tokens.with({url}).inc(

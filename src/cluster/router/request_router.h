@@ -1,7 +1,9 @@
 // RequestRouter: one routing decision. From the request's prompt blocks and session key and the
 // pool's current state it builds the policy's view (eligible workers, load, prefix matches), asks the
-// policy, and records the decision: the chosen worker's prefix index learns the prompt's blocks (it
-// will hold them once it served the request) and the decision counters move.
+// policy, and records the decision: the decision counters move and, for a worker without a KV event
+// stream, its prefix index learns the prompt's blocks (it will hold them once it served the request:
+// routing history). A worker with an event stream is indexed from its events only (kv_event_index.h),
+// so evictions count and nothing is assumed.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/router/kv_event_index.h"
 #include "cluster/router/policy.h"
 #include "cluster/router/prefix_index.h"
 #include "cluster/router/router_metrics.h"
@@ -43,8 +46,11 @@ class RequestRouter {
                  const std::vector<bool>& excluded, size_t n_prompt_tokens, bool record = true);
 
   const RoutingConfig& config() const { return config_; }
-  // The seam for the workers' KV events (BlockStored / BlockRemoved) and for restarts.
   PrefixIndex& prefix_index() { return index_; }
+  // The workers' KV events (BlockStored / BlockRemoved / AllBlocksCleared) into the prefix index.
+  KvEventIndex& kv_events() { return kv_events_; }
+  // The worker's cache is gone or unknown (it restarted, was down, or its events were missed).
+  void forget_worker(size_t worker) { kv_events_.clear(worker); }
 
  private:
   WorkerPool& pool_;
@@ -52,6 +58,7 @@ class RequestRouter {
   const RoutingConfig config_;
   std::unique_ptr<Policy> policy_;
   PrefixIndex index_;
+  KvEventIndex kv_events_;  // after index_: writes into it
 };
 
 }  // namespace ds::cluster

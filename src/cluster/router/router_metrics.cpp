@@ -17,6 +17,24 @@ RouterMetrics::RouterMetrics(server::MetricsRegistry& r, const WorkerPool& pool)
                            "Prompt tokens the prefix index expected the worker to have cached", {"worker"})),
       prompt_tokens(r.counter_family("deepinfer_router:prompt_tokens_total",
                                      "Prompt tokens routed to each worker", {"worker"})),
+      kv_event_batches(r.counter_family("deepinfer_router:kv_event_batches_total",
+                                        "KV event batches applied from each worker's stream", {"worker"})),
+      kv_event_blocks(
+          r.counter_family("deepinfer_router:kv_event_blocks_total",
+                           "Blocks from KV events: stored, removed, dropped (unknown parent or block size)",
+                           {"worker", "change"})),
+      kv_event_resets(r.counter_family(
+          "deepinfer_router:kv_event_resets_total",
+          "Times a worker's index was forgotten: missed batches (gap), publisher restart, AllBlocksCleared",
+          {"worker", "reason"})),
+      kv_event_errors(r.counter_family("deepinfer_router:kv_event_errors_total",
+                                       "KV event messages that did not decode", {"worker"})),
+      index_blocks(r.gauge_family("deepinfer_router:index_blocks",
+                                  "Blocks in each worker's prefix index (events or routing history)",
+                                  {"worker"})),
+      connections(r.counter_family(
+          "deepinfer_router:worker_connections_total",
+          "Connections to workers: reused from the keep-alive pool, opened, dropped idle", {"event"})),
       retries(r.counter("deepinfer_router:retries_total",
                         "Attempts retried on another worker before the first byte")),
       no_worker(

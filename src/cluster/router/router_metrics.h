@@ -20,6 +20,12 @@ class RouterMetrics {
   server::MetricFamily<server::Counter>& decisions;             // {policy, reason, worker}
   server::MetricFamily<server::Counter>& estimated_hit_tokens;  // {worker}
   server::MetricFamily<server::Counter>& prompt_tokens;         // {worker}: tokens the router rendered
+  server::MetricFamily<server::Counter>& kv_event_batches;      // {worker}: batches applied
+  server::MetricFamily<server::Counter>& kv_event_blocks;       // {worker, change}: stored, removed, dropped
+  server::MetricFamily<server::Counter>& kv_event_resets;       // {worker, reason}: gap, restart, all_cleared
+  server::MetricFamily<server::Counter>& kv_event_errors;       // {worker}: undecodable messages
+  server::MetricFamily<server::Gauge>& index_blocks;            // {worker}: blocks in its prefix index
+  server::MetricFamily<server::Counter>& connections;           // {event}: reused, opened, dropped
   server::Counter& retries;
   server::Counter& no_worker;
   server::Histogram& decision_seconds;

@@ -30,6 +30,19 @@ Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig 
   s->pool_.set_workers(s->config_.workers);
   s->poller_ = std::make_unique<HealthPoller>(s->pool_, s->router_, s->config_.health);
   s->poller_->poll_once();  // route from the first request on to the workers already up
+  // After the first poll, which forgets every worker's index once: events from now on are kept.
+  s->kv_subscriber_ = std::make_unique<KvEventSubscriber>(s->pool_, s->router_, s->metrics_);
+  s->registry_.add_collector([p = s.get(), seen = ConnectionPoolStats{}]() mutable {
+    const ConnectionPoolStats now = p->connections_.stats();
+    p->metrics_.connections.with({"reused"}).inc(static_cast<double>(now.reused - seen.reused));
+    p->metrics_.connections.with({"opened"}).inc(static_cast<double>(now.opened - seen.opened));
+    p->metrics_.connections.with({"dropped"}).inc(static_cast<double>(now.dropped - seen.dropped));
+    seen = now;
+    const auto workers = p->pool_.all();
+    for (size_t i = 0; i < workers.size(); ++i)
+      p->metrics_.index_blocks.with({workers[i]->address.url})
+          .set(static_cast<double>(p->router_.prefix_index().n_blocks(i)));
+  });
   for (int i = 0; i < s->config_.n_relay_threads; ++i)
     s->threads_.emplace_back([p = s.get()] { p->ioc_.run(); });
   return s;
@@ -39,9 +52,15 @@ RouterService::RouterService(RouterServiceConfig config)
     : config_(std::move(config)),
       metrics_(registry_, pool_),
       router_(pool_, metrics_, config_.routing),
-      work_(boost::asio::make_work_guard(ioc_)) {}
+      work_(boost::asio::make_work_guard(ioc_)),
+      connections_(config_.connections) {}
+
+RelayContext RouterService::relay_context() {
+  return RelayContext{&ioc_, &router_, &pool_, &metrics_, &config_.relay, &open_relays_, &connections_};
+}
 
 RouterService::~RouterService() {
+  kv_subscriber_.reset();
   poller_.reset();
   work_.reset();
   ioc_.stop();
@@ -95,16 +114,14 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   r.session = std::move(prompt.session);
   r.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.body = std::move(request.body);
-  start_relay(RelayContext{&ioc_, &router_, &pool_, &metrics_, &config_.relay, &open_relays_}, std::move(r),
-              std::move(out));
+  start_relay(relay_context(), std::move(r), std::move(out));
 }
 
 void RouterService::relay_plain(server::ServerRequest request, std::shared_ptr<server::ResponseChannel> out) {
   RelayRequest r = base_request(request);
   r.body = std::move(request.body);
   r.count_decision = false;
-  start_relay(RelayContext{&ioc_, &router_, &pool_, &metrics_, &config_.relay, &open_relays_}, std::move(r),
-              std::move(out));
+  start_relay(relay_context(), std::move(r), std::move(out));
 }
 
 Status RouterService::add_routes(server::RouteTable& routes) {

@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "cluster/router/health_poller.h"
+#include "cluster/router/kv_event_subscriber.h"
 #include "cluster/router/relay.h"
 #include "cluster/router/request_prompt.h"
 #include "cluster/router/request_router.h"
@@ -34,6 +35,7 @@ struct RouterServiceConfig {
   std::vector<WorkerAddress> workers;  // at least one
   RoutingConfig routing;
   RelayConfig relay;
+  ConnectionPoolConfig connections;
   HealthPollConfig health;
   PromptRendering rendering;  // its tokenizer (may be null) must outlive the service
   int n_relay_threads = 1;
@@ -62,6 +64,7 @@ class RouterService {
   void relay_plain(server::ServerRequest request, std::shared_ptr<server::ResponseChannel> out);
   RelayRequest base_request(const server::ServerRequest& request) const;
   bool refuse_if_overloaded(server::ResponseChannel& out);
+  RelayContext relay_context();
 
   const RouterServiceConfig config_;
   server::MetricsRegistry registry_;
@@ -72,8 +75,10 @@ class RouterService {
   std::atomic<bool> stopping_{false};
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
+  ConnectionPool connections_;  // after ioc_: its sockets close before the io_context goes
   std::vector<std::thread> threads_;
-  std::unique_ptr<HealthPoller> poller_;  // last: stops before the rest goes
+  std::unique_ptr<HealthPoller> poller_;              // stops before the rest goes
+  std::unique_ptr<KvEventSubscriber> kv_subscriber_;  // last: stops first
 };
 
 }  // namespace ds::cluster

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "http/http_server.h"
@@ -138,6 +140,101 @@ TEST(RouterService, RetriesA429OnTheNextWorkerAndRelaysTheStreamByteForByte) {
   ASSERT_TRUE(metrics);
   EXPECT_NE(metrics->body.find("deepinfer_router:retries_total 1"), std::string::npos) << metrics->body;
   http->shutdown();
+}
+
+// A worker double that answers with the client address it saw (one address = one TCP connection),
+// as JSON or, with "stream", as two SSE events.
+struct EchoWorker {
+  std::mutex mu;
+  std::set<std::string> remotes;
+  std::unique_ptr<server::HttpServer> http;
+  size_t n_connections() {
+    std::lock_guard lock(mu);
+    return remotes.size();
+  }
+};
+
+std::unique_ptr<EchoWorker> echo_worker(std::chrono::milliseconds idle_timeout) {
+  auto w = std::make_unique<EchoWorker>();
+  server::RouteTable routes;
+  const server::RouteOptions open{server::ErrorStyle::openai, server::RouteAccess::operational};
+  EXPECT_TRUE(routes
+                  .add("GET", "/health", open,
+                       [](server::ServerRequest, auto out) { out->send_json(200, R"({"status":"ok"})"); })
+                  .ok());
+  EXPECT_TRUE(routes
+                  .add("POST", "/v1/chat/completions", open,
+                       [p = w.get()](server::ServerRequest req, auto out) {
+                         {
+                           std::lock_guard lock(p->mu);
+                           p->remotes.insert(req.remote_addr);
+                         }
+                         const std::string answer = nlohmann::json{{"remote", req.remote_addr}}.dump();
+                         if (req.body.find("\"stream\":true") == std::string::npos) {
+                           out->send_json(200, answer);
+                           return;
+                         }
+                         out->start_stream();
+                         out->write_event(answer);
+                         out->write_event("[DONE]");
+                         out->end_stream();
+                       })
+                  .ok());
+  server::ServerConfig c = loopback();
+  c.idle_timeout = idle_timeout;
+  auto s = server::HttpServer::start(c, std::move(routes), Logger(LogLevel::error), nullptr);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  w->http = std::move(s).value();
+  return w;
+}
+
+std::string metric_line(uint16_t port, const std::string& prefix) {
+  auto m = request(port, "GET", "/metrics");
+  if (!m) return "";
+  const size_t at = m->body.find(prefix);
+  return at == std::string::npos ? "" : m->body.substr(at, m->body.find('\n', at) - at);
+}
+
+// Sequential requests, streamed and not, through the router; returns how many connections the worker saw.
+size_t connections_for(size_t max_idle, std::chrono::milliseconds worker_idle_timeout,
+                       std::chrono::milliseconds pause, std::string* reused_metric) {
+  auto worker = echo_worker(worker_idle_timeout);
+  RouterServiceConfig config = config_for({"http://127.0.0.1:" + std::to_string(worker->http->port())});
+  config.connections.max_idle_per_worker = max_idle;
+  auto service = RouterService::start(std::move(config));
+  EXPECT_TRUE(service.ok()) << service.status().message();
+  server::RouteTable routes;
+  EXPECT_TRUE((*service)->add_routes(routes).ok());
+  auto http = serve(std::move(routes));
+  for (int i = 0; i < 6; ++i) {
+    const bool stream = i % 2 == 1;
+    const std::string body = std::string(R"({"model":"m","messages":[{"role":"user","content":"hi"}])") +
+                             (stream ? R"(,"stream":true})" : "}");
+    auto r = request(http->port(), "POST", "/v1/chat/completions", body);
+    EXPECT_TRUE(r && r->status == 200) << i;
+    if (r) {
+      EXPECT_NE(r->body.find("\"remote\":\"127.0.0.1:"), std::string::npos) << r->body;
+      EXPECT_EQ(server::testing::parse_sse(r->body).size(), stream ? 2u : 0u) << r->body;
+    }
+    std::this_thread::sleep_for(pause);
+  }
+  *reused_metric = metric_line(http->port(), "deepinfer_router:worker_connections_total{event=\"reused\"}");
+  http->shutdown();
+  service->reset();
+  worker->http->shutdown();
+  return worker->n_connections();
+}
+
+TEST(RouterService, ReusesKeptAliveWorkerConnections) {
+  std::string reused;
+  // One connection for six requests, streams included.
+  EXPECT_EQ(connections_for(32, std::chrono::seconds(60), std::chrono::milliseconds(0), &reused), 1u);
+  EXPECT_EQ(reused, "deepinfer_router:worker_connections_total{event=\"reused\"} 5");
+  // No pool: a connection per request.
+  EXPECT_EQ(connections_for(0, std::chrono::seconds(60), std::chrono::milliseconds(0), &reused), 6u);
+  EXPECT_EQ(reused, "deepinfer_router:worker_connections_total{event=\"reused\"} 0");
+  // The worker closes idle connections before the next request: every request still succeeds, on a new one.
+  EXPECT_EQ(connections_for(32, std::chrono::milliseconds(50), std::chrono::milliseconds(200), &reused), 6u);
 }
 
 }  // namespace

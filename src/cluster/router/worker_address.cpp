@@ -39,6 +39,43 @@ Result<WorkerAddress> parse_worker_url(std::string_view url, std::string_view wh
   return a;
 }
 
+Result<std::string> parse_events_endpoint(std::string_view endpoint, std::string_view what) {
+  auto bad = [&](std::string_view why) {
+    return Status(ErrorCode::invalid_argument, fmt::format("{}: '{}': {}", what, endpoint, why));
+  };
+  if (endpoint.starts_with("ipc://")) {
+    if (endpoint.size() == 6) return bad("expected ipc://PATH");
+    return std::string(endpoint);
+  }
+  if (!endpoint.starts_with("tcp://")) return bad("expected tcp://HOST:PORT or ipc://PATH");
+  const std::string_view rest = endpoint.substr(6);
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string_view::npos || colon == 0) return bad("missing :PORT");
+  const std::string_view port = rest.substr(colon + 1);
+  unsigned value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (ec != std::errc() || end != port.data() + port.size() || value == 0 || value > 65535)
+    return bad("port must be in [1, 65535]");
+  if (rest.substr(0, colon) == "*") return bad("a host to connect to, not '*'");
+  return std::string(endpoint);
+}
+
+Status attach_worker_events(std::vector<WorkerAddress>& workers, std::string_view spec) {
+  const size_t eq = spec.find('=');  // worker URLs hold no '=' (no query allowed)
+  if (eq == std::string_view::npos)
+    return Status(ErrorCode::invalid_argument,
+                  fmt::format("--worker-events: '{}': expected WORKER_URL=ENDPOINT", spec));
+  DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(spec.substr(0, eq), "--worker-events"));
+  DS_ASSIGN_OR_RETURN(std::string endpoint, parse_events_endpoint(spec.substr(eq + 1), "--worker-events"));
+  for (WorkerAddress& w : workers) {
+    if (w.url != a.url) continue;
+    w.events_endpoint = std::move(endpoint);
+    return ok_status();
+  }
+  return Status(ErrorCode::invalid_argument,
+                fmt::format("--worker-events: '{}' is not one of the configured workers", a.url));
+}
+
 Result<std::vector<WorkerAddress>> read_workers_file(const std::string& path) {
   std::ifstream in(path);
   if (!in) return Status(ErrorCode::io_error, fmt::format("{}: cannot open", path));
@@ -50,7 +87,21 @@ Result<std::vector<WorkerAddress>> read_workers_file(const std::string& path) {
     while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
     if (s.empty()) continue;
-    DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(s, fmt::format("{}:{}", path, lineno)));
+    const std::string where = fmt::format("{}:{}", path, lineno);
+    std::string_view events;
+    if (const size_t space = s.find_first_of(" \t"); space != std::string_view::npos) {
+      events = s.substr(space + 1);
+      s = s.substr(0, space);
+      while (!events.empty() && (events.front() == ' ' || events.front() == '\t')) events.remove_prefix(1);
+      if (!events.starts_with("events="))
+        return Status(ErrorCode::invalid_argument,
+                      fmt::format("{}: '{}': expected URL [events=ENDPOINT]", where, line));
+      events.remove_prefix(7);
+    }
+    DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(s, where));
+    if (!events.empty()) {
+      DS_ASSIGN_OR_RETURN(a.events_endpoint, parse_events_endpoint(events, where));
+    }
     out.push_back(std::move(a));
   }
   return out;

@@ -50,5 +50,39 @@ TEST(WorkerAddress, ReadsAFileWithCommentsAndNamesTheBadLine) {
   std::remove(path.c_str());
 }
 
+TEST(WorkerAddress, EventsEndpointsFromTheFlagOrTheFile) {
+  std::vector<WorkerAddress> workers = {*parse_worker_url("http://127.0.0.1:8001", "w"),
+                                        *parse_worker_url("http://127.0.0.1:8002", "w")};
+  ASSERT_TRUE(attach_worker_events(workers, "http://127.0.0.1:8002=tcp://127.0.0.1:5557").ok());
+  EXPECT_EQ(workers[0].events_endpoint, "");
+  EXPECT_EQ(workers[1].events_endpoint, "tcp://127.0.0.1:5557");
+  ASSERT_TRUE(attach_worker_events(workers, "http://127.0.0.1:8001/=ipc:///tmp/w1").ok());
+  EXPECT_EQ(workers[0].events_endpoint, "ipc:///tmp/w1");
+  for (const char* bad :
+       {"http://127.0.0.1:8003=tcp://127.0.0.1:1", "http://127.0.0.1:8001", "http://127.0.0.1:8001=udp://x:1",
+        "http://127.0.0.1:8001=tcp://*:5557", "http://127.0.0.1:8001=tcp://h:0"})
+    EXPECT_FALSE(attach_worker_events(workers, bad).ok()) << bad;
+  EXPECT_NE(attach_worker_events(workers, "http://127.0.0.1:8003=tcp://h:1").message().find("not one of"),
+            std::string::npos);
+
+  const std::string path = ::testing::TempDir() + "workers_events_" + std::to_string(getpid()) + ".txt";
+  {
+    std::ofstream f(path);
+    f << "http://127.0.0.1:8001 events=tcp://127.0.0.1:5557  # with events\nhttp://127.0.0.1:8002\n";
+  }
+  auto list = read_workers_file(path);
+  ASSERT_TRUE(list.ok()) << list.status().message();
+  EXPECT_EQ((*list)[0].events_endpoint, "tcp://127.0.0.1:5557");
+  EXPECT_EQ((*list)[1].events_endpoint, "");
+  {
+    std::ofstream f(path, std::ios::app);
+    f << "http://127.0.0.1:8003 tcp://127.0.0.1:5558\n";
+  }
+  auto bad = read_workers_file(path);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find(path + ":3"), std::string::npos) << bad.status().message();
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace ds::cluster

@@ -1,26 +1,19 @@
-#include "server/api_responders.h"
+#include "recipe/api_responder.h"
 
 #include <utility>
 
 #include "recipe/response_anthropic.h"
 #include "recipe/response_responses.h"
 
-namespace ds::server {
+namespace ds::recipe {
 
 namespace {
 
-using recipe::CollectedOutput;
-using recipe::Json;
-using recipe::OutputDelta;
-using recipe::OutputFinishReason;
-using recipe::ResponseMeta;
-using recipe::ResponseUsage;
-using recipe::TokenLogprobInfo;
-using Frames = std::vector<std::string>;
+using Frames = StreamEvents;
 
 class ChatResponder final : public ApiResponder {
  public:
-  ChatResponder(const ResponseMeta& meta, const recipe::ChatResponseOptions& options)
+  ChatResponder(const ResponseMeta& meta, const ChatResponseOptions& options)
       : meta_(meta), options_(options), stream_(meta, options) {}
   Frames begin(const ResponseUsage&) override { return stream_.begin(); }
   Frames on_deltas(const std::vector<OutputDelta>& deltas,
@@ -32,7 +25,7 @@ class ChatResponder final : public ApiResponder {
   }
   Json body(const CollectedOutput& output, OutputFinishReason reason, const std::string&,
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs) override {
-    return recipe::chat_completion_body(meta_, options_, output, reason, usage, logprobs);
+    return chat_completion_body(meta_, options_, output, reason, usage, logprobs);
   }
   Frames finish_choice(OutputFinishReason reason) override { return stream_.finish_choice(reason); }
   Frames end_stream(const ResponseUsage& usage) override {
@@ -41,21 +34,21 @@ class ChatResponder final : public ApiResponder {
 
  private:
   ResponseMeta meta_;
-  recipe::ChatResponseOptions options_;
-  recipe::ChatCompletionsStream stream_;
+  ChatResponseOptions options_;
+  ChatCompletionsStream stream_;
 };
 
 class CompletionsResponder final : public ApiResponder {
  public:
   // The stream sends the echo as its first text chunk, so its offsets start at 0 and count it;
   // the body puts it before the text, so its offsets start after it.
-  CompletionsResponder(const ResponseMeta& meta, recipe::CompletionsResponseOptions options, std::string echo)
+  CompletionsResponder(const ResponseMeta& meta, CompletionsResponseOptions options, std::string echo)
       : meta_(meta), options_(options), stream_(meta, options), echo_(std::move(echo)) {
     options_.text_offset_start = static_cast<int64_t>(echo_.size());
   }
   Frames begin(const ResponseUsage&) override {
     if (echo_.empty()) return {};
-    return stream_.on_deltas({OutputDelta{recipe::OutputDeltaKind::content, echo_, -1}}, {});
+    return stream_.on_deltas({OutputDelta{OutputDeltaKind::content, echo_, -1}}, {});
   }
   Frames on_deltas(const std::vector<OutputDelta>& deltas,
                    const std::vector<TokenLogprobInfo>& logprobs) override {
@@ -66,7 +59,7 @@ class CompletionsResponder final : public ApiResponder {
   }
   Json body(const CollectedOutput& output, OutputFinishReason reason, const std::string&,
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>& logprobs) override {
-    return recipe::completion_body(meta_, options_, echo_ + output.content, reason, usage, logprobs);
+    return completion_body(meta_, options_, echo_ + output.content, reason, usage, logprobs);
   }
   Frames finish_choice(OutputFinishReason reason) override { return stream_.finish_choice(reason); }
   Frames end_stream(const ResponseUsage& usage) override {
@@ -75,8 +68,8 @@ class CompletionsResponder final : public ApiResponder {
 
  private:
   ResponseMeta meta_;
-  recipe::CompletionsResponseOptions options_;
-  recipe::CompletionsStream stream_;
+  CompletionsResponseOptions options_;
+  CompletionsStream stream_;
   std::string echo_;
 };
 
@@ -93,7 +86,7 @@ class AnthropicResponder final : public ApiResponder {
   }
   Json body(const CollectedOutput& output, OutputFinishReason reason, const std::string& stop_sequence,
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>&) override {
-    return recipe::anthropic_message_body(meta_, output, reason, stop_sequence, usage);
+    return anthropic_message_body(meta_, output, reason, stop_sequence, usage);
   }
   // The Messages API has no `n`: a single choice always closes with finish().
   Frames finish_choice(OutputFinishReason) override { return {}; }
@@ -101,7 +94,7 @@ class AnthropicResponder final : public ApiResponder {
 
  private:
   ResponseMeta meta_;
-  recipe::AnthropicMessagesStream stream_;
+  AnthropicMessagesStream stream_;
 };
 
 class ResponsesResponder final : public ApiResponder {
@@ -116,7 +109,7 @@ class ResponsesResponder final : public ApiResponder {
   }
   Json body(const CollectedOutput& output, OutputFinishReason reason, const std::string&,
             const ResponseUsage& usage, const std::vector<TokenLogprobInfo>&) override {
-    return recipe::responses_body(meta_, output, reason, usage);
+    return responses_body(meta_, output, reason, usage);
   }
   // The Responses API has no `n`.
   Frames finish_choice(OutputFinishReason) override { return {}; }
@@ -124,17 +117,17 @@ class ResponsesResponder final : public ApiResponder {
 
  private:
   ResponseMeta meta_;
-  recipe::ResponsesStream stream_;
+  ResponsesStream stream_;
 };
 
 }  // namespace
 
 std::unique_ptr<ApiResponder> make_chat_responder(const ResponseMeta& meta,
-                                                  const recipe::ChatResponseOptions& options) {
+                                                  const ChatResponseOptions& options) {
   return std::make_unique<ChatResponder>(meta, options);
 }
 std::unique_ptr<ApiResponder> make_completions_responder(const ResponseMeta& meta,
-                                                         const recipe::CompletionsResponseOptions& options,
+                                                         const CompletionsResponseOptions& options,
                                                          std::string echo) {
   return std::make_unique<CompletionsResponder>(meta, options, std::move(echo));
 }
@@ -145,4 +138,4 @@ std::unique_ptr<ApiResponder> make_responses_responder(const ResponseMeta& meta)
   return std::make_unique<ResponsesResponder>(meta);
 }
 
-}  // namespace ds::server
+}  // namespace ds::recipe
