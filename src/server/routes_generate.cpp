@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -300,16 +301,27 @@ class GenerationCall {
   bool cancel_pending_ = false;  // guarded by mu_: cancel as soon as the id is known
 };
 
+std::optional<std::string> prefill_peer_of(const ServerRequest& request) {
+  std::optional<std::string_view> v = request.header(kPrefillPeerHeader);
+  if (!v || v->empty()) return std::nullopt;
+  return std::string(*v);
+}
+
 // The API's names for the prompt and max_tokens, for a 400 about the context length.
 struct ContextFields {
   std::string_view prompt;
   std::string_view max_tokens;
 };
 
-// Submits `request` and answers through `out`; errors before the first byte are plain errors.
+void submit_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
+                       const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
+                       Request request, std::shared_ptr<void> lease);
+
+// Submits `request` (P/D decode role with a prefill peer: after its KV import) and answers through
+// `out`; errors before the first byte are plain errors.
 void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
-                    Request request, ContextFields fields) {
+                    Request request, ContextFields fields, std::optional<std::string> prefill_peer) {
   const auto n_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
   // The engine refuses this too; here the error names what to shorten: the prompt when it leaves
   // no room for one token, else max_tokens.
@@ -322,8 +334,26 @@ void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     max_seq_len, n_prompt_tokens + request.stop.max_tokens, n_prompt_tokens,
                     request.stop.max_tokens)));
   }
+  if (config->kv_import && prefill_peer) {
+    config->kv_import(
+        std::move(*prefill_peer), std::move(request), [out] { return out->closed(); },
+        [config, out, call](Request r, std::shared_ptr<void> lease) {
+          submit_generation(config, out, call, std::move(r), std::move(lease));
+        });
+    return;
+  }
+  submit_generation(config, out, std::move(call), std::move(request), nullptr);
+}
+
+// Submits to the engine; `lease` (P/D: the imported KV) lives until the request's last event.
+void submit_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
+                       const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
+                       Request request, std::shared_ptr<void> lease) {
   Result<RequestId> id =
-      config->engine->submit(std::move(request), [call](TokenEvent&& ev) { call->on_event(std::move(ev)); });
+      config->engine->submit(std::move(request), [call, lease = std::move(lease)](TokenEvent&& ev) {
+        (void)lease;  // held, not used: dropped with the sink after the last event
+        call->on_event(std::move(ev));
+      });
   if (!id.ok()) return out->send_error(id.status());
   call->set_engine_id(*id);
   call->begin();
@@ -375,7 +405,7 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
           attach_tool_call_constraint(*chat, *prompt, *config->tokenizer, *config->engine, engine_req);
       !st.ok())
     return out->send_error(st);
-  run_generation(config, out, std::move(call), std::move(engine_req), fields);
+  run_generation(config, out, std::move(call), std::move(engine_req), fields, prefill_peer_of(request));
 }
 
 // Completions (legacy): the client's raw prompt, no template.
@@ -410,7 +440,8 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
                                            *config->engine, engine_req);
       !st.ok())
     return out->send_error(st);
-  run_generation(config, out, std::move(call), std::move(engine_req), ContextFields{"prompt", "max_tokens"});
+  run_generation(config, out, std::move(call), std::move(engine_req), ContextFields{"prompt", "max_tokens"},
+                 prefill_peer_of(request));
 }
 
 }  // namespace
