@@ -2,7 +2,7 @@
 """Prefill/decode disaggregation with real processes on loopback (docs/pd.md).
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
-CASE: equal | wrong_secret | kill_prefill | lease_expiry | cancel | conditional
+CASE: equal | wrong_secret | kill_prefill | lease_expiry | cancel | conditional | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -10,7 +10,10 @@ fixture): the same tokens for greedy and seeded sampling, stream and not. The KV
 decode server counts imports and restored tokens, the prefill server the bytes it put). Failures: another
 secret is refused with a log line naming the authentication failure; a prefill server that is frozen
 and then killed, or one that outlives the decode server's lease, makes the decode server prefill the
-request itself; a client that hangs up during the transfer leaves nothing behind. After every case the KV
+request itself; a client that hangs up during the transfer leaves nothing behind. V4 (case v4, the
+server_tiny_v4_model fixture): the compressed and indexer pages move, the window ring and compressor
+state are rebuilt on the decode server by SWA bounded replay, as on any prefix-cache hit; so the decode
+server's answer is compared with a plain server's answer to the same request on a prefix-cache hit. After every case the KV
 usage, the leases and the landed blocks of every server are back to 0. Every wait is bounded.
 """
 import json
@@ -27,6 +30,7 @@ import urllib.request
 DEEPINFER, WORKDIR, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 MODEL = os.path.join(WORKDIR, "tiny_v3")
 BLOCK = 64
+MODEL_OVERRIDE = None  # case v4: the tiny V4 checkpoint
 
 
 def fail(msg):
@@ -84,7 +88,7 @@ class Proc:
 
 
 def serve(name, *extra):
-    return Proc(["serve", "--model", MODEL, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
+    return Proc(["serve", "--model", MODEL_OVERRIDE or MODEL, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
                  "--max-model-len", "1024", "--kv-cache-mib", "8", "--no-chat-page", *extra], name)
 
 
@@ -313,7 +317,36 @@ def case_conditional():
         s.stop()
 
 
-CASES = {"equal": case_equal, "wrong_secret": case_wrong_secret, "kill_prefill": case_kill_prefill,
+def case_v4():
+    """Tiny V4: P/D equals a plain server's prefix-cache-hit answer (the same restore + replay path)."""
+    global MODEL_OVERRIDE
+    MODEL_OVERRIDE = os.path.join(WORKDIR, "tiny_v4")
+    check(os.path.exists(os.path.join(MODEL_OVERRIDE, "config.json")), "tiny_v4 missing (server_tiny_v4_model)")
+    c = Cluster(secret("a", 1), secret("a", 1))
+    try:
+        n_uncached_equal = n = 0
+        for i, length in enumerate([200, 300, 520]):
+            for sampling in (GREEDY, SEEDED):
+                s = serve("single")
+                uncached, _ = completion(s.url(), i, length, sampling)
+                cached, usage = completion(s.url(), i, length, sampling)
+                s.stop()
+                got, d_usage = completion(c.r.url(), i, length, sampling)
+                check(d_usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens_details"]["cached_tokens"],
+                      f"decode server restored {d_usage} tokens, the plain server hit {usage}")
+                check(got == cached, f"V4 prompt {i} ({length} tokens) {sampling}: P/D {got!r} != cached {cached!r}")
+                n += 1
+                n_uncached_equal += got == uncached
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_imports_total"] == n, f"{dm['deepinfer:pd_imports_total']} imports, expected {n}")
+        print(f"v4: {n} P/D answers equal the plain server's cached answers; {n_uncached_equal} of them also "
+              f"equal its uncached answer (the rest differ on every V4 prefix-cache hit, see docs/pd.md)")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+
+
+CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "conditional": case_conditional}
 
 if __name__ == "__main__":
