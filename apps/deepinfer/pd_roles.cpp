@@ -60,6 +60,15 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   t.secret.clear();
   for (char c : r->identity_->secret) t.secret.push_back(static_cast<std::byte>(c));
   t.writes = prefill;
+  if (!prefill) {
+    // The decode server's own cached blocks (its KV events), so only the rest is asked for.
+    r->pool_ = std::make_shared<pd::PoolIndex>();
+    engine_config.kv_event_sink =
+        [pool = r->pool_, next = std::move(engine_config.kv_event_sink)](std::vector<KvCacheEvent>&& events) {
+          pool->apply(events);
+          if (next) next(std::move(events));
+        };
+  }
   r->namespace_id_ = std::make_shared<uint64_t>(0);
   t.open = [tier = r->tier_,
             ns = r->namespace_id_](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
@@ -108,7 +117,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   pd::DecodeServiceConfig dc;
   dc.transfer_host = options_.transfer_host;
   dc.lease_timeout = std::chrono::milliseconds(options_.lease_timeout_ms);
-  decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, dc, log);
+  decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, pool_, dc, log);
   generate.kv_import = [d = decode_.get()](std::string peer, Request request,
                                            std::function<bool()> client_gone,
                                            std::function<void(Request, std::shared_ptr<void>)> resume) {
@@ -124,6 +133,9 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       &registry.counter("deepinfer:pd_received_bytes_total", "KV bytes received from prefill servers.");
   Counter* transfer_s =
       &registry.counter("deepinfer:pd_import_seconds_total", "Lease start to kv_written, summed.");
+  Counter* local =
+      &registry.counter("deepinfer:pd_local_blocks_total",
+                        "Prompt blocks of P/D requests found in this server's pool (not transferred).");
   Gauge* leased = &registry.gauge("deepinfer:pd_leased_blocks", "KV blocks held by transfer leases now.");
   Gauge* landing =
       &registry.gauge("deepinfer:pd_landing_blocks", "Landed blocks not yet read by the engine.");
@@ -134,6 +146,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     refusals->set_total(static_cast<double>(st.refusals.load()));
     bytes->set_total(static_cast<double>(st.bytes_received.load()));
     transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
+    local->set_total(static_cast<double>(st.local_blocks.load()));
     leased->set(static_cast<double>(st.leased_blocks.load()));
     landing->set(static_cast<double>(tier->n_entries()));
   });

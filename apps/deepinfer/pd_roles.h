@@ -52,6 +52,7 @@ class PdRole {
   std::shared_ptr<pd::PdIdentity> identity_;
   std::shared_ptr<uint64_t> namespace_id_;  // filled by the engine's tier open callback
   std::shared_ptr<pd::TransitTier> tier_;
+  std::shared_ptr<pd::PoolIndex> pool_;  // decode role: the engine's KV events keep it
   std::unique_ptr<pd::PrefillService> prefill_;
   std::unique_ptr<pd::DecodeService> decode_;
 };

@@ -188,13 +188,14 @@ def case_equal():
     s = serve("single")
     c = Cluster(secret("a", 1), secret("a", 1))
     try:
-        n_transfers = 0
-        for i, n in enumerate([200, 130, 64, 65, 300]):
+        n_transfers = k = 0
+        for n in [200, 130, 64, 65, 300]:
             for sampling in (GREEDY, SEEDED):
                 for stream in (False, True):
-                    want, _ = completion(s.url(), i, n, sampling, stream)
-                    got, usage = completion(c.r.url(), i, n, sampling, stream)
-                    check(got == want, f"prompt {i} ({n} tokens) {sampling} stream={stream}: P/D {got!r} != {want!r}")
+                    k += 1  # a prompt of its own: every request moves its KV (none is cached on D yet)
+                    want, _ = completion(s.url(), k, n, sampling, stream)
+                    got, usage = completion(c.r.url(), k, n, sampling, stream)
+                    check(got == want, f"prompt {k} ({n} tokens) {sampling} stream={stream}: P/D {got!r} != {want!r}")
                     n_transfers += 1 if (n - 1) // BLOCK > 0 else 0
         dm, pm = metrics(c.d), metrics(c.p)
         check(dm["deepinfer:pd_imports_total"] == n_transfers,
@@ -203,8 +204,25 @@ def case_equal():
         check(dm["deepinfer:kv_tier_restored_tokens_total"] > 0, "no token restored from the landed blocks")
         check(pm["deepinfer:pd_transfer_bytes_total"] == dm["deepinfer:pd_received_bytes_total"] > 0,
               "the prefill server's bytes put and the decode server's bytes received differ")
-        print(f"equal: {n_transfers} transfers, {int(pm['deepinfer:pd_transfer_bytes_total'])} bytes, "
-              f"{int(dm['deepinfer:kv_tier_restored_tokens_total'])} prompt tokens restored on the decode server")
+        n_blocks = sum((n - 1) // BLOCK for n in [200, 130, 64, 65, 300]) * 4
+        block_bytes = dm["deepinfer:pd_received_bytes_total"] / n_blocks
+        check(block_bytes == int(block_bytes), f"received bytes are not {n_blocks} whole blocks")
+        print(f"equal: {n_transfers} transfers, {n_blocks} blocks of {int(block_bytes)} bytes, "
+              f"{int(dm['deepinfer:kv_tier_restored_tokens_total'])} prompt tokens restored on the decode server; "
+              f"put {pm['deepinfer:pd_transfer_bytes_total'] / max(pm['deepinfer:pd_transfer_seconds_total'], 1e-9) / 1e9:.3f} GB/s")
+        # The decode server's own cache counts: a longer prompt with a cached 3-block prefix moves only
+        # its 2 new blocks.
+        want, _ = completion(s.url(), 100, 200, GREEDY)
+        check(completion(c.r.url(), 100, 200, GREEDY)[0] == want, "prefix prompt differs")
+        before = metrics(c.d)
+        want, _ = completion(s.url(), 100, 330, GREEDY)
+        got, usage = completion(c.r.url(), 100, 330, GREEDY)
+        check(got == want, "extended prompt differs")
+        after = metrics(c.d)
+        moved = after["deepinfer:pd_received_bytes_total"] - before["deepinfer:pd_received_bytes_total"]
+        local = after["deepinfer:pd_local_blocks_total"] - before["deepinfer:pd_local_blocks_total"]
+        check(local == 3 and moved == 2 * block_bytes, f"extended prompt: {local} blocks local, {moved} bytes moved")
+        check(usage["prompt_tokens_details"]["cached_tokens"] == 5 * BLOCK, f"extended prompt usage {usage}")
         expect_nothing_held(c.p, c.d, s)
     finally:
         c.stop()

@@ -46,9 +46,11 @@ struct DecodeService::Lease {
 };
 
 DecodeService::DecodeService(std::shared_ptr<TransitTier> landing, std::shared_ptr<const PdIdentity> identity,
-                             DecodeServiceConfig config, const Logger* log)
+                             std::shared_ptr<const PoolIndex> pool, DecodeServiceConfig config,
+                             const Logger* log)
     : landing_(std::move(landing)),
       identity_(std::move(identity)),
+      pool_(std::move(pool)),
       config_(std::move(config)),
       log_(log),
       stats_(std::make_shared<DecodeStats>()),
@@ -58,14 +60,20 @@ DecodeService::~DecodeService() = default;
 
 void DecodeService::start(std::string prefill_url, Request request, std::function<bool()> client_gone,
                           Resume resume) {
-  if (identity_->transfer_keys(request.prompt_tokens, request.cache_salt).empty()) {
-    return resume(std::move(request), nullptr);  // shorter than a block: nothing to move
+  const std::vector<uint64_t> keys = identity_->transfer_keys(request.prompt_tokens, request.cache_salt);
+  const auto first = static_cast<size_t>(pool_ ? pool_->count_prefix(keys) : 0);
+  stats_->local_blocks.fetch_add(static_cast<int64_t>(first));
+  if (first == keys.size()) {
+    // Shorter than a block, or every block cached here: nothing to move.
+    if (!keys.empty()) stats_->local_only.fetch_add(1);
+    return resume(std::move(request), nullptr);
   }
   auto shared = std::make_shared<Request>(std::move(request));
   auto shared_resume = std::make_shared<Resume>(std::move(resume));
   const bool started = jobs_.start(
-      [this, url = std::move(prefill_url), shared, client_gone = std::move(client_gone), shared_resume] {
-        Result<std::shared_ptr<void>> lease = transfer(url, *shared, client_gone);
+      [this, url = std::move(prefill_url), shared, first, client_gone = std::move(client_gone),
+       shared_resume] {
+        Result<std::shared_ptr<void>> lease = transfer(url, *shared, first, client_gone);
         if (lease.ok()) {
           stats_->imports.fetch_add(1);
           return (*shared_resume)(std::move(*shared), std::move(lease).value());
@@ -83,10 +91,12 @@ void DecodeService::start(std::string prefill_url, Request request, std::functio
 }
 
 Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill_url, const Request& request,
+                                                      size_t first,
                                                       const std::function<bool()>& client_gone) {
   const auto t0 = Clock::now();
   const Clock::time_point deadline = t0 + config_.lease_timeout;
-  const std::vector<uint64_t> keys = identity_->transfer_keys(request.prompt_tokens, request.cache_salt);
+  const std::vector<uint64_t> all_keys = identity_->transfer_keys(request.prompt_tokens, request.cache_salt);
+  const std::vector<uint64_t> keys(all_keys.begin() + static_cast<std::ptrdiff_t>(first), all_keys.end());
   const auto n_blocks = static_cast<int64_t>(keys.size());
   const auto block_bytes = static_cast<size_t>(identity_->block_bytes);
   const transport::SharedSecret& secret = identity_->secret;
@@ -213,11 +223,12 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   // Landed: into the landing tier under the engine's keys, with the tokens its restore checks.
   const auto bs = static_cast<size_t>(identity_->block_size_tokens);
   for (size_t i = 0; i < keys.size(); ++i) {
+    const size_t block = first + i;  // in the prompt
     TierEntry e;
-    e.key = keys[i];
-    e.prev_key = i == 0 ? 0 : keys[i - 1];
-    e.tokens.assign(request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>(i * bs),
-                    request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>((i + 1) * bs));
+    e.key = all_keys[block];
+    e.prev_key = block == 0 ? 0 : all_keys[block - 1];
+    e.tokens.assign(request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>(block * bs),
+                    request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>((block + 1) * bs));
     e.bytes.assign(region.begin() + static_cast<std::ptrdiff_t>(i * block_bytes),
                    region.begin() + static_cast<std::ptrdiff_t>((i + 1) * block_bytes));
     landing_->add(std::move(e));

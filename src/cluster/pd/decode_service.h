@@ -25,6 +25,7 @@
 #include "base/status.h"
 #include "cluster/pd/job_threads.h"
 #include "cluster/pd/pd_identity.h"
+#include "cluster/pd/pool_index.h"
 #include "cluster/pd/transit_tier.h"
 #include "engine/request.h"
 
@@ -40,6 +41,8 @@ struct DecodeStats {
   std::atomic<int64_t> bytes_received{0};
   std::atomic<int64_t> transfer_ns{0};    // lease start to kv_written, summed over imports
   std::atomic<int64_t> leased_blocks{0};  // blocks held by leases now (landing region + tier)
+  std::atomic<int64_t> local_blocks{0};   // prompt blocks found in this server's pool (not asked for)
+  std::atomic<int64_t> local_only{0};     // P/D requests whose blocks were all cached here
 };
 
 struct DecodeServiceConfig {
@@ -51,8 +54,10 @@ struct DecodeServiceConfig {
 
 class DecodeService {
  public:
+  // `pool` (may be null): this server's cached blocks; only the blocks after its longest cached
+  // prefix are asked for.
   DecodeService(std::shared_ptr<TransitTier> landing, std::shared_ptr<const PdIdentity> identity,
-                DecodeServiceConfig config, const Logger* log);
+                std::shared_ptr<const PoolIndex> pool, DecodeServiceConfig config, const Logger* log);
   ~DecodeService();  // joins the transfers (each bounded by its lease)
 
   using Resume = std::function<void(Request request, std::shared_ptr<void> lease)>;
@@ -65,11 +70,13 @@ class DecodeService {
  private:
   struct Lease;
   // The transfer of one request; ok = the blocks are in the landing tier under the returned lease.
-  Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, const Request& request,
+  // Blocks [first, n) of the prompt's transfer keys; [0, first) are cached here.
+  Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, const Request& request, size_t first,
                                          const std::function<bool()>& client_gone);
 
   std::shared_ptr<TransitTier> landing_;
   std::shared_ptr<const PdIdentity> identity_;
+  std::shared_ptr<const PoolIndex> pool_;
   const DecodeServiceConfig config_;
   const Logger* log_;
   std::shared_ptr<DecodeStats> stats_;  // shared with the leases, which may outlive the service
