@@ -234,12 +234,17 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     landing_->add(std::move(e));
   }
   lease->landing = landing_;
-  // The prefill server's answer follows kv_written at once; give it a moment before the joiner closes.
-  for (int i = 0; i < 100 && !call->done.load(); ++i) std::this_thread::sleep_for(kPoll);
+  const int64_t transfer_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+  // The prefill server's answer follows kv_written once its endpoint closed, which needs this worker
+  // to progress; give it a moment before the joiner cancels the call.
+  for (const auto until = Clock::now() + std::chrono::seconds(2);
+       !call->done.load() && Clock::now() < until;) {
+    worker->progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   stats_->blocks_received.fetch_add(n_blocks);
   stats_->bytes_received.fetch_add(static_cast<int64_t>(region.size()));
-  stats_->transfer_ns.fetch_add(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
+  stats_->transfer_ns.fetch_add(transfer_ns);
   return std::shared_ptr<void>(std::move(lease));
 }
 
