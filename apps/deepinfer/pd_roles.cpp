@@ -9,6 +9,11 @@
 
 namespace ds::cli {
 
+namespace {
+const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                      0.25,  0.5,    1,     2.5,  5,     10,   30};
+}  // namespace
+
 void add_pd_options(CLI::App* sub, PdOptions& o) {
   auto* g = sub->add_option_group("Prefill/decode disaggregation", "docs/pd.md");
   g->add_option(
@@ -91,8 +96,18 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   using server::Counter;
   using server::Gauge;
   if (role_ == pd::PdRole::prefill) {
-    prefill_ =
-        std::make_unique<pd::PrefillService>(engine, tier_, identity_, pd::PrefillServiceConfig{}, log);
+    server::Histogram* prefill_h =
+        &registry.histogram("deepinfer:pd_prefill_seconds",
+                            "Per transfer: queue + prefill here until the blocks are ready.", kBuckets);
+    server::Histogram* put_h =
+        &registry.histogram("deepinfer:pd_put_seconds",
+                            "Per transfer: UCX puts + flush into the decode server's blocks.", kBuckets);
+    pd::PrefillServiceConfig pc;
+    pc.observe = [prefill_h, put_h](double prefill_s, double put_s) {
+      prefill_h->observe(prefill_s);
+      put_h->observe(put_s);
+    };
+    prefill_ = std::make_unique<pd::PrefillService>(engine, tier_, identity_, std::move(pc), log);
     DS_TRY(prefill_->add_routes(routes));
     Counter* transfers =
         &registry.counter("deepinfer:pd_prefill_transfers_total", "KV transfers completed (prefill side).");
@@ -117,6 +132,12 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   pd::DecodeServiceConfig dc;
   dc.transfer_host = options_.transfer_host;
   dc.lease_timeout = std::chrono::milliseconds(options_.lease_timeout_ms);
+  server::Histogram* import_h = &registry.histogram(
+      "deepinfer:pd_import_seconds",
+      "Per import: lease start to kv_written (the TTFT part before this server's queue; the rest is "
+      "deepinfer:time_to_first_token_seconds here)",
+      kBuckets);
+  dc.observe_import = [import_h](double s) { import_h->observe(s); };
   decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, pool_, dc, log);
   generate.kv_import = [d = decode_.get()](std::string peer, Request request,
                                            std::function<bool()> client_gone,

@@ -140,13 +140,13 @@ def completion(base, i, n, sampling, stream=False, max_tokens=12):
     return "".join(parts), None
 
 
-def wait_for(cond, what, timeout=20):
+def wait_for(cond, what, timeout=30, detail=None):
     deadline = time.time() + timeout
     while time.time() < deadline:
         if cond():
             return
         time.sleep(0.1)
-    fail(f"timed out waiting for {what}")
+    fail(f"timed out waiting for {what}" + (f": {detail()}" if detail else ""))
 
 
 def expect_nothing_held(*procs):
@@ -156,7 +156,8 @@ def expect_nothing_held(*procs):
             m = metrics(p)
             return (m.get("deepinfer:kv_cache_usage_perc", 0) == 0 and m.get("deepinfer:pd_leased_blocks", 0) == 0
                     and m.get("deepinfer:pd_landing_blocks", 0) == 0 and m.get("deepinfer:num_requests_running", 0) == 0)
-        wait_for(idle, f"{p.name} to hold no KV")
+        wait_for(idle, f"{p.name} to hold no KV",
+                 detail=lambda: {k: v for k, v in metrics(p).items() if "pd_" in k or "usage" in k or "running" in k})
 
 
 class Cluster:
@@ -286,7 +287,8 @@ def case_lease_expiry():
         check(dm["deepinfer:pd_fallbacks_total"] == 1, "the expired lease was not counted as a fallback")
         wait_for(lambda: "lease of 1500 ms ran out" in c.d.log(), "the lease expiry line")
         # The prefill server, thawed, finds the decode side gone: it fails the transfer and holds nothing.
-        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_failures_total"] >= 1, "the late prefill to fail")
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_failures_total"] >= 1, "the late prefill to fail",
+                 detail=lambda: c.p.log()[-2000:])
         print(f"lease_expiry: answered in {elapsed:.2f} s")
         expect_nothing_held(c.p, c.d)
         got2, _ = completion(c.r.url(), 4, 200, GREEDY)  # and the pair still works

@@ -245,6 +245,7 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   stats_->blocks_received.fetch_add(n_blocks);
   stats_->bytes_received.fetch_add(static_cast<int64_t>(region.size()));
   stats_->transfer_ns.fetch_add(transfer_ns);
+  if (config_.observe_import) config_.observe_import(static_cast<double>(transfer_ns) * 1e-9);
   return std::shared_ptr<void>(std::move(lease));
 }
 

@@ -50,6 +50,9 @@ struct DecodeServiceConfig {
   std::chrono::milliseconds lease_timeout{30'000};
   int64_t max_leased_blocks = 4096;  // beyond: prefill here
   int max_transfers = 64;
+  // Called once per import with lease start to kv_written (the TTFT part before this engine's
+  // queue: the prefill server's queue + prefill + puts); empty = none.
+  std::function<void(double seconds)> observe_import;
 };
 
 class DecodeService {

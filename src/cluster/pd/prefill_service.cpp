@@ -56,10 +56,17 @@ Result<PrefillService::Job> parse_job(const std::string& body, std::chrono::mill
 }
 
 // The decode side's next control frame for this request, authenticated; an abort is an error.
-Result<ControlMessage> receive_from_decode(transport::UcxWorker& worker,
+Result<ControlMessage> receive_from_decode(transport::UcxWorker& worker, const transport::UcxEndpoint& ep,
                                            const transport::SharedSecret& secret, uint64_t request_id,
                                            Clock::time_point deadline) {
-  DS_ASSIGN_OR_RETURN(std::string frame, worker.receive(deadline));
+  // Short slices: a decode server that died is noticed (endpoint failure) before the deadline.
+  Result<std::string> got = Status(ErrorCode::transport_timeout, "no frame from the decode server in time");
+  while (Clock::now() < deadline) {
+    got = worker.receive(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+    if (got.ok()) break;
+    if (ep.failed()) return Status(ErrorCode::transport_io, "the decode server went away");
+  }
+  DS_ASSIGN_OR_RETURN(std::string frame, std::move(got));
   DS_ASSIGN_OR_RETURN(ControlMessage m, transport::decode_control_message(frame, secret));
   if (m.request_id != request_id)
     return Status(ErrorCode::transport_bad_message,
@@ -94,13 +101,13 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
           secret),
       job.deadline));
   DS_ASSIGN_OR_RETURN(ControlMessage accept,
-                      receive_from_decode(*worker, secret, job.request_id, job.deadline));
+                      receive_from_decode(*worker, *ep, secret, job.request_id, job.deadline));
   if (accept.type != ControlType::hello_accept)
     return Status(ErrorCode::transport_bad_message, "expected hello_accept from the decode server");
   DS_ASSIGN_OR_RETURN(transport::PeerIdentity theirs, transport::decode_peer_identity(accept.payload));
   DS_TRY(transport::check_peer_identity(identity_->peer_identity(), theirs));
   DS_ASSIGN_OR_RETURN(ControlMessage grant_msg,
-                      receive_from_decode(*worker, secret, job.request_id, job.deadline));
+                      receive_from_decode(*worker, *ep, secret, job.request_id, job.deadline));
   if (grant_msg.type != ControlType::kv_grant)
     return Status(ErrorCode::transport_bad_message, "expected kv_grant from the decode server");
   DS_ASSIGN_OR_RETURN(transport::KvGrant grant, transport::decode_kv_grant(grant_msg.payload));
@@ -197,6 +204,9 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
               stats_.bytes_sent.fetch_add(r->bytes);
               stats_.prefill_ns.fetch_add(r->prefill_ns);
               stats_.transfer_ns.fetch_add(r->transfer_ns);
+              if (config_.observe)
+                config_.observe(static_cast<double>(r->prefill_ns) * 1e-9,
+                                static_cast<double>(r->transfer_ns) * 1e-9);
               out->send_json(200, nlohmann::json{{"blocks", r->blocks},
                                                  {"bytes", r->bytes},
                                                  {"prefill_ms", static_cast<double>(r->prefill_ns) / 1e6},

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -35,6 +36,8 @@ struct PrefillStats {
 struct PrefillServiceConfig {
   int max_transfers = 64;                      // concurrent; beyond: 503 (the decode side prefills)
   std::chrono::milliseconds max_wait{60'000};  // cap on a transfer's whole run
+  // Called once per transfer: the prefill (engine queue + compute + outbox) and the puts + flush.
+  std::function<void(double prefill_seconds, double put_seconds)> observe;
 };
 
 class PrefillService {
