@@ -119,8 +119,10 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
         &registry.counter("deepinfer:pd_prefill_seconds_total", "Prefill time of the transfers.");
     Counter* transfer_s =
         &registry.counter("deepinfer:pd_transfer_seconds_total", "Put + flush time of the transfers.");
+    Gauge* running = &registry.gauge("deepinfer:pd_prefill_transfers_running", "KV transfers in progress.");
     registry.add_collector([=, s = prefill_.get()] {
       const pd::PrefillStats& st = s->stats();
+      running->set(static_cast<double>(s->n_running()));
       transfers->set_total(static_cast<double>(st.transfers.load()));
       failures->set_total(static_cast<double>(st.failures.load()));
       bytes->set_total(static_cast<double>(st.bytes_sent.load()));

@@ -2,7 +2,7 @@
 """Prefill/decode disaggregation with real processes on loopback (docs/pd.md).
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
-CASE: equal | wrong_secret | kill_prefill | lease_expiry | cancel | conditional | v4
+CASE: equal | wrong_secret | kill_prefill | lease_expiry | cancel | conditional | kill_decode | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -320,6 +320,39 @@ def case_cancel():
         c.stop()
 
 
+def case_kill_decode():
+    """The decode server dies while the prefill server waits for its grant: P gives up well before the
+    lease it was told (30 s) and holds nothing."""
+    c = Cluster(secret("a", 1), secret("a", 1))
+    try:
+        c.p.proc.send_signal(signal.SIGSTOP)  # so D is waiting in its transfer when P starts
+        result = {}
+        def client():
+            try:
+                result["status"] = post(c.r.url(), "/v1/completions",
+                                        {"model": "tiny", "prompt": prompt(7, 260), "max_tokens": 4}, timeout=60)[0]
+            except Exception as e:  # the router may close the connection: any end is fine, a hang is not
+                result["status"] = repr(e)
+        t = threading.Thread(target=client)
+        t.start()
+        time.sleep(0.7)
+        c.d.proc.send_signal(signal.SIGSTOP)
+        c.p.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_transfers_running"] >= 1, "P to start the transfer")
+        time.sleep(0.5)
+        t0 = time.time()
+        c.d.proc.kill()
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_failures_total"] >= 1, "P to notice the dead decode server",
+                 timeout=15, detail=lambda: c.p.log()[-2000:])
+        print(f"kill_decode: the prefill server gave up {time.time() - t0:.2f} s after the decode server died")
+        t.join(timeout=70)
+        check(not t.is_alive(), "the client hung")
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_transfers_running"] == 0, "P's transfer to end")
+        expect_nothing_held(c.p)
+    finally:
+        c.stop()
+
+
 def case_conditional():
     """--pd-min-prompt-tokens: short prompts prefill on the decode server, long ones on the prefill server."""
     s = serve("single")
@@ -368,7 +401,7 @@ def case_v4():
 
 
 CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "kill_prefill": case_kill_prefill,
-         "lease_expiry": case_lease_expiry, "cancel": case_cancel, "conditional": case_conditional}
+         "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

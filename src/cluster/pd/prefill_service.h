@@ -48,6 +48,7 @@ class PrefillService {
 
   Status add_routes(server::RouteTable& routes);
   const PrefillStats& stats() const { return stats_; }
+  int n_running() const { return jobs_.n_running(); }
 
   struct Job {
     uint64_t request_id = 0;
