@@ -16,6 +16,7 @@ state are rebuilt on the decode server by SWA bounded replay, as on any prefix-c
 server's answer is compared with a plain server's answer to the same request on a prefix-cache hit. After every case the KV
 usage, the leases and the landed blocks of every server are back to 0. Every wait is bounded.
 """
+import concurrent.futures
 import json
 import os
 import signal
@@ -224,6 +225,14 @@ def case_equal():
         local = after["deepinfer:pd_local_blocks_total"] - before["deepinfer:pd_local_blocks_total"]
         check(local == 3 and moved == 2 * block_bytes, f"extended prompt: {local} blocks local, {moved} bytes moved")
         check(usage["prompt_tokens_details"]["cached_tokens"] == 5 * BLOCK, f"extended prompt usage {usage}")
+        # 16 requests at once, 8 in flight: every transfer lands where it belongs.
+        jobs = [(1000 + k, 150 + 17 * k, SEEDED if k % 2 else GREEDY) for k in range(16)]
+        want = [completion(s.url(), i, n, sp)[0] for i, n, sp in jobs]
+        imports_before = metrics(c.d)["deepinfer:pd_imports_total"]
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda j: completion(c.r.url(), *j)[0], jobs))
+        check(got == want, f"concurrent P/D answers differ at {[k for k in range(16) if got[k] != want[k]]}")
+        check(metrics(c.d)["deepinfer:pd_imports_total"] - imports_before == 16, "not every concurrent request imported")
         expect_nothing_held(c.p, c.d, s)
     finally:
         c.stop()
