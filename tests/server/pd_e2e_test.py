@@ -2,7 +2,7 @@
 """Prefill/decode disaggregation with real processes on loopback (docs/pd.md).
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
-CASE: equal | wrong_secret | kill_prefill | lease_expiry | cancel | conditional | kill_decode | v4
+CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -88,8 +88,8 @@ class Proc:
                 fail(f"{self.name} did not stop within 30 s")
 
 
-def serve(name, *extra):
-    return Proc(["serve", "--model", MODEL_OVERRIDE or MODEL, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
+def serve(name, *extra, model=None):
+    return Proc(["serve", "--model", model or MODEL_OVERRIDE or MODEL, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
                  "--max-model-len", "1024", "--kv-cache-mib", "8", "--no-chat-page", *extra], name)
 
 
@@ -162,8 +162,8 @@ def expect_nothing_held(*procs):
 
 
 class Cluster:
-    def __init__(self, p_secret, d_secret, d_extra=(), route_extra=()):
-        self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret)
+    def __init__(self, p_secret, d_secret, d_extra=(), route_extra=(), p_model=None):
+        self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret, model=p_model)
         self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret, *d_extra)
         self.r = Proc(["route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode",
                        self.d.url(), "--prefill", self.p.url(), "--health-period-ms", "200", *route_extra], "router")
@@ -252,6 +252,29 @@ def case_wrong_secret():
         print("wrong_secret: decode logged:", line.strip())
         dm = metrics(c.d)
         check(dm["deepinfer:pd_refusals_total"] == 1 and dm["deepinfer:pd_imports_total"] == 0, "refusal not counted")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_wrong_model():
+    """A prefill server with another checkpoint (same shapes, other weights): refused by fingerprint."""
+    other = os.path.join(WORKDIR, "tiny_v3_seed1")
+    if not os.path.exists(os.path.join(other, "config.json")):
+        subprocess.run([DEEPINFER, "make-model", "--preset", "tiny", "--dtype", "bf16", "--seed", "1", "--out", other],
+                       check=True, stdout=subprocess.DEVNULL, timeout=120)
+    c = Cluster(secret("a", 1), secret("a", 1), p_model=other)
+    s = serve("single")
+    try:
+        want, _ = completion(s.url(), 1, 200, GREEDY)
+        got, _ = completion(c.r.url(), 1, 200, GREEDY)
+        check(got == want, "the refused request was not prefilled on the decode server correctly")
+        wait_for(lambda: "refused prefill server" in c.d.log(), "the decode server's refusal line")
+        line = [l for l in c.d.log().splitlines() if "refused prefill server" in l][0]
+        check("another model" in line, f"the refusal does not name the model: {line}")
+        print("wrong_model: decode logged:", line.strip())
+        check(metrics(c.d)["deepinfer:pd_refusals_total"] == 1, "refusal not counted")
         expect_nothing_held(c.p, c.d)
     finally:
         c.stop()
@@ -409,7 +432,7 @@ def case_v4():
         c.stop()
 
 
-CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "kill_prefill": case_kill_prefill,
+CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional}
 
 if __name__ == "__main__":
