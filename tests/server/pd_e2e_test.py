@@ -156,7 +156,9 @@ def expect_nothing_held(*procs):
         def idle():
             m = metrics(p)
             return (m.get("deepinfer:kv_cache_usage_perc", 0) == 0 and m.get("deepinfer:pd_leased_blocks", 0) == 0
-                    and m.get("deepinfer:pd_landing_blocks", 0) == 0 and m.get("deepinfer:num_requests_running", 0) == 0)
+                    and m.get("deepinfer:pd_landing_blocks", 0) == 0 and m.get("deepinfer:num_requests_running", 0) == 0
+                    and m.get('deepinfer:kv_tier_entries{tier="pd-outbox"}', 0) == 0
+                    and m.get("deepinfer:pd_prefill_transfers_running", 0) == 0)
         wait_for(idle, f"{p.name} to hold no KV",
                  detail=lambda: {k: v for k, v in metrics(p).items() if "pd_" in k or "usage" in k or "running" in k})
 

@@ -34,13 +34,28 @@ transport::PeerIdentity PdIdentity::peer_identity() const {
   return {fmt::format("{:016x}", model_fingerprint), namespace_id};
 }
 
+namespace {
+
+uint64_t salted_key(const transport::SharedSecret& secret, uint64_t namespace_id,
+                    std::string_view cache_salt) {
+  std::vector<std::byte> seed_secret(secret.size());
+  for (size_t i = 0; i < secret.size(); ++i) seed_secret[i] = static_cast<std::byte>(secret[i]);
+  return prefix_hash_key(tier_prefix_seed(seed_secret, namespace_id), cache_salt);
+}
+
+}  // namespace
+
 std::vector<uint64_t> PdIdentity::transfer_keys(std::span<const int32_t> tokens,
                                                 std::string_view cache_salt) const {
   if (tokens.empty() || block_size_tokens <= 0) return {};
-  std::vector<std::byte> seed_secret(secret.size());
-  for (size_t i = 0; i < secret.size(); ++i) seed_secret[i] = static_cast<std::byte>(secret[i]);
-  const uint64_t key = prefix_hash_key(tier_prefix_seed(seed_secret, namespace_id), cache_salt);
-  return hash_full_blocks(key, tokens.first(tokens.size() - 1), block_size_tokens);
+  return hash_full_blocks(salted_key(secret, namespace_id, cache_salt), tokens.first(tokens.size() - 1),
+                          block_size_tokens);
+}
+
+std::vector<uint64_t> PdIdentity::prompt_block_keys(std::span<const int32_t> tokens,
+                                                    std::string_view cache_salt) const {
+  if (block_size_tokens <= 0) return {};
+  return hash_full_blocks(salted_key(secret, namespace_id, cache_salt), tokens, block_size_tokens);
 }
 
 Result<transport::SharedSecret> load_transfer_secret(const std::string& path) {

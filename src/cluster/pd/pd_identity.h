@@ -30,6 +30,8 @@ struct PdIdentity {
   // The chain hashes of the blocks of `tokens` the engine would look up, under `cache_salt`: the
   // full blocks before the last token (the engine always computes at least the last one).
   std::vector<uint64_t> transfer_keys(std::span<const int32_t> tokens, std::string_view cache_salt) const;
+  // Every full block of `tokens` (what a prefill's tier writer stores).
+  std::vector<uint64_t> prompt_block_keys(std::span<const int32_t> tokens, std::string_view cache_salt) const;
 };
 
 // The secret file's bytes; io_error naming the path, invalid_argument when under 16 bytes.

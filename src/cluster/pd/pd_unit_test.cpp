@@ -115,6 +115,7 @@ TEST(PdIdentity, TransferKeysAreTheEnginesChainHashesBeforeTheLastToken) {
   // 48 tokens = 3 full blocks, but the last token is always computed: 2 blocks move.
   const std::vector<uint64_t> keys = id.transfer_keys(tokens, "tenant-a");
   EXPECT_EQ(keys, kv.chain_hashes(tokens, "tenant-a", 2));
+  EXPECT_EQ(id.prompt_block_keys(tokens, "tenant-a"), kv.chain_hashes(tokens, "tenant-a", 3));
   tokens.push_back(5);
   EXPECT_EQ(id.transfer_keys(tokens, "tenant-a"), kv.chain_hashes(tokens, "tenant-a", 3));
   EXPECT_NE(id.transfer_keys(tokens, "tenant-b"), kv.chain_hashes(tokens, "tenant-a", 3));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -135,6 +136,17 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   request.deadline = job.deadline;
   RequestStream stream;
   DS_ASSIGN_OR_RETURN(RequestId engine_id, engine_.submit(std::move(request), stream.sink()));
+  // However this ends, the outbox keeps none of this prompt's blocks. On success only the ones not
+  // sent are left (the decode server's own hits, a last block that ends the prompt), written in the
+  // same tier job as the sent ones; on a failure the writer may still be copying: a short wait first.
+  struct OutboxCleanup {
+    TransitTier& outbox;
+    std::vector<uint64_t> keys;
+    ~OutboxCleanup() {
+      (void)outbox.take_all(keys, Clock::now() + std::chrono::milliseconds(300));
+      outbox.drop(keys);
+    }
+  } cleanup{*outbox_, identity_->prompt_block_keys(job.tokens, job.cache_salt)};
   TokenEvent last;
   while (!stream.finished()) {
     std::optional<TokenEvent> ev = stream.next_until(Clock::now() + std::chrono::milliseconds(20));
@@ -159,6 +171,10 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
       last.finish_reason == FinishReason::cancelled)
     return last.error.ok() ? Status(ErrorCode::transport_timeout, "the prefill did not finish") : last.error;
   std::optional<std::vector<TierEntry>> blocks = outbox_->take_all(keys, job.deadline);
+  if (blocks) {
+    std::erase_if(cleanup.keys,
+                  [&](uint64_t k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); });
+  }
   if (!blocks)
     return Status(ErrorCode::transport_timeout, "the prefilled blocks did not reach the outbox in time");
   outcome.prefill_ns = ns_since(t_prefill);
