@@ -33,7 +33,10 @@ struct RouteOptions {
   std::string host = "127.0.0.1";
   int port = 8080;
   std::vector<std::string> workers;
-  std::vector<std::string> worker_events;  // WORKER_URL=ENDPOINT
+  std::vector<std::string> worker_events;    // WORKER_URL=ENDPOINT
+  std::vector<std::string> decode_workers;   // P/D decode servers (workers that import KV)
+  std::vector<std::string> prefill_workers;  // P/D prefill servers (never sent client requests)
+  int64_t pd_min_prompt_tokens = 0;
   std::string workers_file;
   std::string policy = "cache_aware";
   std::string model_dir;      // config.json (encoding) + tokenizer of the workers' model
@@ -58,6 +61,10 @@ struct RouteOptions {
 
 Result<std::vector<cluster::WorkerAddress>> configured_workers(const RouteOptions& o) {
   std::vector<cluster::WorkerAddress> out;
+  for (const std::string& url : o.decode_workers) {
+    DS_ASSIGN_OR_RETURN(cluster::WorkerAddress a, cluster::parse_worker_url(url, "--decode"));
+    out.push_back(std::move(a));
+  }
   for (const std::string& url : o.workers) {
     DS_ASSIGN_OR_RETURN(cluster::WorkerAddress a, cluster::parse_worker_url(url, "--worker"));
     out.push_back(std::move(a));
@@ -93,7 +100,8 @@ int run_route(const RouteOptions& o) {
   if (!policy.ok()) return report_usage_error(cmd, "--policy: " + policy.status().message());
   Result<std::vector<cluster::WorkerAddress>> workers = configured_workers(o);
   if (!workers.ok()) return report_usage_error(cmd, workers.status().message());
-  if (workers->empty()) return report_usage_error(cmd, "give at least one --worker or a --workers-file");
+  if (workers->empty())
+    return report_usage_error(cmd, "give at least one --worker, --decode or a --workers-file");
 
   server::ServerConfig server_config;
   server_config.host = o.host;
@@ -121,6 +129,12 @@ int run_route(const RouteOptions& o) {
 
   cluster::RouterServiceConfig rc;
   rc.workers = std::move(workers).value();
+  for (const std::string& url : o.prefill_workers) {
+    Result<cluster::WorkerAddress> a = cluster::parse_worker_url(url, "--prefill");
+    if (!a.ok()) return report_usage_error(cmd, a.status().message());
+    rc.prefill_urls.push_back(url);
+  }
+  rc.pd_min_prompt_tokens = o.pd_min_prompt_tokens;
   rc.routing.policy = *policy;
   rc.routing.block_size_tokens = o.block_size;
   rc.routing.thresholds.cache_threshold = o.cache_threshold;
@@ -199,6 +213,15 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
       "WORKER_URL=tcp://HOST:PORT: the worker's KV event stream (serve --kv-events-endpoint; repeatable)");
   sub->add_option("--workers-file", o->workers_file,
                   "File of workers, one 'URL [events=ENDPOINT]' per line; re-read on SIGHUP");
+  sub->add_option(
+      "--decode", o->decode_workers,
+      "P/D decode server URL (serve --role decode; repeatable): a worker that imports the prompt KV");
+  sub->add_option(
+      "--prefill", o->prefill_workers,
+      "P/D prefill server URL (serve --role prefill; repeatable), picked round robin (docs/pd.md)");
+  sub->add_option("--pd-min-prompt-tokens", o->pd_min_prompt_tokens,
+                  "Prompts shorter than this prefill on the decode server (conditional disaggregation)")
+      ->capture_default_str();
   sub->add_option("--policy", o->policy, "cache_aware | least_load | round_robin | random")
       ->capture_default_str();
   sub->add_option("--model", o->model_dir,

@@ -28,6 +28,7 @@
 #include "kv_tier_options.h"
 #include "kvcache/kv_event_publisher.h"
 #include "model/model_registry.h"
+#include "pd_roles.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
 #include "server/routes_cache_admin.h"
@@ -77,6 +78,7 @@ struct ServeOptions {
   bool chat_page = true;                // GET / serves web/chat.html
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
   std::string speculative_config;       // --speculative-config JSON ("" = off)
+  PdOptions pd;                         // --role and the KV transfer flags (docs/pd.md)
 };
 
 // Blocks SIGINT/SIGTERM in this thread (and every thread it starts later), so sigwait() can take
@@ -182,6 +184,8 @@ int run_serve(const ServeOptions& o) {
   }
   if (Status st = configure_kv_tiers(o.kv_tiers, o.model_dir, engine_config.kv_tiers); !st.ok())
     return report_error(cmd, st);
+  Result<std::unique_ptr<PdRole>> pd_role = PdRole::configure(o.pd, o.model_dir, engine_config);
+  if (!pd_role.ok()) return report_usage_error(cmd, pd_role.status().message());
   Result<std::unique_ptr<Engine>> engine = Engine::create(engine_config, **model, &*tok);
   if (!engine.ok()) return report_error(cmd, engine.status());
   Engine& eng = **engine;
@@ -230,16 +234,18 @@ int run_serve(const ServeOptions& o) {
                                                           .conversion = conversion});
       !st.ok())
     return report_error(cmd, st);
-  if (Status st = server::add_generate_routes(router, {.engine = &eng,
-                                                       .tokenizer = &*tok,
-                                                       .encoding = *encoding,
-                                                       .conversion = conversion,
-                                                       .model_id = model_id,
-                                                       .default_max_tokens = o.default_max_tokens,
-                                                       .metrics = &serving_metrics,
-                                                       .log = &log});
-      !st.ok())
+  server::GenerateRoutesConfig generate{.engine = &eng,
+                                        .tokenizer = &*tok,
+                                        .encoding = *encoding,
+                                        .conversion = conversion,
+                                        .model_id = model_id,
+                                        .default_max_tokens = o.default_max_tokens,
+                                        .metrics = &serving_metrics,
+                                        .log = &log,
+                                        .kv_import = {}};
+  if (Status st = (*pd_role)->attach(eng, **model, router, generate, registry, &log); !st.ok())
     return report_error(cmd, st);
+  if (Status st = server::add_generate_routes(router, generate); !st.ok()) return report_error(cmd, st);
 
   if (server_config.enable_admin_routes) {
     server::CacheAdminRoutesConfig admin{.engine = &eng, .kv_events_stats = {}};
@@ -262,15 +268,18 @@ int run_serve(const ServeOptions& o) {
       server::HttpServer::start(server_config, std::move(router), log, &serving_metrics);
   if (!http.ok()) return report_error(cmd, http.status());
   // Tests and scripts read this line for the port (--port 0 picks a free one).
-  std::printf("deepinfer serve: listening on http://%s:%u (model %s, %s encoding, max_model_len %lld)\n",
-              o.host.c_str(), static_cast<unsigned>((*http)->port()), model_id.c_str(),
-              recipe::prompt_encoding_name(*encoding), static_cast<long long>(max_model_len));
+  std::printf(
+      "deepinfer serve: listening on http://%s:%u (model %s, %s encoding, max_model_len %lld, role %s)\n",
+      o.host.c_str(), static_cast<unsigned>((*http)->port()), model_id.c_str(),
+      recipe::prompt_encoding_name(*encoding), static_cast<long long>(max_model_len),
+      pd::pd_role_name((*pd_role)->role()));
   std::fflush(stdout);
 
   int signal_number = 0;
   sigwait(&stop_signals, &signal_number);
   std::fprintf(stderr, "deepinfer serve: signal %d, shutting down\n", signal_number);
   (*http)->shutdown();
+  (*pd_role)->stop();
   eng.shutdown();
   if (engine_config.speculative.enabled()) print_spec_decode_summary("deepinfer serve", eng.stats());
   if (engine_config.kv_tiers.open) {
@@ -358,6 +367,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   add_kv_tier_options(sub, o->kv_tiers);
   add_speculative_option(sub, o->speculative_config);
+  add_pd_options(sub, o->pd);
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,
                   "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
                   "tokens (docs/server.md, scripted output); never use in production")

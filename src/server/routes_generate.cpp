@@ -397,17 +397,29 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   bool cancel_all_pending_ = false;    // guarded by mu_: cancel every choice as soon as its id is known
 };
 
+std::optional<std::string> prefill_peer_of(const ServerRequest& request) {
+  std::optional<std::string_view> v = request.header(kPrefillPeerHeader);
+  if (!v || v->empty()) return std::nullopt;
+  return std::string(*v);
+}
+
 // The API's names for the prompt and max_tokens, for a 400 about the context length.
 struct ContextFields {
   std::string_view prompt;
   std::string_view max_tokens;
 };
 
-// Submits the first choice's request (the call submits the others after it) and answers through
-// `out`; errors before the first byte are plain errors.
+void submit_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
+                       const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
+                       Request request, std::shared_ptr<void> lease);
+
+// Submits the first choice's request (P/D decode role with a prefill peer: after its KV import;
+// the call submits the other choices after it) and answers through `out`; errors before the first
+// byte are plain errors.
 void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
                     const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
-                    std::vector<Request> requests, ContextFields fields) {
+                    std::vector<Request> requests, ContextFields fields,
+                    std::optional<std::string> prefill_peer) {
   Request& request = requests[0];
   const auto n_prompt_tokens = static_cast<int64_t>(request.prompt_tokens.size());
   // The engine refuses this too; here the error names what to shorten: the prompt when it leaves
@@ -423,8 +435,26 @@ void run_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
   }
   call->set_sibling_requests(std::vector<Request>(std::make_move_iterator(requests.begin() + 1),
                                                   std::make_move_iterator(requests.end())));
-  Result<RequestId> id = config->engine->submit(
-      std::move(request), [call](TokenEvent&& ev) { GenerationCall::on_event(call, 0, std::move(ev)); });
+  if (config->kv_import && prefill_peer) {
+    config->kv_import(
+        std::move(*prefill_peer), std::move(request), [out] { return out->closed(); },
+        [config, out, call](Request r, std::shared_ptr<void> lease) {
+          submit_generation(config, out, call, std::move(r), std::move(lease));
+        });
+    return;
+  }
+  submit_generation(config, out, std::move(call), std::move(request), nullptr);
+}
+
+// Submits choice 0 to the engine; `lease` (P/D: the imported KV) lives until its last event.
+void submit_generation(const std::shared_ptr<const GenerateRoutesConfig>& config,
+                       const std::shared_ptr<ResponseChannel>& out, std::shared_ptr<GenerationCall> call,
+                       Request request, std::shared_ptr<void> lease) {
+  Result<RequestId> id =
+      config->engine->submit(std::move(request), [call, lease = std::move(lease)](TokenEvent&& ev) {
+        (void)lease;  // held, not used: dropped with the sink after the last event
+        GenerationCall::on_event(call, 0, std::move(ev));
+      });
   if (!id.ok()) return out->send_error(id.status());
   call->set_engine_id(0, *id);
   call->begin();
@@ -497,7 +527,7 @@ void handle_chat_like(const std::shared_ptr<const GenerateRoutesConfig>& config,
       config, out, std::move(call),
       choice_requests(std::move(engine_req), kind == ApiKind::chat_completions ? chat->sampling.n : 1,
                       chat->sampling.seed),
-      fields);
+      fields, prefill_peer_of(request));
 }
 
 // Completions (legacy): the client's raw prompt, no template.
@@ -538,7 +568,7 @@ void handle_completions(const std::shared_ptr<const GenerateRoutesConfig>& confi
     return out->send_error(st);
   run_generation(config, out, std::move(call),
                  choice_requests(std::move(engine_req), completion->sampling.n, completion->sampling.seed),
-                 ContextFields{"prompt", "max_tokens"});
+                 ContextFields{"prompt", "max_tokens"}, prefill_peer_of(request));
 }
 
 }  // namespace

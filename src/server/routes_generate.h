@@ -11,7 +11,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 
 #include "base/log.h"
 #include "base/status.h"
@@ -33,7 +36,16 @@ struct GenerateRoutesConfig {
   int64_t default_max_tokens = 4096;     // when the request sets none
   ServingMetrics* metrics = nullptr;     // null: no per-request metrics; must outlive the server
   const Logger* log = nullptr;           // null: no logging; must outlive the server
+  // P/D decode role (docs/pd.md): a request that carries kPrefillPeerHeader is handed here instead of
+  // being submitted; the hook calls `resume` once (any thread) with the request to submit and a
+  // lease the engine request holds until it ends. Empty: the header is ignored.
+  std::function<void(std::string prefill_peer, Request request, std::function<bool()> client_gone,
+                     std::function<void(Request, std::shared_ptr<void>)> resume)>
+      kv_import;
 };
+
+// The header the router sets on a request it disaggregates: the prefill server's URL.
+inline constexpr std::string_view kPrefillPeerHeader = "X-DeepInfer-Prefill-Peer";
 
 // Registers the generation routes the engine serves; invalid_argument for a missing engine or
 // tokenizer or a route already registered.

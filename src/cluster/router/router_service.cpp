@@ -107,11 +107,18 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   RelayRequest r = base_request(request);
   // Only cache_aware needs the ids; the other policies skip rendering (the JSON is still read for "stream").
   PromptRendering rendering = config_.rendering;
-  if (config_.routing.policy != PolicyKind::cache_aware) rendering.tokenizer = nullptr;
+  if (config_.routing.policy != PolicyKind::cache_aware && config_.pd_min_prompt_tokens == 0)
+    rendering.tokenizer = nullptr;
   RequestPrompt prompt = request_prompt(kind, request.body, rendering);
   r.prompt_blocks = block_hashes(prompt.token_ids, config_.routing.block_size_tokens);
   r.n_prompt_tokens = prompt.token_ids.size();
   r.session = std::move(prompt.session);
+  // P/D: the worker imports the prompt's KV from this prefill server (serve --role decode).
+  if (!config_.prefill_urls.empty() &&
+      static_cast<int64_t>(r.n_prompt_tokens) >= config_.pd_min_prompt_tokens) {
+    const uint64_t i = next_prefill_.fetch_add(1) % config_.prefill_urls.size();
+    r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", config_.prefill_urls[i]);
+  }
   r.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.body = std::move(request.body);
   start_relay(relay_context(), std::move(r), std::move(out));

@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,11 @@ struct RouterServiceConfig {
   PromptRendering rendering;  // its tokenizer (may be null) must outlive the service
   int n_relay_threads = 1;
   int64_t max_open_requests = 4096;
+  // P/D (docs/pd.md): prefill servers (--prefill). A generation request whose prompt has at least
+  // pd_min_prompt_tokens tokens goes to its worker (a decode server) with the header
+  // X-DeepInfer-Prefill-Peer naming one of them, round robin; shorter prompts prefill on the worker.
+  std::vector<std::string> prefill_urls;
+  int64_t pd_min_prompt_tokens = 0;
 };
 
 class RouterService {
@@ -72,6 +78,7 @@ class RouterService {
   RouterMetrics metrics_;
   RequestRouter router_;
   std::atomic<int64_t> open_relays_{0};
+  std::atomic<uint64_t> next_prefill_{0};  // round robin over config_.prefill_urls
   std::atomic<bool> stopping_{false};
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;

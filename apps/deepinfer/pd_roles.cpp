@@ -1,0 +1,184 @@
+#include "pd_roles.h"
+
+#include <fmt/format.h>
+
+#include <utility>
+#include <vector>
+
+#include "kv_tier_options.h"
+
+namespace ds::cli {
+
+namespace {
+const std::vector<double> kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                      0.25,  0.5,    1,     2.5,  5,     10,   30};
+}  // namespace
+
+void add_pd_options(CLI::App* sub, PdOptions& o) {
+  auto* g = sub->add_option_group("Prefill/decode disaggregation", "docs/pd.md");
+  g->add_option(
+       "--role", o.role,
+       "prefill: prefill for decode servers (POST /v1/pd/prefill); decode: import the KV of requests "
+       "the router sends with a prefill server; both: a plain server")
+      ->capture_default_str();
+  g->add_option("--kv-transfer-secret-file", o.secret_file,
+                "Shared secret of the prefill and decode servers (>= 16 bytes): authenticates the control "
+                "messages and keys the transferred blocks");
+  g->add_option("--kv-transfer-host", o.transfer_host, "Address of this decode server's UCX listeners")
+      ->capture_default_str();
+  g->add_option("--kv-lease-timeout-ms", o.lease_timeout_ms,
+                "A decode server's wait for a transfer; past it the request is prefilled here")
+      ->capture_default_str();
+  g->add_option("--kv-transit-mib", o.transit_mib, "Blocks in transit kept at most (outbox / landing)")
+      ->capture_default_str();
+}
+
+Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std::string& model_dir,
+                                                  EngineConfig& engine_config) {
+  auto r = std::unique_ptr<PdRole>(new PdRole());
+  DS_ASSIGN_OR_RETURN(r->role_, pd::parse_pd_role(o.role));
+  r->options_ = o;
+  if (r->role_ == pd::PdRole::both) return r;
+  if (o.secret_file.empty())
+    return Status(ErrorCode::invalid_argument,
+                  fmt::format("--role {} needs --kv-transfer-secret-file", o.role));
+  if (engine_config.kv_tiers.open)
+    return Status(ErrorCode::invalid_argument,
+                  fmt::format("--role {} with --kv-disk-dir / --kv-redis is not supported yet", o.role));
+  if (o.lease_timeout_ms < 1)
+    return Status(ErrorCode::invalid_argument, "--kv-lease-timeout-ms must be >= 1");
+  if (o.transit_mib < 1) return Status(ErrorCode::invalid_argument, "--kv-transit-mib must be >= 1");
+  r->identity_ = std::make_shared<pd::PdIdentity>();
+  DS_ASSIGN_OR_RETURN(r->identity_->secret, pd::load_transfer_secret(o.secret_file));
+  DS_ASSIGN_OR_RETURN(r->identity_->model_fingerprint, checkpoint_fingerprint(model_dir));
+  const bool prefill = r->role_ == pd::PdRole::prefill;
+  r->tier_ = std::make_shared<pd::TransitTier>(pd::TransitTierConfig{
+      .name = prefill ? "pd-outbox" : "pd-landing",
+      .accept_engine_writes = prefill,
+      .consume_on_read = !prefill,
+      .max_bytes = o.transit_mib << 20,
+  });
+  // The engine keys its prefix cache with the tier seed: the same secret and model give both sides
+  // the same block keys.
+  KvTierConfig& t = engine_config.kv_tiers;
+  t.model_fingerprint = r->identity_->model_fingerprint;
+  t.secret.clear();
+  for (char c : r->identity_->secret) t.secret.push_back(static_cast<std::byte>(c));
+  t.writes = prefill;
+  if (!prefill) {
+    // The decode server's own cached blocks (its KV events), so only the rest is asked for.
+    r->pool_ = std::make_shared<pd::PoolIndex>();
+    engine_config.kv_event_sink =
+        [pool = r->pool_, next = std::move(engine_config.kv_event_sink)](std::vector<KvCacheEvent>&& events) {
+          pool->apply(events);
+          if (next) next(std::move(events));
+        };
+  }
+  r->namespace_id_ = std::make_shared<uint64_t>(0);
+  t.open = [tier = r->tier_,
+            ns = r->namespace_id_](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
+    *ns = namespace_id;
+    return std::vector<std::shared_ptr<KvTier>>{tier};
+  };
+  return r;
+}
+
+Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTable& routes,
+                      server::GenerateRoutesConfig& generate, server::MetricsRegistry& registry,
+                      const Logger* log) {
+  if (role_ == pd::PdRole::both) return ok_status();
+  identity_->namespace_id = *namespace_id_;
+  identity_->block_size_tokens = engine.kv_cache_config().block_size_tokens;
+  identity_->block_bytes = model.kv_block_bytes();
+  if (identity_->namespace_id == 0 || identity_->block_bytes <= 0)
+    return Status(ErrorCode::invalid_argument,
+                  "--role prefill/decode needs prefix caching and a model that exports KV blocks");
+  using server::Counter;
+  using server::Gauge;
+  if (role_ == pd::PdRole::prefill) {
+    server::Histogram* prefill_h =
+        &registry.histogram("deepinfer:pd_prefill_seconds",
+                            "Per transfer: queue + prefill here until the blocks are ready.", kBuckets);
+    server::Histogram* put_h =
+        &registry.histogram("deepinfer:pd_put_seconds",
+                            "Per transfer: UCX puts + flush into the decode server's blocks.", kBuckets);
+    pd::PrefillServiceConfig pc;
+    pc.observe = [prefill_h, put_h](double prefill_s, double put_s) {
+      prefill_h->observe(prefill_s);
+      put_h->observe(put_s);
+    };
+    prefill_ = std::make_unique<pd::PrefillService>(engine, tier_, identity_, std::move(pc), log);
+    DS_TRY(prefill_->add_routes(routes));
+    Counter* transfers =
+        &registry.counter("deepinfer:pd_prefill_transfers_total", "KV transfers completed (prefill side).");
+    Counter* failures =
+        &registry.counter("deepinfer:pd_prefill_failures_total", "KV transfers that failed (prefill side).");
+    Counter* bytes =
+        &registry.counter("deepinfer:pd_transfer_bytes_total", "KV bytes put to decode servers.");
+    Counter* prefill_s =
+        &registry.counter("deepinfer:pd_prefill_seconds_total", "Prefill time of the transfers.");
+    Counter* transfer_s =
+        &registry.counter("deepinfer:pd_transfer_seconds_total", "Put + flush time of the transfers.");
+    Gauge* running = &registry.gauge("deepinfer:pd_prefill_transfers_running", "KV transfers in progress.");
+    registry.add_collector([=, s = prefill_.get()] {
+      const pd::PrefillStats& st = s->stats();
+      running->set(static_cast<double>(s->n_running()));
+      transfers->set_total(static_cast<double>(st.transfers.load()));
+      failures->set_total(static_cast<double>(st.failures.load()));
+      bytes->set_total(static_cast<double>(st.bytes_sent.load()));
+      prefill_s->set_total(static_cast<double>(st.prefill_ns.load()) * 1e-9);
+      transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
+    });
+    return ok_status();
+  }
+  pd::DecodeServiceConfig dc;
+  dc.transfer_host = options_.transfer_host;
+  dc.lease_timeout = std::chrono::milliseconds(options_.lease_timeout_ms);
+  server::Histogram* import_h = &registry.histogram(
+      "deepinfer:pd_import_seconds",
+      "Per import: lease start to kv_written (the TTFT part before this server's queue; the rest is "
+      "deepinfer:time_to_first_token_seconds here)",
+      kBuckets);
+  dc.observe_import = [import_h](double s) { import_h->observe(s); };
+  decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, pool_, dc, log);
+  generate.kv_import = [d = decode_.get()](std::string peer, Request request,
+                                           std::function<bool()> client_gone,
+                                           std::function<void(Request, std::shared_ptr<void>)> resume) {
+    d->start(std::move(peer), std::move(request), std::move(client_gone), std::move(resume));
+  };
+  Counter* imports =
+      &registry.counter("deepinfer:pd_imports_total", "Requests whose prompt KV came from a prefill server.");
+  Counter* fallbacks = &registry.counter("deepinfer:pd_fallbacks_total",
+                                         "P/D requests prefilled here after a failed transfer.");
+  Counter* refusals =
+      &registry.counter("deepinfer:pd_refusals_total", "Prefill servers refused (secret, model, layout).");
+  Counter* bytes =
+      &registry.counter("deepinfer:pd_received_bytes_total", "KV bytes received from prefill servers.");
+  Counter* transfer_s =
+      &registry.counter("deepinfer:pd_import_seconds_total", "Lease start to kv_written, summed.");
+  Counter* local =
+      &registry.counter("deepinfer:pd_local_blocks_total",
+                        "Prompt blocks of P/D requests found in this server's pool (not transferred).");
+  Gauge* leased = &registry.gauge("deepinfer:pd_leased_blocks", "KV blocks held by transfer leases now.");
+  Gauge* landing =
+      &registry.gauge("deepinfer:pd_landing_blocks", "Landed blocks not yet read by the engine.");
+  registry.add_collector([=, s = decode_.get(), tier = tier_] {
+    const pd::DecodeStats& st = s->stats();
+    imports->set_total(static_cast<double>(st.imports.load()));
+    fallbacks->set_total(static_cast<double>(st.fallbacks.load()));
+    refusals->set_total(static_cast<double>(st.refusals.load()));
+    bytes->set_total(static_cast<double>(st.bytes_received.load()));
+    transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
+    local->set_total(static_cast<double>(st.local_blocks.load()));
+    leased->set(static_cast<double>(st.leased_blocks.load()));
+    landing->set(static_cast<double>(tier->n_entries()));
+  });
+  return ok_status();
+}
+
+void PdRole::stop() {
+  prefill_.reset();
+  decode_.reset();
+}
+
+}  // namespace ds::cli

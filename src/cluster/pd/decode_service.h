@@ -1,0 +1,90 @@
+// The decode role (`deepinfer serve --role decode`, docs/pd.md). For a generation request the router
+// sent with a prefill peer (header X-DeepInfer-Prefill-Peer), on a thread of its own:
+//   1. lease: room for the prompt's blocks in a landing region, for at most lease_timeout;
+//   2. a UCX listener on a free port, the region registered with it, and POST /v1/pd/prefill to the
+//      prefill server naming the prompt and that port;
+//   3. the prefill server's hello is checked (HMAC of the shared secret, model fingerprint, KV layout
+//      hash; a refusal is logged with the reason), then hello_accept and a kv_grant of the region's
+//      blocks go back; the pages arrive by one-sided puts; kv_written ends the transfer;
+//   4. the landed blocks go into the landing tier under the keys the engine will look up, and the
+//      request is submitted: the engine's restore path copies them into its pool (its own prefix
+//      hits first), computes the rest of the prompt (at least its last token) and samples the first
+//      token here, so sampling and the stream live on this server.
+// Any failure (prefill server down, refused, killed mid-transfer, the lease ran out) drops the lease
+// and submits the request anyway: it is prefilled here. A client that goes away aborts the transfer.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "cluster/pd/job_threads.h"
+#include "cluster/pd/pd_identity.h"
+#include "cluster/pd/pool_index.h"
+#include "cluster/pd/transit_tier.h"
+#include "engine/request.h"
+
+namespace ds::pd {
+
+inline constexpr const char* kPrefillPeerHeader = "X-DeepInfer-Prefill-Peer";
+
+struct DecodeStats {
+  std::atomic<int64_t> imports{0};    // requests whose KV arrived from a prefill server
+  std::atomic<int64_t> fallbacks{0};  // transfers that failed: prefilled here
+  std::atomic<int64_t> refusals{0};   // peers refused (secret, model, layout)
+  std::atomic<int64_t> blocks_received{0};
+  std::atomic<int64_t> bytes_received{0};
+  std::atomic<int64_t> transfer_ns{0};    // lease start to kv_written, summed over imports
+  std::atomic<int64_t> leased_blocks{0};  // blocks held by leases now (landing region + tier)
+  std::atomic<int64_t> local_blocks{0};   // prompt blocks found in this server's pool (not asked for)
+  std::atomic<int64_t> local_only{0};     // P/D requests whose blocks were all cached here
+};
+
+struct DecodeServiceConfig {
+  std::string transfer_host = "127.0.0.1";  // where prefill servers reach this server's UCX listener
+  std::chrono::milliseconds lease_timeout{30'000};
+  int64_t max_leased_blocks = 4096;  // beyond: prefill here
+  int max_transfers = 64;
+  // Called once per import with lease start to kv_written (the TTFT part before this engine's
+  // queue: the prefill server's queue + prefill + puts); empty = none.
+  std::function<void(double seconds)> observe_import;
+};
+
+class DecodeService {
+ public:
+  // `pool` (may be null): this server's cached blocks; only the blocks after its longest cached
+  // prefix are asked for.
+  DecodeService(std::shared_ptr<TransitTier> landing, std::shared_ptr<const PdIdentity> identity,
+                std::shared_ptr<const PoolIndex> pool, DecodeServiceConfig config, const Logger* log);
+  ~DecodeService();  // joins the transfers (each bounded by its lease)
+
+  using Resume = std::function<void(Request request, std::shared_ptr<void> lease)>;
+  // Calls `resume` exactly once, on another thread (or this one when no transfer is attempted).
+  // `client_gone` is polled during the transfer.
+  void start(std::string prefill_url, Request request, std::function<bool()> client_gone, Resume resume);
+
+  const DecodeStats& stats() const { return *stats_; }
+
+ private:
+  struct Lease;
+  // The transfer of one request; ok = the blocks are in the landing tier under the returned lease.
+  // Blocks [first, n) of the prompt's transfer keys; [0, first) are cached here.
+  Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, const Request& request, size_t first,
+                                         const std::function<bool()>& client_gone);
+
+  std::shared_ptr<TransitTier> landing_;
+  std::shared_ptr<const PdIdentity> identity_;
+  std::shared_ptr<const PoolIndex> pool_;
+  const DecodeServiceConfig config_;
+  const Logger* log_;
+  std::shared_ptr<DecodeStats> stats_;  // shared with the leases, which may outlive the service
+  std::atomic<uint64_t> next_request_id_;
+  JobThreads jobs_;  // last: joined first
+};
+
+}  // namespace ds::pd

@@ -1,0 +1,135 @@
+// cluster/pd's pieces without processes: the transit tier (outbox / landing semantics), the pool
+// index kept from KV events, and the transfer keys, which must be the engine's own chain hashes.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "cluster/pd/pd_identity.h"
+#include "cluster/pd/pool_index.h"
+#include "cluster/pd/transit_tier.h"
+#include "kvcache/kv_cache_manager.h"
+#include "kvcache/tier_key.h"
+
+namespace ds::pd {
+namespace {
+
+using std::chrono::milliseconds;
+using std::chrono::steady_clock;
+
+TierEntry entry(uint64_t key, size_t bytes) {
+  TierEntry e;
+  e.key = key;
+  e.tokens = {1, 2, 3};
+  e.bytes.assign(bytes, std::byte{static_cast<unsigned char>(key)});
+  return e;
+}
+
+TEST(TransitTier, LandingIsConsumedOnReadAndIgnoresEngineWrites) {
+  TransitTier landing({.name = "pd-landing", .accept_engine_writes = false, .consume_on_read = true});
+  ASSERT_TRUE(landing.write(entry(7, 16)).ok());
+  EXPECT_EQ(landing.n_entries(), 0);
+  landing.add(entry(1, 16));
+  landing.add(entry(2, 16));
+  const std::vector<uint64_t> keys = {1, 2, 3};
+  EXPECT_EQ(landing.count_prefix(keys), 2);
+  Result<TierEntry> got = landing.read(1);
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->bytes.size(), 16u);
+  EXPECT_EQ(got->bytes[0], std::byte{1});
+  EXPECT_EQ(landing.read(1).status().code(), ErrorCode::kvcache_tier_miss);
+  EXPECT_EQ(landing.count_prefix(keys), 0);
+  EXPECT_EQ(landing.bytes_held(), 16);
+  landing.drop({2});
+  EXPECT_EQ(landing.n_entries(), 0);
+  EXPECT_EQ(landing.bytes_held(), 0);
+}
+
+TEST(TransitTier, OutboxTakeAllWaitsForEveryKeyAndRemovesThem) {
+  auto outbox = std::make_shared<TransitTier>(TransitTierConfig{.name = "pd-outbox"});
+  ASSERT_TRUE(outbox->write(entry(1, 8)).ok());
+  // Key 2 is missing: a bounded wait, then nothing is taken.
+  EXPECT_FALSE(outbox->take_all({1, 2}, steady_clock::now() + milliseconds(30)).has_value());
+  EXPECT_EQ(outbox->n_entries(), 1);
+  std::thread writer([outbox] {
+    std::this_thread::sleep_for(milliseconds(20));
+    ASSERT_TRUE(outbox->write(entry(2, 8)).ok());
+  });
+  std::optional<std::vector<TierEntry>> both =
+      outbox->take_all({1, 2}, steady_clock::now() + std::chrono::seconds(10));
+  writer.join();
+  ASSERT_TRUE(both.has_value());
+  ASSERT_EQ(both->size(), 2u);
+  EXPECT_EQ((*both)[0].key, 1u);
+  EXPECT_EQ((*both)[1].key, 2u);
+  EXPECT_EQ(outbox->n_entries(), 0);
+  EXPECT_EQ(outbox->bytes_held(), 0);
+}
+
+TEST(TransitTier, EvictsTheOldestBeyondItsCapacity) {
+  TransitTier t({.name = "t", .max_bytes = 32});
+  for (uint64_t k = 1; k <= 5; ++k) t.add(entry(k, 10));
+  EXPECT_EQ(t.n_entries(), 3);
+  EXPECT_FALSE(t.contains(1));
+  EXPECT_FALSE(t.contains(2));
+  EXPECT_TRUE(t.contains(5));
+  EXPECT_EQ(t.stats().n_evictions, 2);
+  EXPECT_LE(t.bytes_held(), 32);
+}
+
+TEST(PoolIndex, FollowsStoredRemovedAndCleared) {
+  PoolIndex pool;
+  KvCacheEvent stored;
+  stored.kind = KvCacheEvent::Kind::stored;
+  stored.block_hashes = {10, 11, 12};
+  pool.apply({stored});
+  const std::vector<uint64_t> keys = {10, 11, 12, 13};
+  EXPECT_EQ(pool.count_prefix(keys), 3);
+  KvCacheEvent removed;
+  removed.kind = KvCacheEvent::Kind::removed;
+  removed.block_hashes = {11};
+  pool.apply({removed});
+  EXPECT_EQ(pool.count_prefix(keys), 1);
+  KvCacheEvent cleared;
+  cleared.kind = KvCacheEvent::Kind::all_cleared;
+  pool.apply({cleared});
+  EXPECT_EQ(pool.count_prefix(keys), 0);
+}
+
+// Both servers name a block by the engine's chain hash under the tier seed; the decode server computes
+// the keys itself, so they must be exactly what its KvCacheManager computes.
+TEST(PdIdentity, TransferKeysAreTheEnginesChainHashesBeforeTheLastToken) {
+  PdIdentity id;
+  id.secret = "0123456789abcdef0123456789abcdef";
+  id.namespace_id = 0xfeedbeef;
+  id.block_size_tokens = 16;
+  std::vector<std::byte> secret_bytes;
+  for (char c : id.secret) secret_bytes.push_back(static_cast<std::byte>(c));
+  KvCacheManagerConfig cfg;
+  cfg.block_size_tokens = 16;
+  cfg.n_blocks = 8;
+  cfg.process_seed = tier_prefix_seed(secret_bytes, id.namespace_id);
+  const KvCacheManager kv(cfg);
+  std::vector<int32_t> tokens;
+  for (int i = 0; i < 48; ++i) tokens.push_back(100 + i * 7);
+  // 48 tokens = 3 full blocks, but the last token is always computed: 2 blocks move.
+  const std::vector<uint64_t> keys = id.transfer_keys(tokens, "tenant-a");
+  EXPECT_EQ(keys, kv.chain_hashes(tokens, "tenant-a", 2));
+  EXPECT_EQ(id.prompt_block_keys(tokens, "tenant-a"), kv.chain_hashes(tokens, "tenant-a", 3));
+  tokens.push_back(5);
+  EXPECT_EQ(id.transfer_keys(tokens, "tenant-a"), kv.chain_hashes(tokens, "tenant-a", 3));
+  EXPECT_NE(id.transfer_keys(tokens, "tenant-b"), kv.chain_hashes(tokens, "tenant-a", 3));
+  EXPECT_TRUE(id.transfer_keys(std::vector<int32_t>(16, 1), "").empty());
+}
+
+TEST(PdRole, ParsesTheThreeRoles) {
+  EXPECT_EQ(*parse_pd_role("prefill"), PdRole::prefill);
+  EXPECT_EQ(*parse_pd_role("decode"), PdRole::decode);
+  EXPECT_EQ(*parse_pd_role("both"), PdRole::both);
+  Result<PdRole> bad = parse_pd_role("router");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("--role router"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ds::pd

@@ -1,0 +1,238 @@
+#include "cluster/pd/prefill_service.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <utility>
+
+#include "engine/request_stream.h"
+#include "http/response_channel.h"
+#include "transport/control_message.h"
+#include "transport/ucx_endpoint.h"
+#include "transport/ucx_worker.h"
+
+namespace ds::pd {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using transport::ControlMessage;
+using transport::ControlType;
+
+int64_t ns_since(Clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
+}
+
+Result<PrefillService::Job> parse_job(const std::string& body, std::chrono::milliseconds max_wait) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+  const auto bad = [](const char* what) {
+    return Status(ErrorCode::invalid_argument, fmt::format("/v1/pd/prefill: {}", what));
+  };
+  if (!j.is_object()) return bad("the body is not a JSON object");
+  PrefillService::Job job;
+  if (!j.contains("request_id") || !j["request_id"].is_number_unsigned())
+    return bad("request_id: expected u64");
+  job.request_id = j["request_id"].get<uint64_t>();
+  if (!j.contains("tokens") || !j["tokens"].is_array() || j["tokens"].empty())
+    return bad("tokens: expected a non-empty array of token ids");
+  for (const auto& t : j["tokens"]) {
+    if (!t.is_number_integer()) return bad("tokens: expected integers");
+    job.tokens.push_back(t.get<int32_t>());
+  }
+  if (j.contains("cache_salt") && j["cache_salt"].is_string())
+    job.cache_salt = j["cache_salt"].get<std::string>();
+  if (!j.contains("decode_host") || !j["decode_host"].is_string())
+    return bad("decode_host: expected a string");
+  job.decode_host = j["decode_host"].get<std::string>();
+  if (!j.contains("decode_port") || !j["decode_port"].is_number_unsigned() ||
+      j["decode_port"].get<uint64_t>() == 0 || j["decode_port"].get<uint64_t>() > 65535)
+    return bad("decode_port: expected a port in [1, 65535]");
+  job.decode_port = static_cast<uint16_t>(j["decode_port"].get<uint64_t>());
+  std::chrono::milliseconds wait = max_wait;
+  if (j.contains("timeout_ms") && j["timeout_ms"].is_number_unsigned())
+    wait = std::min(wait, std::chrono::milliseconds(j["timeout_ms"].get<int64_t>()));
+  job.deadline = Clock::now() + wait;
+  return job;
+}
+
+// The decode side's next control frame for this request, authenticated; an abort is an error.
+Result<ControlMessage> receive_from_decode(transport::UcxWorker& worker, const transport::UcxEndpoint& ep,
+                                           const transport::SharedSecret& secret, uint64_t request_id,
+                                           Clock::time_point deadline) {
+  // Short slices: a decode server that died is noticed (endpoint failure) before the deadline.
+  Result<std::string> got = Status(ErrorCode::transport_timeout, "no frame from the decode server in time");
+  while (Clock::now() < deadline) {
+    got = worker.receive(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+    if (got.ok()) break;
+    if (ep.failed()) return Status(ErrorCode::transport_io, "the decode server went away");
+  }
+  DS_ASSIGN_OR_RETURN(std::string frame, std::move(got));
+  DS_ASSIGN_OR_RETURN(ControlMessage m, transport::decode_control_message(frame, secret));
+  if (m.request_id != request_id)
+    return Status(ErrorCode::transport_bad_message,
+                  fmt::format("a frame for request {}, expected {}", m.request_id, request_id));
+  if (m.type == ControlType::abort)
+    return Status(ErrorCode::transport_peer_mismatch, "the decode server aborted: " + m.payload);
+  return m;
+}
+
+}  // namespace
+
+PrefillService::PrefillService(Engine& engine, std::shared_ptr<TransitTier> outbox,
+                               std::shared_ptr<const PdIdentity> identity, PrefillServiceConfig config,
+                               const Logger* log)
+    : engine_(engine),
+      outbox_(std::move(outbox)),
+      identity_(std::move(identity)),
+      config_(config),
+      log_(log) {}
+
+PrefillService::~PrefillService() = default;
+
+Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
+  const transport::SharedSecret& secret = identity_->secret;
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::UcxWorker> worker, transport::UcxWorker::create());
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::UcxEndpoint> ep,
+                      worker->connect(job.decode_host, job.decode_port));
+  // Nothing is computed before the decode server proved it holds the secret and the same model.
+  DS_TRY(ep->send(
+      transport::encode_control_message(
+          {ControlType::hello, job.request_id, transport::encode_peer_identity(identity_->peer_identity())},
+          secret),
+      job.deadline));
+  DS_ASSIGN_OR_RETURN(ControlMessage accept,
+                      receive_from_decode(*worker, *ep, secret, job.request_id, job.deadline));
+  if (accept.type != ControlType::hello_accept)
+    return Status(ErrorCode::transport_bad_message, "expected hello_accept from the decode server");
+  DS_ASSIGN_OR_RETURN(transport::PeerIdentity theirs, transport::decode_peer_identity(accept.payload));
+  DS_TRY(transport::check_peer_identity(identity_->peer_identity(), theirs));
+  DS_ASSIGN_OR_RETURN(ControlMessage grant_msg,
+                      receive_from_decode(*worker, *ep, secret, job.request_id, job.deadline));
+  if (grant_msg.type != ControlType::kv_grant)
+    return Status(ErrorCode::transport_bad_message, "expected kv_grant from the decode server");
+  DS_ASSIGN_OR_RETURN(transport::KvGrant grant, transport::decode_kv_grant(grant_msg.payload));
+  const std::vector<uint64_t> all_keys = identity_->transfer_keys(job.tokens, job.cache_salt);
+  // The grant covers the last block_ids.size() transfer blocks: the ones before are the decode
+  // server's own prefix-cache hits.
+  if (grant.block_bytes != static_cast<uint64_t>(identity_->block_bytes) ||
+      grant.block_ids.size() > all_keys.size())
+    return Status(
+        ErrorCode::transport_peer_mismatch,
+        fmt::format("grant of {} blocks of {} bytes; this prompt has {} blocks of {} bytes",
+                    grant.block_ids.size(), grant.block_bytes, all_keys.size(), identity_->block_bytes));
+  const std::vector<uint64_t> keys(all_keys.end() - static_cast<std::ptrdiff_t>(grant.block_ids.size()),
+                                   all_keys.end());
+
+  // Prefill: one sampled token (dropped), the prompt's full blocks go to the outbox tier.
+  Outcome outcome;
+  const auto t_prefill = Clock::now();
+  Request request;
+  request.prompt_tokens = job.tokens;
+  request.cache_salt = job.cache_salt;
+  request.stop.max_tokens = 1;
+  request.stop.ignore_eos = true;
+  request.detokenize = false;
+  request.deadline = job.deadline;
+  RequestStream stream;
+  DS_ASSIGN_OR_RETURN(RequestId engine_id, engine_.submit(std::move(request), stream.sink()));
+  // However this ends, the outbox keeps none of this prompt's blocks. On success only the ones not
+  // sent are left (the decode server's own hits, a last block that ends the prompt), written in the
+  // same tier job as the sent ones; on a failure the writer may still be copying: a short wait first.
+  struct OutboxCleanup {
+    TransitTier& outbox;
+    std::vector<uint64_t> keys;
+    ~OutboxCleanup() {
+      (void)outbox.take_all(keys, Clock::now() + std::chrono::milliseconds(300));
+      outbox.drop(keys);
+    }
+  } cleanup{*outbox_, identity_->prompt_block_keys(job.tokens, job.cache_salt)};
+  TokenEvent last;
+  while (!stream.finished()) {
+    std::optional<TokenEvent> ev = stream.next_until(Clock::now() + std::chrono::milliseconds(20));
+    if (ev) {
+      last = std::move(*ev);
+      continue;
+    }
+    // An abort from the decode side (its client left, its lease ended) cancels the prefill.
+    Result<std::string> frame = worker->receive(Clock::now());
+    if (frame.ok()) {
+      engine_.cancel(engine_id);
+      Result<ControlMessage> m = transport::decode_control_message(*frame, secret);
+      return Status(ErrorCode::transport_peer_mismatch, "the decode server aborted during prefill: " +
+                                                            (m.ok() ? m->payload : m.status().message()));
+    }
+    if (ep->failed()) {
+      engine_.cancel(engine_id);
+      return Status(ErrorCode::transport_io, "the decode server went away during prefill");
+    }
+  }
+  if (last.finish_reason == FinishReason::error || last.finish_reason == FinishReason::deadline ||
+      last.finish_reason == FinishReason::cancelled)
+    return last.error.ok() ? Status(ErrorCode::transport_timeout, "the prefill did not finish") : last.error;
+  std::optional<std::vector<TierEntry>> blocks = outbox_->take_all(keys, job.deadline);
+  if (blocks) {
+    std::erase_if(cleanup.keys,
+                  [&](uint64_t k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); });
+  }
+  if (!blocks)
+    return Status(ErrorCode::transport_timeout, "the prefilled blocks did not reach the outbox in time");
+  outcome.prefill_ns = ns_since(t_prefill);
+
+  const auto t_transfer = Clock::now();
+  DS_ASSIGN_OR_RETURN(transport::RemoteKey rkey, ep->unpack_remote_key(grant.packed_rkey));
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    const std::vector<std::byte>& bytes = (*blocks)[i].bytes;
+    if (bytes.size() != grant.block_bytes)
+      return Status(ErrorCode::internal,
+                    fmt::format("outbox block of {} bytes, expected {}", bytes.size(), grant.block_bytes));
+    DS_TRY(ep->put(bytes.data(), bytes.size(),
+                   grant.remote_address + uint64_t{grant.block_ids[i]} * grant.block_bytes, rkey));
+    outcome.bytes += static_cast<int64_t>(bytes.size());
+  }
+  DS_TRY(ep->flush(job.deadline));
+  outcome.transfer_ns = ns_since(t_transfer);
+  outcome.blocks = static_cast<int64_t>(blocks->size());
+  DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
+                  job.deadline));
+  return outcome;
+}
+
+Status PrefillService::add_routes(server::RouteTable& routes) {
+  return routes.add(
+      "POST", "/v1/pd/prefill", {server::ErrorStyle::openai, server::RouteAccess::operational},
+      [this](server::ServerRequest req, std::shared_ptr<server::ResponseChannel> out) {
+        Result<Job> job = parse_job(req.body, config_.max_wait);
+        if (!job.ok()) return out->send_error(job.status());
+        auto shared_job = std::make_shared<Job>(std::move(job).value());
+        const bool started = jobs_.start(
+            [this, shared_job, out] {
+              Result<Outcome> r = run(*shared_job);
+              if (!r.ok()) {
+                stats_.failures.fetch_add(1);
+                log_->log(LogLevel::warn, "pd prefill: request {} for decode {}:{} failed: {}",
+                          shared_job->request_id, shared_job->decode_host, shared_job->decode_port,
+                          r.status().to_string());
+                return out->send_error(r.status());
+              }
+              stats_.transfers.fetch_add(1);
+              stats_.blocks_sent.fetch_add(r->blocks);
+              stats_.bytes_sent.fetch_add(r->bytes);
+              stats_.prefill_ns.fetch_add(r->prefill_ns);
+              stats_.transfer_ns.fetch_add(r->transfer_ns);
+              if (config_.observe)
+                config_.observe(static_cast<double>(r->prefill_ns) * 1e-9,
+                                static_cast<double>(r->transfer_ns) * 1e-9);
+              out->send_json(200, nlohmann::json{{"blocks", r->blocks},
+                                                 {"bytes", r->bytes},
+                                                 {"prefill_ms", static_cast<double>(r->prefill_ns) / 1e6},
+                                                 {"transfer_ms", static_cast<double>(r->transfer_ns) / 1e6}}
+                                      .dump());
+            },
+            config_.max_transfers);
+        if (!started)
+          out->send_error(Status(ErrorCode::engine_overloaded, "every prefill transfer slot is busy"));
+      });
+}
+
+}  // namespace ds::pd

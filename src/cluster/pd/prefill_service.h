@@ -1,0 +1,80 @@
+// The prefill role (`deepinfer serve --role prefill`, docs/pd.md): POST /v1/pd/prefill from a decode
+// server names a prompt and the decode server's UCX listener. On a thread of its own the service
+// connects there, proves itself (hello, HMAC of the shared secret, model fingerprint + KV layout
+// hash), waits for the decode server's grant, prefills the prompt on its engine (the first token it
+// samples is dropped: the decode server samples), takes the prompt's blocks from the outbox tier the
+// engine wrote them to, puts them into the granted blocks, flushes and reports kv_written. An abort
+// from the decode server (its client went away, its lease ran out) cancels the engine request.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "base/log.h"
+#include "base/status.h"
+#include "cluster/pd/job_threads.h"
+#include "cluster/pd/pd_identity.h"
+#include "cluster/pd/transit_tier.h"
+#include "engine/engine.h"
+#include "http/route_table.h"
+
+namespace ds::pd {
+
+struct PrefillStats {
+  std::atomic<int64_t> transfers{0};
+  std::atomic<int64_t> failures{0};
+  std::atomic<int64_t> blocks_sent{0};
+  std::atomic<int64_t> bytes_sent{0};
+  std::atomic<int64_t> prefill_ns{0};   // engine time of the transfers' prefills
+  std::atomic<int64_t> transfer_ns{0};  // puts + flush
+};
+
+struct PrefillServiceConfig {
+  int max_transfers = 64;                      // concurrent; beyond: 503 (the decode side prefills)
+  std::chrono::milliseconds max_wait{60'000};  // cap on a transfer's whole run
+  // Called once per transfer: the prefill (engine queue + compute + outbox) and the puts + flush.
+  std::function<void(double prefill_seconds, double put_seconds)> observe;
+};
+
+class PrefillService {
+ public:
+  PrefillService(Engine& engine, std::shared_ptr<TransitTier> outbox,
+                 std::shared_ptr<const PdIdentity> identity, PrefillServiceConfig config, const Logger* log);
+  ~PrefillService();  // joins the transfers (each bounded)
+
+  Status add_routes(server::RouteTable& routes);
+  const PrefillStats& stats() const { return stats_; }
+  int n_running() const { return jobs_.n_running(); }
+
+  struct Job {
+    uint64_t request_id = 0;
+    std::vector<int32_t> tokens;
+    std::string cache_salt;
+    std::string decode_host;
+    uint16_t decode_port = 0;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  struct Outcome {
+    int64_t blocks = 0;
+    int64_t bytes = 0;
+    int64_t prefill_ns = 0;
+    int64_t transfer_ns = 0;
+  };
+  // One transfer, on the calling thread.
+  Result<Outcome> run(const Job& job);
+
+ private:
+  Engine& engine_;
+  std::shared_ptr<TransitTier> outbox_;
+  std::shared_ptr<const PdIdentity> identity_;
+  const PrefillServiceConfig config_;
+  const Logger* log_;
+  PrefillStats stats_;
+  JobThreads jobs_;  // last: joined first
+};
+
+}  // namespace ds::pd

@@ -1,0 +1,75 @@
+// TransitTier: the KV blocks of P/D transfers in flight (docs/pd.md), as a KvTier so the engine's
+// own tier paths move them in and out of its pool — no new engine entry point.
+//
+// - Prefill side (outbox): the engine's tier writer copies every committed prompt block here; the
+//   prefill service takes (and removes) the blocks a decode server granted room for, puts them over
+//   UCX, and drops them. Bounded: the oldest entries go first beyond max_bytes.
+// - Decode side (landing): the decode service adds the blocks that arrived from P under the keys the
+//   engine will look up; the engine's restore path reads them into its pool (consumed on read), and
+//   the transfer's lease removes whatever was not read when the request ends.
+//
+// Thread-safe (the engine thread looks up, the tier store's threads read and write, the P/D services
+// add and take).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kvcache/kv_tier.h"
+
+namespace ds::pd {
+
+struct TransitTierConfig {
+  std::string name;                  // "pd-outbox" / "pd-landing"
+  bool accept_engine_writes = true;  // false: write() stores nothing (the landing side)
+  bool consume_on_read = false;      // read() removes the entry (the landing side)
+  int64_t max_bytes = int64_t{1} << 30;
+};
+
+class TransitTier final : public KvTier {
+ public:
+  explicit TransitTier(TransitTierConfig config) : config_(std::move(config)) {}
+
+  const std::string& name() const override { return config_.name; }
+  int64_t count_prefix(std::span<const uint64_t> keys) override;
+  bool contains(uint64_t key) override;
+  Result<TierEntry> read(uint64_t key) override;
+  Status write(const TierEntry& entry) override;
+  // DELETE /v1/cache: blocks in transit of the matching requests go too.
+  Result<int64_t> remove_matching(const TierScopeFilter& filter) override;
+  TierStats stats() const override;
+
+  // The P/D services' side: add (landing), wait for and take (outbox), drop (a lease ending).
+  void add(TierEntry entry);
+  // The entries of `keys`, removed, once all are present; nullopt at the deadline (none removed).
+  std::optional<std::vector<TierEntry>> take_all(const std::vector<uint64_t>& keys,
+                                                 std::chrono::steady_clock::time_point deadline);
+  void drop(const std::vector<uint64_t>& keys);
+  int64_t n_entries() const;
+  int64_t bytes_held() const;
+
+ private:
+  void insert_locked(TierEntry entry);
+  void erase_locked(uint64_t key);
+
+  const TransitTierConfig config_;
+  mutable std::mutex mu_;
+  std::condition_variable arrived_;
+  std::list<uint64_t> order_;  // oldest first
+  struct Slot {
+    TierEntry entry;
+    std::list<uint64_t>::iterator pos;
+  };
+  std::unordered_map<uint64_t, Slot> entries_;
+  int64_t bytes_ = 0;
+  TierStats stats_;
+};
+
+}  // namespace ds::pd

@@ -1,0 +1,445 @@
+#!/usr/bin/env python3
+"""Prefill/decode disaggregation with real processes on loopback (docs/pd.md).
+
+usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
+CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode | v4
+
+A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
+--prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
+fixture): the same tokens for greedy and seeded sampling, stream and not. The KV really moves (the
+decode server counts imports and restored tokens, the prefill server the bytes it put). Failures: another
+secret is refused with a log line naming the authentication failure; a prefill server that is frozen
+and then killed, or one that outlives the decode server's lease, makes the decode server prefill the
+request itself; a client that hangs up during the transfer leaves nothing behind. V4 (case v4, the
+server_tiny_v4_model fixture): the compressed and indexer pages move, the window ring and compressor
+state are rebuilt on the decode server by SWA bounded replay, as on any prefix-cache hit; so the decode
+server's answer is compared with a plain server's answer to the same request on a prefix-cache hit. After every case the KV
+usage, the leases and the landed blocks of every server are back to 0. Every wait is bounded.
+"""
+import concurrent.futures
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+
+DEEPINFER, WORKDIR, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
+MODEL = os.path.join(WORKDIR, "tiny_v3")
+BLOCK = 64
+MODEL_OVERRIDE = None  # case v4: the tiny V4 checkpoint
+
+
+def fail(msg):
+    print("FAIL:", msg, file=sys.stderr)
+    sys.exit(1)
+
+
+def check(cond, msg):
+    if not cond:
+        fail(msg)
+
+
+class Proc:
+    """A deepinfer process whose stderr is collected (for log checks) and stdout parsed for the port."""
+
+    def __init__(self, args, name):
+        self.name = name
+        self.proc = subprocess.Popen([DEEPINFER] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.stderr_lines = []
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+        deadline = time.time() + 60
+        self.port = None
+        while time.time() < deadline:
+            line = self.proc.stdout.readline()
+            if not line:
+                time.sleep(0.2)
+                fail(f"{name} exited: " + "".join(self.stderr_lines[-20:]))
+            if "listening on http://127.0.0.1:" in line:
+                self.port = int(line.split("127.0.0.1:")[1].split()[0])
+                break
+        if self.port is None:
+            self.proc.kill()
+            fail(f"{name} did not start")
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
+
+    def _drain_stderr(self):
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+
+    def url(self):
+        return f"http://127.0.0.1:{self.port}"
+
+    def log(self):
+        return "".join(self.stderr_lines)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                fail(f"{self.name} did not stop within 30 s")
+
+
+def serve(name, *extra, model=None):
+    return Proc(["serve", "--model", model or MODEL_OVERRIDE or MODEL, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
+                 "--max-model-len", "1024", "--kv-cache-mib", "8", "--no-chat-page", *extra], name)
+
+
+def secret(name, seed):
+    path = os.path.join(WORKDIR, f"pd_{name}.secret")
+    with open(path, "wb") as f:
+        f.write(bytes((seed * 31 + i * 7) % 256 for i in range(32)))
+    return path
+
+
+def post(base, path, body, timeout=60):
+    req = urllib.request.Request(base + path, method="POST", data=json.dumps(body).encode())
+    req.add_header("content-type", "application/json")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as res:
+            return res.status, res.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def metrics(proc):
+    with urllib.request.urlopen(proc.url() + "/metrics", timeout=10) as res:
+        text = res.read().decode()
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name, value = line.rsplit(" ", 1)
+            out[name] = float(value)
+    return out
+
+
+def prompt(i, n):
+    return [1000 + (i * 997 + k * 31) % 120000 for k in range(n)]
+
+
+def completion(base, i, n, sampling, stream=False, max_tokens=12):
+    body = {"model": "tiny", "prompt": prompt(i, n), "max_tokens": max_tokens, "stream": stream, **sampling}
+    status, text = post(base, "/v1/completions", body)
+    check(status == 200, f"completion {i} ({n} tokens) via {base}: {status} {text[:300]}")
+    if not stream:
+        j = json.loads(text)
+        return j["choices"][0]["text"], j["usage"]
+    parts = []
+    for line in text.splitlines():
+        if line.startswith("data: ") and line != "data: [DONE]":
+            ev = json.loads(line[6:])
+            if ev.get("choices"):
+                parts.append(ev["choices"][0].get("text", ""))
+    return "".join(parts), None
+
+
+def wait_for(cond, what, timeout=30, detail=None):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        if cond():
+            return
+        time.sleep(0.1)
+    fail(f"timed out waiting for {what}" + (f": {detail()}" if detail else ""))
+
+
+def expect_nothing_held(*procs):
+    """KV usage, leases and landed blocks back to 0 on every server (bounded wait)."""
+    for p in procs:
+        def idle():
+            m = metrics(p)
+            return (m.get("deepinfer:kv_cache_usage_perc", 0) == 0 and m.get("deepinfer:pd_leased_blocks", 0) == 0
+                    and m.get("deepinfer:pd_landing_blocks", 0) == 0 and m.get("deepinfer:num_requests_running", 0) == 0
+                    and m.get('deepinfer:kv_tier_entries{tier="pd-outbox"}', 0) == 0
+                    and m.get("deepinfer:pd_prefill_transfers_running", 0) == 0)
+        wait_for(idle, f"{p.name} to hold no KV",
+                 detail=lambda: {k: v for k, v in metrics(p).items() if "pd_" in k or "usage" in k or "running" in k})
+
+
+class Cluster:
+    def __init__(self, p_secret, d_secret, d_extra=(), route_extra=(), p_model=None):
+        self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret, model=p_model)
+        self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret, *d_extra)
+        self.r = Proc(["route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode",
+                       self.d.url(), "--prefill", self.p.url(), "--health-period-ms", "200", *route_extra], "router")
+        wait_for(lambda: ready(self.r), "the router to see the decode server")
+
+    def stop(self):
+        for x in (self.r, self.d, self.p):
+            x.stop()
+
+
+def ready(proc):
+    try:
+        with urllib.request.urlopen(proc.url() + "/ready", timeout=5) as res:
+            return res.status == 200
+    except (urllib.error.URLError, ConnectionError, socket.timeout):
+        return False
+
+
+GREEDY = {"temperature": 0}
+SEEDED = {"temperature": 0.9, "top_p": 0.95, "seed": 1234}
+
+
+def case_equal():
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1))
+    try:
+        n_transfers = k = 0
+        for n in [200, 130, 64, 65, 300]:
+            for sampling in (GREEDY, SEEDED):
+                for stream in (False, True):
+                    k += 1  # a prompt of its own: every request moves its KV (none is cached on D yet)
+                    want, _ = completion(s.url(), k, n, sampling, stream)
+                    got, usage = completion(c.r.url(), k, n, sampling, stream)
+                    check(got == want, f"prompt {k} ({n} tokens) {sampling} stream={stream}: P/D {got!r} != {want!r}")
+                    n_transfers += 1 if (n - 1) // BLOCK > 0 else 0
+        dm, pm = metrics(c.d), metrics(c.p)
+        check(dm["deepinfer:pd_imports_total"] == n_transfers,
+              f"decode imported {dm['deepinfer:pd_imports_total']} requests, expected {n_transfers}")
+        check(dm["deepinfer:pd_fallbacks_total"] == 0, "a transfer fell back")
+        check(dm["deepinfer:kv_tier_restored_tokens_total"] > 0, "no token restored from the landed blocks")
+        check(pm["deepinfer:pd_transfer_bytes_total"] == dm["deepinfer:pd_received_bytes_total"] > 0,
+              "the prefill server's bytes put and the decode server's bytes received differ")
+        n_blocks = sum((n - 1) // BLOCK for n in [200, 130, 64, 65, 300]) * 4
+        block_bytes = dm["deepinfer:pd_received_bytes_total"] / n_blocks
+        check(block_bytes == int(block_bytes), f"received bytes are not {n_blocks} whole blocks")
+        print(f"equal: {n_transfers} transfers, {n_blocks} blocks of {int(block_bytes)} bytes, "
+              f"{int(dm['deepinfer:kv_tier_restored_tokens_total'])} prompt tokens restored on the decode server; "
+              f"put {pm['deepinfer:pd_transfer_bytes_total'] / max(pm['deepinfer:pd_transfer_seconds_total'], 1e-9) / 1e9:.3f} GB/s")
+        # The decode server's own cache counts: a longer prompt with a cached 3-block prefix moves only
+        # its 2 new blocks.
+        want, _ = completion(s.url(), 100, 200, GREEDY)
+        check(completion(c.r.url(), 100, 200, GREEDY)[0] == want, "prefix prompt differs")
+        before = metrics(c.d)
+        want, _ = completion(s.url(), 100, 330, GREEDY)
+        got, usage = completion(c.r.url(), 100, 330, GREEDY)
+        check(got == want, "extended prompt differs")
+        after = metrics(c.d)
+        moved = after["deepinfer:pd_received_bytes_total"] - before["deepinfer:pd_received_bytes_total"]
+        local = after["deepinfer:pd_local_blocks_total"] - before["deepinfer:pd_local_blocks_total"]
+        check(local == 3 and moved == 2 * block_bytes, f"extended prompt: {local} blocks local, {moved} bytes moved")
+        check(usage["prompt_tokens_details"]["cached_tokens"] == 5 * BLOCK, f"extended prompt usage {usage}")
+        # 16 requests at once, 8 in flight: every transfer lands where it belongs.
+        jobs = [(1000 + k, 150 + 17 * k, SEEDED if k % 2 else GREEDY) for k in range(16)]
+        want = [completion(s.url(), i, n, sp)[0] for i, n, sp in jobs]
+        imports_before = metrics(c.d)["deepinfer:pd_imports_total"]
+        with concurrent.futures.ThreadPoolExecutor(8) as ex:
+            got = list(ex.map(lambda j: completion(c.r.url(), *j)[0], jobs))
+        check(got == want, f"concurrent P/D answers differ at {[k for k in range(16) if got[k] != want[k]]}")
+        check(metrics(c.d)["deepinfer:pd_imports_total"] - imports_before == 16, "not every concurrent request imported")
+        expect_nothing_held(c.p, c.d, s)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_wrong_secret():
+    c = Cluster(secret("b", 2), secret("c", 3))
+    s = serve("single")
+    try:
+        want, _ = completion(s.url(), 1, 200, GREEDY)
+        got, _ = completion(c.r.url(), 1, 200, GREEDY)
+        check(got == want, "the refused request was not prefilled on the decode server correctly")
+        wait_for(lambda: "refused prefill server" in c.d.log(), "the decode server's refusal line")
+        line = [l for l in c.d.log().splitlines() if "refused prefill server" in l][0]
+        check("authentic" in line.lower() or "hmac" in line.lower(), f"the refusal does not name the cause: {line}")
+        print("wrong_secret: decode logged:", line.strip())
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_refusals_total"] == 1 and dm["deepinfer:pd_imports_total"] == 0, "refusal not counted")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_wrong_model():
+    """A prefill server with another checkpoint (same shapes, other weights): refused by fingerprint."""
+    other = os.path.join(WORKDIR, "tiny_v3_seed1")
+    if not os.path.exists(os.path.join(other, "config.json")):
+        subprocess.run([DEEPINFER, "make-model", "--preset", "tiny", "--dtype", "bf16", "--seed", "1", "--out", other],
+                       check=True, stdout=subprocess.DEVNULL, timeout=120)
+    c = Cluster(secret("a", 1), secret("a", 1), p_model=other)
+    s = serve("single")
+    try:
+        want, _ = completion(s.url(), 1, 200, GREEDY)
+        got, _ = completion(c.r.url(), 1, 200, GREEDY)
+        check(got == want, "the refused request was not prefilled on the decode server correctly")
+        wait_for(lambda: "refused prefill server" in c.d.log(), "the decode server's refusal line")
+        line = [l for l in c.d.log().splitlines() if "refused prefill server" in l][0]
+        check("another model" in line, f"the refusal does not name the model: {line}")
+        print("wrong_model: decode logged:", line.strip())
+        check(metrics(c.d)["deepinfer:pd_refusals_total"] == 1, "refusal not counted")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_kill_prefill():
+    """The prefill server freezes with a transfer pending, then dies: the decode server prefills."""
+    c = Cluster(secret("a", 1), secret("a", 1))
+    s = serve("single")
+    try:
+        want, _ = completion(s.url(), 2, 250, SEEDED)
+        c.p.proc.send_signal(signal.SIGSTOP)
+        threading.Timer(1.0, c.p.proc.kill).start()
+        t0 = time.time()
+        got, _ = completion(c.r.url(), 2, 250, SEEDED)
+        check(got == want, "after the prefill server died the answer differs")
+        check(time.time() - t0 < 20, "the decode server took too long to give up on a dead prefill server")
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_fallbacks_total"] == 1, "the failed transfer was not counted as a fallback")
+        print(f"kill_prefill: answered in {time.time() - t0:.2f} s after the prefill server died")
+        expect_nothing_held(c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_lease_expiry():
+    """A prefill server slower than the lease: the decode server prefills; the late one frees its work."""
+    c = Cluster(secret("a", 1), secret("a", 1), d_extra=("--kv-lease-timeout-ms", "1500"))
+    s = serve("single")
+    try:
+        want, _ = completion(s.url(), 3, 200, GREEDY)
+        c.p.proc.send_signal(signal.SIGSTOP)
+        t0 = time.time()
+        got, _ = completion(c.r.url(), 3, 200, GREEDY)
+        elapsed = time.time() - t0
+        c.p.proc.send_signal(signal.SIGCONT)
+        check(got == want, "after the lease ran out the answer differs")
+        check(1.4 < elapsed < 15, f"answered after {elapsed:.2f} s, expected just past the 1.5 s lease")
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_fallbacks_total"] == 1, "the expired lease was not counted as a fallback")
+        wait_for(lambda: "lease of 1500 ms ran out" in c.d.log(), "the lease expiry line",
+                 detail=lambda: c.d.log()[-2000:])
+        # The prefill server, thawed, finds the decode side gone: it fails the transfer and holds nothing.
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_failures_total"] >= 1, "the late prefill to fail",
+                 detail=lambda: c.p.log()[-2000:])
+        print(f"lease_expiry: answered in {elapsed:.2f} s")
+        expect_nothing_held(c.p, c.d)
+        got2, _ = completion(c.r.url(), 4, 200, GREEDY)  # and the pair still works
+        check(metrics(c.d)["deepinfer:pd_imports_total"] == 1, "the next request was not disaggregated")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_cancel():
+    """The client hangs up while the decode server waits for the KV: nothing is left on either side."""
+    c = Cluster(secret("a", 1), secret("a", 1))
+    try:
+        c.p.proc.send_signal(signal.SIGSTOP)
+        host, port = "127.0.0.1", c.r.port
+        body = json.dumps({"model": "tiny", "prompt": prompt(5, 260), "max_tokens": 50, "stream": True}).encode()
+        sock = socket.create_connection((host, port), timeout=10)
+        sock.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\ncontent-type: application/json\r\n"
+                     + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+        time.sleep(1.0)
+        sock.close()
+        wait_for(lambda: "client went away" in c.d.log(), "the decode server to drop the transfer")
+        c.p.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_failures_total"] >= 1, "the prefill side to give up")
+        expect_nothing_held(c.p, c.d)
+        print("cancel: both sides let go")
+    finally:
+        c.stop()
+
+
+def case_kill_decode():
+    """The decode server dies while the prefill server waits for its grant: P gives up well before the
+    lease it was told (30 s) and holds nothing."""
+    c = Cluster(secret("a", 1), secret("a", 1))
+    try:
+        c.p.proc.send_signal(signal.SIGSTOP)  # so D is waiting in its transfer when P starts
+        result = {}
+        def client():
+            try:
+                result["status"] = post(c.r.url(), "/v1/completions",
+                                        {"model": "tiny", "prompt": prompt(7, 260), "max_tokens": 4}, timeout=60)[0]
+            except Exception as e:  # the router may close the connection: any end is fine, a hang is not
+                result["status"] = repr(e)
+        t = threading.Thread(target=client)
+        t.start()
+        time.sleep(0.7)
+        c.d.proc.send_signal(signal.SIGSTOP)
+        c.p.proc.send_signal(signal.SIGCONT)
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_transfers_running"] >= 1, "P to start the transfer")
+        time.sleep(0.5)
+        t0 = time.time()
+        c.d.proc.kill()
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_failures_total"] >= 1, "P to notice the dead decode server",
+                 timeout=15, detail=lambda: c.p.log()[-2000:])
+        print(f"kill_decode: the prefill server gave up {time.time() - t0:.2f} s after the decode server died")
+        t.join(timeout=70)
+        check(not t.is_alive(), "the client hung")
+        wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_transfers_running"] == 0, "P's transfer to end")
+        expect_nothing_held(c.p)
+    finally:
+        c.stop()
+
+
+def case_conditional():
+    """--pd-min-prompt-tokens: short prompts prefill on the decode server, long ones on the prefill server."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1), route_extra=("--pd-min-prompt-tokens", "150", "--model", MODEL))
+    try:
+        for i, n in enumerate([100, 200]):
+            want, _ = completion(s.url(), i, n, GREEDY)
+            got, _ = completion(c.r.url(), i, n, GREEDY)
+            check(got == want, f"prompt of {n} tokens differs")
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_imports_total"] == 1, f"{dm['deepinfer:pd_imports_total']} imports, expected 1 (200 only)")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_v4():
+    """Tiny V4: P/D equals a plain server's prefix-cache-hit answer (the same restore + replay path)."""
+    global MODEL_OVERRIDE
+    MODEL_OVERRIDE = os.path.join(WORKDIR, "tiny_v4")
+    check(os.path.exists(os.path.join(MODEL_OVERRIDE, "config.json")), "tiny_v4 missing (server_tiny_v4_model)")
+    c = Cluster(secret("a", 1), secret("a", 1))
+    try:
+        n_uncached_equal = n = 0
+        for j, length in enumerate([200, 300, 520]):
+            for q, sampling in enumerate((GREEDY, SEEDED)):
+                i = 2 * j + q  # a prompt of its own: nothing is cached on the decode server yet
+                s = serve("single")
+                uncached, _ = completion(s.url(), i, length, sampling)
+                cached, usage = completion(s.url(), i, length, sampling)
+                s.stop()
+                got, d_usage = completion(c.r.url(), i, length, sampling)
+                check(d_usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens_details"]["cached_tokens"],
+                      f"decode server restored {d_usage} tokens, the plain server hit {usage}")
+                check(got == cached, f"V4 prompt {i} ({length} tokens) {sampling}: P/D {got!r} != cached {cached!r}")
+                n += 1
+                n_uncached_equal += got == uncached
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_imports_total"] == n, f"{dm['deepinfer:pd_imports_total']} imports, expected {n}")
+        print(f"v4: {n} P/D answers equal the plain server's cached answers; {n_uncached_equal} of them also "
+              f"equal its uncached answer (the rest differ on every V4 prefix-cache hit, see docs/pd.md)")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+
+
+CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
+         "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional}
+
+if __name__ == "__main__":
+    if not os.path.exists(os.path.join(MODEL, "config.json")):
+        fail(f"{MODEL} missing: run the server_e2e_make_model fixture first")
+    CASES[CASE]()
+    print(f"PASS {CASE}")
