@@ -72,6 +72,24 @@ TEST(TensorPlanV41, TinyHasTheReleasedNamesPerRole) {
   }
   EXPECT_EQ(t.at("layers.2.attn.indexer.wk.weight").shape, (Shape{c.index_head_dim, c.head_dim}));
   EXPECT_EQ(t.count("hc_head_fn"), 0u);
+  // Engram on layers 1 and 2 (model-spec §6.2): the table with one E8M0 scale per 32 columns of
+  // each row, wkv [(hc + 1)·d, 3·heads·head_dim] in 32×32 tiles, q/k weights [hc, d].
+  const EngramConfig& e = *c.engram;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".engram.";
+    const bool on = l == 1 || l == 2;
+    EXPECT_EQ(t.count(p + "embed.weight"), on ? 1u : 0u) << p;
+    EXPECT_EQ(t.count(p + "wkv.weight"), on ? 1u : 0u) << p;
+    EXPECT_EQ(t.count(p + "q_weight"), on ? 1u : 0u) << p;
+  }
+  const TensorSpec& table = t.at("layers.2.engram.embed.weight");
+  EXPECT_EQ(table.shape, (Shape{e.num_embeddings[1], 32}));
+  EXPECT_EQ(table.dtype, DType::f8_e4m3);
+  EXPECT_EQ(table.scale_name(), "layers.2.engram.embed.scale");
+  EXPECT_EQ(table.scale_shape(), (Shape{e.num_embeddings[1], 1}));
+  EXPECT_EQ(t.at("layers.1.engram.wkv.weight").shape, (Shape{5 * 64, 3 * 2 * 32}));
+  EXPECT_EQ(t.at("layers.1.engram.wkv.weight").scale_shape(), (Shape{10, 6}));
+  EXPECT_EQ(t.at("layers.1.engram.k_weight").shape, (Shape{4, 64}));
   for (const auto& [name, spec] : t) EXPECT_NE(name.rfind("mtp.", 0), 0u) << name;
 }
 
@@ -83,7 +101,11 @@ TEST(MakeModelV41, TinyReadsBackThroughTheLoaders) {
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
     std::FILE* fp = std::fopen((root / "tok" / f).c_str(), "w");
     ASSERT_NE(fp, nullptr);
-    std::fputs(std::string(f) == "tokenizer.json" ? R"({"added_tokens":[],"model":{"vocab":{}}})" : "{}", fp);
+    std::fputs(
+        std::string(f) == "tokenizer.json"
+            ? R"({"added_tokens":[],"model":{"type":"BPE","vocab":{},"merges":[]},"decoder":{"type":"ByteLevel"}})"
+            : "{}",
+        fp);
     std::fclose(fp);
   }
   MakeModelOptions o;
@@ -108,6 +130,7 @@ TEST(MakeModelV41, TinyReadsBackThroughTheLoaders) {
     if (!t.block_quantized()) continue;
     ++n_expected;
     ASSERT_TRUE(ckpt->get(t.scale_name(), DType::f8_e8m0, t.scale_shape()).ok());
+    if (t.fp8_tile_rows > 0) continue;  // an Engram table (row scales): read by V41EngramLayer
     const std::string prefix = t.name.substr(0, t.name.size() - std::string(".weight").size());
     std::vector<float> storage;
     const Result<WeightMatrix> m = load_linear(*ckpt, prefix, t.shape[0], t.in_features(), 32, storage);

@@ -1,5 +1,7 @@
 #include "presets.h"
 
+#include "model/engram_hash.h"
+
 #include <string>
 
 namespace ds::modelgen {
@@ -302,6 +304,19 @@ ModelConfig v41_tiny() {
   c.n_routed_experts = 8;
   c.num_experts_per_tok = 2;
   c.moe_intermediate_size = 64;
+  // Engram before layer 1 (SWA) and layer 2 (a ratio-2 KV source), as the release's 1 and 14: 2
+  // heads of 32 channels, primes from 1000 (≈ 6k rows a table). The compressed vocabulary is
+  // counted from the written tokenizer by make_model; vocab_size stands in until then.
+  EngramConfig e;
+  e.layer_ids = {1, 2};
+  e.max_ngram_size = 4;
+  e.vocab_size = 1000;
+  e.n_heads = 2;
+  e.head_dim = 32;
+  e.pad_token_id = 2;
+  e.compressed_vocab_size = c.vocab_size;
+  e.num_embeddings = engram_table_rows(e);
+  c.engram = std::move(e);
   return c;
 }
 
