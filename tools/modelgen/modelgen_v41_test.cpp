@@ -9,6 +9,7 @@
 #include <set>
 
 #include "make_model.h"
+#include "model/engram_hash.h"
 #include "presets.h"
 #include "tensor/dtype.h"
 #include "tensor_plan.h"
@@ -43,7 +44,35 @@ TEST(PresetV41, TinyParsesAndHasEveryRole) {
   EXPECT_TRUE(L[6].owns_indexer() && !L[6].owns_compressor() && L[6].candidate_pool &&
               L[6].kv_source_layer == 4);
   EXPECT_EQ(L[7].index_source_layer, 6);
-  EXPECT_FALSE(deepseek_v41_preset("small", true).ok());
+  EXPECT_FALSE(deepseek_v41_preset("huge", true).ok());
+}
+
+TEST(PresetV41, SmallAndBenchParseWithEveryRoleAndEngram) {
+  for (const char* preset : {"small", "bench"}) {
+    SCOPED_TRACE(preset);
+    const Result<ModelConfig> c = deepseek_v41_preset(preset, true);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    const Result<ModelConfig> back = parse_model_config(model_config_to_json(*c), preset);
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(*back, *c);
+    const Result<std::vector<LayerSpec>> s = v41_layer_specs(*c);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    int kv_sources = 0, readers = 0, pool_sources = 0, candidates = 0;
+    for (const LayerSpec& l : *s) {
+      kv_sources += l.owns_compressor();
+      readers += l.compress_ratio > 0 && !l.owns_compressor() && !l.owns_indexer();
+      pool_sources += l.candidate_pool && l.owns_indexer();
+      candidates += l.candidate_source;
+    }
+    EXPECT_EQ(kv_sources, 2);
+    EXPECT_GE(readers, 2);
+    EXPECT_GE(pool_sources, 1);
+    EXPECT_EQ(candidates, 1);
+    ASSERT_TRUE(c->engram.has_value());
+    EXPECT_EQ(c->engram->layer_ids, (std::vector<int>{1, 2}));
+    // Table rows are each layer's Σ primes, as the model checks at load.
+    EXPECT_TRUE(engram_hash_layers(*c->engram, preset).ok());
+  }
 }
 
 TEST(TensorPlanV41, TinyHasTheReleasedNamesPerRole) {
