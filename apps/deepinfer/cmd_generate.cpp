@@ -9,7 +9,7 @@
 #include "base/clock.h"
 #include "command_support.h"
 #include "commands.h"
-#include "model/model_registry.h"
+#include "engine/model_loader.h"
 #include "offline_batch.h"
 #include "recipe/encoding.h"
 #include "recipe/prompt.h"
@@ -180,7 +180,7 @@ int run_generate(const GenerateOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
   mo.max_seq_len = static_cast<int64_t>(prompt->size()) + o.max_tokens;
-  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
+  Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
   if (speculative->enabled()) {

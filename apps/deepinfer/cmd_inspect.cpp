@@ -100,6 +100,18 @@ void print_roles_v41(const ModelConfig& c) {
   kv("candidate_block_size", c.candidate_block_size);
   kv("gate_temp", c.gate_temp);
   kv("engram_layer_ids", c.engram ? fmt::format("[{}]", fmt::join(c.engram->layer_ids, ", ")) : "none");
+  if (c.engram) {  // model-spec §5.7: tables read by gather, never whole
+    const EngramConfig& e = *c.engram;
+    const int64_t row_bytes = e.head_dim + e.head_dim / 32;  // F8_E4M3 + one E8M0 scale per 32 columns
+    for (size_t i = 0; i < e.layer_ids.size(); ++i) {
+      fmt::print("engram table layers.{}: {} rows, {:.2f} GB (FP8 + row scales)\n", e.layer_ids[i],
+                 e.num_embeddings[i], static_cast<double>(e.num_embeddings[i]) * row_bytes / 1e9);
+    }
+    const int64_t rows_per_token = int64_t{e.max_ngram_size - 1} * e.n_heads;
+    fmt::print("engram rows gathered per token and layer: {} ({} bytes)\n", rows_per_token,
+               rows_per_token * row_bytes);
+    kv("engram_compressed_vocab_size", e.compressed_vocab_size);
+  }
   kv("pad_token_id", c.pad_token_id);
   kv("image_token_id", c.image_token_id);
   kv("vision_config", c.has_vision ? "present (weights skipped)" : "none");

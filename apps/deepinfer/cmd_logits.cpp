@@ -9,7 +9,7 @@
 
 #include "command_support.h"
 #include "commands.h"
-#include "model/model_registry.h"
+#include "engine/model_loader.h"
 #include "npy_writer.h"
 
 namespace ds::cli {
@@ -105,7 +105,7 @@ int run_logits(const LogitsOptions& o) {
   mo.max_seq_len = static_cast<int64_t>(ids.size());
   // no-bf16 drops V4's bf16 rounding points (the reference's --no-bf16) so the engine can be
   // compared with it at an f32-noise bound; V3 has no such points and ignores the options.
-  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
+  Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
   if (!o.mtp_out_path.empty() && !m.has_mtp()) {

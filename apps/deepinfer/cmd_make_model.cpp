@@ -16,6 +16,7 @@ namespace {
 
 struct MakeModelArgs {
   modelgen::MakeModelOptions options;
+  std::string engram = "on";
   std::string dtype;  // empty: the architecture's default (V3 bf16, V4 fp8 as released)
   int n_threads = 0;
 };
@@ -25,6 +26,7 @@ double gib(size_t bytes) { return static_cast<double>(bytes) / (1024.0 * 1024.0 
 int run_make_model(MakeModelArgs& args) {
   if (args.dtype.empty()) args.dtype = args.options.arch == "deepseek_v3" ? "bf16" : "fp8";
   args.options.fp8 = args.dtype == "fp8";
+  args.options.engram = args.engram == "on";
   const int n_threads = args.n_threads > 0
                             ? args.n_threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -68,6 +70,10 @@ void add_make_model_command(CLI::App& app, CommandContext& ctx) {
                   "V4: E4M3 with 128x128 E8M0 scales and FP4 experts as released, the default; "
                   "V4.1: the same with 32x32 tiles)")
       ->check(CLI::IsMember({"bf16", "fp8"}));
+  cmd->add_option("--engram", args->engram,
+                  "deepseek_v41: on = Engram tables on the preset's layers (as released), off = none")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Random seed (same seed -> identical bytes)")
       ->capture_default_str();
   cmd->add_option("--out", args->options.out_dir, "Output directory")->required();

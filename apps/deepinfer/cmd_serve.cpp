@@ -20,6 +20,7 @@
 #include "command_support.h"
 #include "commands.h"
 #include "engine/engine.h"
+#include "engine/model_loader.h"
 #include "engine/testing/scripted_output_runner.h"
 #include "http/http_server.h"
 #include "http/metrics_registry.h"
@@ -27,7 +28,6 @@
 #include "kv_tier_metrics.h"
 #include "kv_tier_options.h"
 #include "kvcache/kv_event_publisher.h"
-#include "model/model_registry.h"
 #include "pd_roles.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
@@ -146,7 +146,7 @@ int run_serve(const ServeOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
   mo.max_seq_len = max_model_len;
-  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
+  Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   if (!o.testing_scripted_output.empty()) {
     Result<std::vector<testing::OutputScript>> scripts =

@@ -21,7 +21,7 @@
 
 #include "base/clock.h"
 #include "command_support.h"
-#include "model/model_registry.h"
+#include "engine/model_loader.h"
 #include "speculative_option.h"
 
 namespace ds::cli {
@@ -358,7 +358,7 @@ int run_offline_batch(const OfflineBatchOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.max_seq_len = max_seq_len;
   mo.numerics = o.numerics;
-  Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
+  Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
 
   EngineConfig cfg;

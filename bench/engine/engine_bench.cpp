@@ -21,10 +21,10 @@
 
 #include "base/clock.h"
 #include "engine/engine.h"
+#include "engine/model_loader.h"
 #include "engine/testing/fake_model_runner.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
-#include "model/model_registry.h"
 
 namespace {
 
@@ -221,7 +221,7 @@ int run(const Args& a) {
     mo.isa = *isa;
     mo.n_threads = a.n_threads;
     mo.max_seq_len = std::max<int64_t>(a.prefix_tokens + 16 + 1, a.prompt_tokens + a.max_tokens);
-    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(a.model_dir, mo);  // V3 or V4
+    Result<std::unique_ptr<ModelRunner>> m = load_model(a.model_dir, mo);  // V3 or V4
     check(m.status(), "load");
     model = std::move(m).value();
     what = fmt::format("{} (isa {}, {} threads)", a.model_dir, isa_name(*isa), a.n_threads);

@@ -25,10 +25,10 @@
 #include "base/clock.h"
 #include "base/unique_fd.h"
 #include "engine/engine.h"
+#include "engine/model_loader.h"
 #include "kernels/isa.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/tier_key.h"
-#include "model/model_registry.h"
 
 namespace {
 
@@ -315,7 +315,7 @@ int main(int argc, char** argv) {
     mo.isa = best_isa();
     mo.n_threads = a.n_threads;
     mo.max_seq_len = std::max(a.prefix_tokens + 16, a.decode_prompt_tokens + a.decode_tokens + 16);
-    Result<std::unique_ptr<ModelRunner>> model = load_model_runner(a.model_dir, mo);
+    Result<std::unique_ptr<ModelRunner>> model = load_model(a.model_dir, mo);
     check(model.status(), "load");
     const int vocab = (*model)->config().vocab_size;
     fs::create_directories(a.disk_dir);

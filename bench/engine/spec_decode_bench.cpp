@@ -22,9 +22,9 @@
 
 #include "base/clock.h"
 #include "engine/engine.h"
+#include "engine/model_loader.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
-#include "model/model_registry.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
     mo.isa = *isa;
     mo.n_threads = a.n_threads;
     mo.max_seq_len = 4096;
-    Result<std::unique_ptr<ModelRunner>> model = load_model_runner(a.model_dir, mo);
+    Result<std::unique_ptr<ModelRunner>> model = load_model(a.model_dir, mo);
     check(model.status(), "load");
     Result<Tokenizer> tok = Tokenizer::load(a.model_dir);
     check(tok.status(), "tokenizer");

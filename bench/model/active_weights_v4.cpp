@@ -83,7 +83,15 @@ ActiveWeights count_active_weights_v4(const std::vector<TensorInfo>& tensors, co
       ++a.n_mtp_tensors_excluded;
       continue;
     }
-    if (starts_with(rest, "attn.")) {
+    if (starts_with(rest, "engram.embed.")) {  // V4.1 Engram table (+ row scales): a token gathers rows
+      const double rows = t.shape.rank >= 1 && t.shape[0] > 0 ? static_cast<double>(t.shape[0]) : 1.0;
+      const double gathered =
+          cfg.engram ? static_cast<double>(cfg.engram->max_ngram_size - 1) * cfg.engram->n_heads : 1.0;
+      a.other_bytes += bytes * std::min(1.0, gathered / rows);
+    } else if (starts_with(rest, "engram.")) {  // wkv, q/k weights: read whole every step
+      a.dense_bytes += bytes;
+      a.body_params += matmul_params(t);
+    } else if (starts_with(rest, "attn.")) {
       a.attention_bytes += bytes;
       a.body_params += matmul_params(t);
     } else if (starts_with(rest, "ffn.experts.")) {

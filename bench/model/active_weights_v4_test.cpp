@@ -88,6 +88,24 @@ TEST(ActiveWeightsV4, Fp8ExpertsCountAsStored) {
   EXPECT_DOUBLE_EQ(count_active_weights_v4(v, cfg).routed_bytes, (2048 + 1) * 2.0 / 8);
 }
 
+TEST(ActiveWeightsV4, EngramTablesCountTheGatheredRowsOnly) {
+  ModelConfig cfg = v4_config();
+  EngramConfig e;
+  e.layer_ids = {1};
+  e.max_ngram_size = 4;
+  e.n_heads = 2;  // 6 rows a token
+  e.head_dim = 32;
+  cfg.engram = e;
+  const std::vector<TensorInfo> v = {t("layers.1.engram.embed.weight", DType::f8_e4m3, {600, 32}),
+                                     t("layers.1.engram.embed.scale", DType::f8_e8m0, {600, 1}),
+                                     t("layers.1.engram.wkv.weight", DType::f8_e4m3, {320, 192})};
+  const ActiveWeights a = count_active_weights_v4(v, cfg);
+  EXPECT_DOUBLE_EQ(a.other_bytes, 6 * 32 + 6 * 1);  // 6 of 600 rows, with their scales
+  EXPECT_DOUBLE_EQ(a.dense_bytes, 320 * 192);
+  EXPECT_DOUBLE_EQ(a.body_params, 320 * 192);
+  EXPECT_EQ(a.n_unclassified, 0);
+}
+
 TEST(ActiveWeightsV4, AttentionFlopsMatchHandCount) {
   const ModelConfig cfg = v4_config();
   // Prompt of 8, window 4. Per key 4 · 2 heads · 8 = 64 FLOPs.

@@ -18,11 +18,11 @@
 #include "active_weights.h"
 #include "active_weights_v4.h"
 #include "base/clock.h"
+#include "engine/model_loader.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
 #include "machine/host_load.h"
 #include "machine/peaks.h"
-#include "model/model_registry.h"
 #include "weights/checkpoint.h"
 
 namespace {
@@ -121,7 +121,7 @@ int run(const BenchArgs& args) {
   mopt.max_seq_len =
       std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
   const double t_load = ds::now_seconds();
-  auto loaded = ds::load_model_runner(args.model_dir, mopt);
+  auto loaded = ds::load_model(args.model_dir, mopt);  // V4.1 Engram: the token map too
   check(loaded.status(), "loading the model");
   std::unique_ptr<ds::ModelRunner> model = std::move(loaded).value();
   // A second mapping of the same files, for the tensor census only (no pages are read).
@@ -136,7 +136,7 @@ int run(const BenchArgs& args) {
   fmt::print("tensors: {}\n", dtype_census(*ckpt));
   fmt::print("run: isa {}, {} threads, seed {}\n\n", ds::isa_name(mopt.isa), args.n_threads, args.seed);
 
-  const bool v4 = cfg.is_v4();
+  const bool v4 = cfg.is_v4_family();  // V4.1: the same tensor names (+ engram.*)
   const ActiveWeights aw = v4 ? ds::bench::count_active_weights_v4(tensor_infos(*ckpt), cfg)
                               : ds::bench::count_active_weights(tensor_infos(*ckpt), cfg);
 

@@ -188,6 +188,10 @@ Status Engine::validate(const Request& r) const {
       return bad_request("prompt_tokens[" + std::to_string(i) + "] = " + std::to_string(t) +
                          " is outside [0, " + std::to_string(vocab) + ")");
     }
+    if (t == model_.config().image_token_id) {  // V4.1: images need the vision encoder (not implemented)
+      return bad_request("prompt_tokens[" + std::to_string(i) + "] = " + std::to_string(t) +
+                         " is the image placeholder (image_token_id): image inputs are not supported");
+    }
   }
   if (Status st = r.sampling.validate(sample_vocab_); !st.ok()) return bad_request(st.message());
   if (r.stop.max_tokens < 1)

@@ -288,6 +288,19 @@ TEST_P(EngineModes, InvalidRequestsAreRefusedAtSubmit) {
   EXPECT_EQ(code_of(stop_strings), ErrorCode::engine_bad_request) << "no tokenizer";
 }
 
+TEST_P(EngineModes, TheImagePlaceholderIsRefusedInPrompts) {  // V4.1 without vision
+  FakeModelOptions with_image;
+  with_image.image_token_id = 500;
+  FakeModelRunner model(with_image);
+  std::unique_ptr<Engine> engine = make_engine(test_config(GetParam()), model);
+  RequestStream s;
+  const Result<RequestId> r = engine->submit(greedy_request({1, 500, 2}, 4), s.sink());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ErrorCode::engine_bad_request);
+  EXPECT_NE(r.status().message().find("prompt_tokens[1] = 500 is the image placeholder"), std::string::npos)
+      << r.status().message();
+}
+
 TEST_P(EngineModes, FullQueueIsOverloadedAndShutdownEndsOpenRequests) {
   FakeModelOptions slow;
   slow.step_sleep_us = 5000;

@@ -11,6 +11,7 @@ add_library(ds_engine
   pin_leases.cpp
   cache_scopes.cpp
   engine.cpp
+  model_loader.cpp
 )
 target_link_libraries(ds_engine PUBLIC ds_engine_scheduler ds_model ds_sampling ds_tokenizer ds_kvcache ds_grammar
                       PRIVATE nlohmann_json::nlohmann_json)
@@ -52,4 +53,17 @@ ds_add_test(engine_speculative_test SOURCES engine_speculative_test.cpp LIBS ds_
 if(TARGET engine_speculative_test)
   target_compile_definitions(engine_speculative_test PRIVATE
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
+endif()
+
+# DeepSeek-V4.1 (with Engram) loaded as applications load it (model_loader.h: the token map from the
+# checkpoint's tokenizer), on a generated tiny checkpoint (the `model` tier).
+ds_add_test(v41_model_test SOURCES v41_model_test.cpp LIBS ds_engine ds_modelgen LABELS model)
+if(TARGET v41_model_test)
+  target_link_libraries(v41_model_test PRIVATE nlohmann_json::nlohmann_json)
+endif()
+if(TARGET v41_model_test)
+  target_compile_definitions(v41_model_test PRIVATE  # the last two: model/v4_test_support.h
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3"
+    DS_PYTHON3="/usr/bin/python3"
+    DS_V4_REFERENCE="${PROJECT_SOURCE_DIR}/tests/reference/deepseek_v4_ref.py")
 endif()

@@ -20,10 +20,6 @@ Status check_config(const ModelConfig& c) {
                       "' is not supported by the V4 model (deepseek_v4, deepseek_v41)");
   }
   if (c.is_v41()) {
-    if (c.engram) {
-      return Status(ErrorCode::model_unsupported,
-                    "config.json: text_config.engram_layer_ids: Engram is not implemented yet");
-    }
     return ok_status();  // head_dim, index_head_dim: multiples of 32 (checked by the parser)
   }
   if (c.head_dim <= c.qk_rope_head_dim || (c.head_dim - c.qk_rope_head_dim) % 64 != 0) {
@@ -77,6 +73,9 @@ Status DeepSeekV4::build() {
     DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
                                                  c.is_hash_layer(l)));
     layers_.push_back(std::move(b));
+  }
+  if (v41_) {
+    DS_ASSIGN_OR_RETURN(engram_, V41Engram::load(ckpt_, c, opts_.engram_token_map));
   }
   if (!v41_) {
     DS_ASSIGN_OR_RETURN(hc_head_, MhcHead::load(ckpt_, "", mhc_dims(c)));
@@ -231,7 +230,18 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     for (int64_t t = 0; t < n_rows; ++t)
       for (int64_t k = 0; k < hc; ++k) carried[t * hc + k] = k == 0 ? 1.0 : 0.0;
   }
+  if (!engram_.empty()) {  // each row's n-gram ids, from its sequence's history (v41_engram.h)
+    const int64_t slots_per_row = engram_.rules().n_slots;
+    scratch_of(engram_ids_, n_rows * slots_per_row);
+    scratch_of(engram_gated_, n_rows);
+    for (size_t r = 0; r < requests.size(); ++r)
+      engram_ngram_ids(engram_.rules(), slots[r]->engram_history, tokens[r],
+                       engram_ids_.data() + first_row[r] * slots_per_row,
+                       engram_gated_.data() + first_row[r]);
+  }
   for (size_t l = 0; l < layers_.size(); ++l) {
+    if (engram_.applies(static_cast<int>(l)))  // on the streams before the block (§5.7)
+      engram_.forward(static_cast<int>(l), ctx_, streams, n_rows, engram_ids_.data(), engram_gated_.data());
     const int kv_source = specs_[l].kv_source_layer;
     for (size_t r = 0; r < requests.size(); ++r) {
       rows[r] = V4SequenceRows{first_row[r], first_row[r + 1] - first_row[r], &slots[r]->layers[l],

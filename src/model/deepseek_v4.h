@@ -39,6 +39,7 @@
 #include "model/model_options.h"
 #include "model/model_runner.h"
 #include "model/swa_replay.h"
+#include "model/v41_engram.h"
 #include "model/v4_block.h"
 #include "model/v4_kv_state.h"
 #include "model/v4_mhc.h"
@@ -106,7 +107,10 @@ class DeepSeekV4 final : public ModelRunner {
   BlockUseCheck block_check_;
   SwaReplay replay_;   // SWA bounded replay (its length W is kv_cache_layout().swa_replay_tokens)
   V4Scratch scratch_;  // every layer's working buffers, reused across layers and calls
-  std::vector<double> carried_pre_;  // V4.1: [rows, hc] the delayed mHC pre (V4Block::forward)
+  V41Engram engram_;   // V4.1: the Engram layers (empty without)
+  std::vector<int64_t> engram_ids_;    // [rows, max_ngram] the step's compressed n-gram ids
+  std::vector<uint8_t> engram_gated_;  // [rows] 0 for an image token
+  std::vector<double> carried_pre_;    // V4.1: [rows, hc] the delayed mHC pre (V4Block::forward)
 };
 
 }  // namespace ds

@@ -51,6 +51,20 @@ Result<std::vector<EngramHashLayer>> engram_hash_layers(const EngramConfig& e, c
   return out;
 }
 
+std::vector<int64_t> engram_table_rows(const EngramConfig& e) {
+  std::vector<int64_t> rows;
+  int64_t next_candidate = e.vocab_size;
+  for (size_t i = 0; i < e.layer_ids.size(); ++i) {
+    int64_t sum = 0;
+    for (int k = 0; k < (e.max_ngram_size - 1) * e.n_heads; ++k) {
+      while (!is_prime(next_candidate)) ++next_candidate;
+      sum += next_candidate++;
+    }
+    rows.push_back(sum);
+  }
+  return rows;
+}
+
 void engram_rows(const EngramHashLayer& h, int n_heads, const int64_t* ids, int64_t* rows) {
   const int n_grams = static_cast<int>(h.multipliers.size()) - 1;
   // Products wrap modulo 2^64 like NumPy's int64 arithmetic (done unsigned: no signed overflow).

@@ -22,6 +22,9 @@ struct EngramHashLayer {
   int64_t rows = 0;                  // Σ primes
 };
 
+// Each Engram layer's Σ primes (its table's rows), for configs being written (make-model).
+std::vector<int64_t> engram_table_rows(const EngramConfig& e);
+
 // One entry per engram_layer_ids; weights_bad_config naming text_config.engram_num_embeddings
 // when a layer's row count is not Σ primes.
 Result<std::vector<EngramHashLayer>> engram_hash_layers(const EngramConfig& e, const std::string& source);

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "kernels/isa.h"
 
@@ -27,6 +29,10 @@ struct ModelOptions {
   // The model's numerics options as `--numerics` spells them ("" = production); each model's
   // factory (model_registry.cpp) parses its own (V4: v4_numerics_options.h; docs/numerics.md).
   std::string numerics;
+  // V4.1 Engram: token id -> compressed id, built from the checkpoint's own tokenizer by the caller
+  // (the model module does not read tokenizers: engine/model_loader.h does it). Null for models
+  // without Engram; a V4.1 checkpoint with Engram refuses to load without it.
+  std::shared_ptr<const std::vector<int32_t>> engram_token_map;
 };
 
 }  // namespace ds

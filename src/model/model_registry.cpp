@@ -46,6 +46,12 @@ constexpr std::array<ModelRegistration, 4> kModels{{
 
 std::span<const ModelRegistration> registered_models() { return kModels; }
 
+Result<std::optional<EngramMapRequest>> engram_map_request(const std::string& dir) {
+  DS_ASSIGN_OR_RETURN(const ModelConfig cfg, load_model_config(dir));
+  if (!cfg.engram) return std::optional<EngramMapRequest>();
+  return std::optional<EngramMapRequest>(EngramMapRequest{cfg.vocab_size, cfg.engram->compressed_vocab_size});
+}
+
 Result<std::unique_ptr<ModelRunner>> load_model_runner(const std::string& dir, const ModelOptions& opts) {
   DS_ASSIGN_OR_RETURN(ModelConfig cfg, load_model_config(dir));
   for (const ModelRegistration& r : kModels) {

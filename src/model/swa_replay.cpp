@@ -15,6 +15,10 @@ SwaReplay::SwaReplay(const ModelConfig& cfg, const std::vector<LayerSpec>& specs
   for (int layer = 0; layer < cfg.num_hidden_layers; ++layer) {
     if (specs[layer].overlap) tokens_ = std::max(tokens_, static_cast<int32_t>(specs[layer].compress_ratio));
   }
+  // V4.1 Engram hashes each token with the max_ngram_size − 1 before it, which a replay does not
+  // have for its first rows: start that many earlier, so the rows hashed without their history
+  // leave the window rings before replay_end (their ring slots are overwritten).
+  if (cfg.engram) tokens_ += cfg.engram->max_ngram_size - 1;
 }
 
 Status SwaReplay::check(const SequenceState& seq, int64_t replay_end, bool keeps_mtp_state,

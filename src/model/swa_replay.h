@@ -2,7 +2,7 @@
 // a prefix-cache hit at replay_end, a sequence restarts at replay_end − W with empty window rings
 // and compressor groups, reading the cached compressed entries below replay_end. W covers the
 // window and one group of every overlapping compressor (their state at a block-aligned hit is the
-// raw group before it). V4 uses it today; V4.1 (the same layer roles, weights/layer_spec.h) next.
+// raw group before it), plus max_ngram_size − 1 tokens when the model has Engram (V4.1).
 #pragma once
 
 #include <cstdint>

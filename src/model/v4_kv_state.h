@@ -95,6 +95,8 @@ struct V4SequenceSlot {
   std::vector<V4LayerState> mtp_layers;
   // Final stream states [hc, hidden] of positions [n_mtp_tokens, n_tokens): the MTP input.
   std::vector<float> pending_streams;
+  // V4.1 Engram: the last max_ngram_size − 1 token ids (oldest first) the n-grams reach back to.
+  std::vector<int32_t> engram_history;
   bool in_use = false;
 };
 

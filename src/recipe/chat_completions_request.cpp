@@ -49,7 +49,9 @@ Result<std::string> read_openai_text_content(const Json& message, std::string_vi
       text += *part_text;
     } else if (kind == ContentPartKind::unsupported_media) {
       return unsupported_error(join_path(part_path, "type"),
-                               fmt::format("'{}' content is not supported (text only)", *type));
+                               fmt::format("'{}' content is not supported (text only: images and other media "
+                                           "need an encoder this engine does not have)",
+                                           *type));
     } else {
       return field_error(join_path(part_path, "type"), fmt::format("unknown content part type '{}'", *type));
     }

@@ -51,12 +51,12 @@ std::string mapped(std::string_view s, utf8proc_option_t options) {
 
 bool is_collapsed_space(char32_t c) { return c == U' ' || c == U'\t' || c == U'\r' || c == U'\n'; }
 
-// Unicode White_Space (what the strip step removes): the collapsed four, \v, \f, U+0085, and the
-// separators (Zs, Zl, Zp).
+// What the strip step removes: Python's str.isspace (the reference is Python), i.e. bidi class
+// WS, B or S, or category Zs — Unicode White_Space plus U+001C..U+001F (docs/models.md "Engram").
 bool is_space(char32_t c) {
-  const utf8proc_category_t cat = utf8proc_category(static_cast<utf8proc_int32_t>(c));
-  return is_collapsed_space(c) || c == U'\v' || c == U'\f' || c == 0x85 || cat == UTF8PROC_CATEGORY_ZS ||
-         cat == UTF8PROC_CATEGORY_ZL || cat == UTF8PROC_CATEGORY_ZP;
+  const utf8proc_property_t* p = utf8proc_get_property(static_cast<utf8proc_int32_t>(c));
+  return p->category == UTF8PROC_CATEGORY_ZS || p->bidi_class == UTF8PROC_BIDI_CLASS_WS ||
+         p->bidi_class == UTF8PROC_BIDI_CLASS_B || p->bidi_class == UTF8PROC_BIDI_CLASS_S;
 }
 
 }  // namespace
@@ -95,9 +95,11 @@ Result<EngramTokenMap> build_engram_token_map(const Tokenizer& tok, int32_t voca
   std::unordered_map<std::string, int32_t> ids;
   const ByteLevelAlphabet alphabet;
   for (int32_t id = 0; id < vocab_size; ++id) {
-    DS_ASSIGN_OR_RETURN(const std::string_view bytes, tok.token_bytes(id));
+    Result<std::string_view> known = tok.token_bytes(id);
     std::string key;
-    if (utf8::first_invalid_offset(bytes) != utf8::kValid) {
+    if (!known.ok()) {
+      key = "";  // not in the vocabulary: decodes to ""
+    } else if (const std::string_view bytes = *known; utf8::first_invalid_offset(bytes) != utf8::kValid) {
       key = alphabet.encode(bytes);  // undecodable bytes: the raw (byte-level) spelling
     } else {
       key = engram_normalize(bytes);

@@ -25,7 +25,9 @@ struct EngramTokenMap {
   int32_t n_compressed = 0;
 };
 
-// Over ids [0, vocab_size). An id the tokenizer lacks is an error naming it (tokenizer_unknown_id).
+// Over ids [0, vocab_size). Ids the tokenizer lacks (vocab_size pads past the real vocabulary, as
+// in V3/V4/V4.1's 129280) take the key "", what Hugging Face's decode gives for them (a decision:
+// docs/models.md "Engram").
 Result<EngramTokenMap> build_engram_token_map(const Tokenizer& tok, int32_t vocab_size);
 
 }  // namespace ds

@@ -39,12 +39,18 @@ TEST(EngramTokenMap, TinyTokenizerCountedByHand) {
   EXPECT_EQ(m->compressed[260], id('t'));  // "Ġt" = " t" -> "t"
   EXPECT_NE(m->compressed[261], id('t'));  // " the" -> "the", new
   EXPECT_NE(id(0x80), id(0x81));           // undecodable bytes keep their raw spelling
-  EXPECT_NE(id(0x1C), id(' '));            // U+001C is not White_Space
-  // 3 specials + 97 ASCII keys (128 − 26 upper-case − 5 more whitespace) + 128 raw high bytes +
-  // 8 new merges ("he", "the", "ll", "hell", "hello", "aa", "aaaa", "12").
-  EXPECT_EQ(m->n_compressed, 3 + 97 + 128 + 8);
-  // An id the tokenizer lacks is an error.
-  EXPECT_FALSE(build_engram_token_map(*tok, n_ids + 1).ok());
+  for (unsigned char w : {0x1C, 0x1D, 0x1E, 0x1F}) EXPECT_EQ(id(w), id(' ')) << int{w};  // Python isspace
+  // 3 specials + 93 ASCII keys (128 − 26 upper-case − 9 more whitespace: \t \n \v \f \r and
+  // U+001C..U+001F) + 128 raw high bytes + 8 new merges ("he", "the", "ll", "hell", "hello", "aa",
+  // "aaaa", "12").
+  EXPECT_EQ(m->n_compressed, 3 + 93 + 128 + 8);
+  // Ids the tokenizer lacks (vocab_size pads past the vocabulary) share the key "" (HF decodes
+  // them to ""): one more compressed id, at the first of them.
+  Result<EngramTokenMap> padded = build_engram_token_map(*tok, n_ids + 2);
+  ASSERT_TRUE(padded.ok()) << padded.status().to_string();
+  EXPECT_EQ(padded->n_compressed, m->n_compressed + 1);
+  EXPECT_EQ(padded->compressed[n_ids], m->n_compressed);
+  EXPECT_EQ(padded->compressed[n_ids + 1], m->n_compressed);
 }
 
 }  // namespace

@@ -10,21 +10,112 @@ through FP4 (16-blocks, E4M3 scales); index keys and queries through FP4 (32-blo
 
     deepseek_v41_ref.py --model DIR --tokens 0,17,42 --out logits.npy [--prefill N | --chunks 5,3,...]
                         [--no-bf16] [--kv-sim fp8|none] [--shared-expert-clamp on|off] [--q-head-norm on|off]
+                        [--sim-input f64|f32] [--engram-ngram-order spec|reversed]
 
-Not covered (as in the engine today): Engram (§5.7), DSpark (§5.9), vision (§5.10). Index keys are published
-every step (§9), so a prefill and token-by-token decode agree.
+Engram (§5.7) is its own: the compressed token map from the checkpoint's tokenizer.json (byte-level vocabulary
+decoded here, Python's unicodedata for NFKC/NFD/Mn, str.lower, str.strip), the hash constants from NumPy's
+default_rng and a trial-division prime walk, the n-grams from the sequence's whole token list, the tables
+dequantised per row, the gates in float64. `--engram-ngram-order` (a mutation switch for the tests) hashes
+the history in the wrong order.
+
+Not covered (as in the engine today): DSpark (§5.9), vision (§5.10). Index keys are published every step (§9),
+so a prefill and token-by-token decode agree.
 """
 import argparse
 import dataclasses
 import json
 import os
+import re
 import sys
 import time
+import unicodedata
 
 import numpy as np
 
-from deepseek_v4_ref import (BF16_POINTS, Checkpoint, bf16, blockwise, chunk_sizes, fp4_e2m1, fp8_e4m3,
-                             parse_points, rope, rope_freqs, sim_fp4, sim_fp8, sinkhorn_split)
+from deepseek_v4_ref import (BF16_POINTS, E4M3, Checkpoint, bf16, blockwise, chunk_sizes, e8m0, fp4_e2m1,
+                             fp8_e4m3, parse_points, rope, rope_freqs, sim_fp4, sim_fp8, sinkhorn_split)
+
+
+# ---- Engram constants (§5.7), from the spec's words
+def byte_level_alphabet():
+    """GPT-2's bytes -> printable characters map (the byte-level BPE vocabulary's spelling)."""
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\u00a1"), ord("\u00ac") + 1)) + \
+        list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    cs, n = bs[:], 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return {chr(c): b for b, c in zip(bs, cs)}
+
+
+def engram_token_map(model_dir, vocab):
+    """token id -> compressed id: decode, NFKC -> NFD -> drop Mn -> lower -> [ \\t\\r\\n]+ -> " " -> strip."""
+    with open(os.path.join(model_dir, "tokenizer.json"), encoding="utf-8") as f:
+        tj = json.load(f)
+    to_byte = byte_level_alphabet()
+    raw = {}  # id -> (spelling, bytes)
+    for spelling, i in tj["model"]["vocab"].items():
+        if all(ch in to_byte for ch in spelling):
+            raw[i] = (spelling, bytes(to_byte[ch] for ch in spelling))
+        else:  # a special token's text stored in the vocabulary as is
+            raw[i] = (spelling, spelling.encode("utf-8"))
+    for a in tj.get("added_tokens", []):
+        raw[a["id"]] = (a["content"], a["content"].encode("utf-8"))
+    keys, out = {}, np.zeros(vocab, dtype=np.int64)
+    for i in range(vocab):
+        if i not in raw:
+            key = ""  # an id past the vocabulary decodes to ""
+        else:
+            spelling, b = raw[i]
+            try:
+                text = b.decode("utf-8")
+            except UnicodeDecodeError:
+                key = spelling  # undecodable bytes: the raw token string
+            else:
+                t = unicodedata.normalize("NFD", unicodedata.normalize("NFKC", text))
+                t = "".join(ch for ch in t if unicodedata.category(ch) != "Mn").lower()
+                key = re.sub(r"[ \t\r\n]+", " ", t).strip()
+                if not key:
+                    key = " " if text and text.isspace() else text
+        out[i] = keys.setdefault(key, len(keys))
+    return out, len(keys)
+
+
+def wrap64(v):
+    """A Python int as NumPy's wrapping int64."""
+    v &= (1 << 64) - 1
+    return v - (1 << 64) if v >= 1 << 63 else v
+
+
+def is_prime(n):
+    return n >= 2 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+class EngramConsts:
+    def __init__(self, c):
+        self.layers = list(c["engram_layer_ids"])
+        self.n = c["engram_max_ngram_size"]
+        self.heads = c["engram_n_heads"]
+        self.head_dim = c["engram_head_dim"]
+        self.pad = c["engram_pad_token_id"]
+        self.compressed_size = c["engram_compressed_vocab_size"]
+        bound = ((2 ** 63 - 1) // self.compressed_size) // 2
+        self.mult, self.primes, self.offsets = {}, {}, {}
+        candidate = c["engram_vocab_size"]
+        for li, layer in enumerate(self.layers):
+            self.mult[layer] = [int(v) * 2 + 1 for v in np.random.default_rng(10007 * layer).integers(0, bound, self.n)]
+            ps = []
+            for _ in range((self.n - 1) * self.heads):
+                while not is_prime(candidate):
+                    candidate += 1
+                ps.append(candidate)
+                candidate += 1
+            self.primes[layer] = ps
+            self.offsets[layer] = [sum(ps[:k]) for k in range(len(ps))]
+            if sum(ps) != c["engram_num_embeddings"][li]:
+                raise ValueError(f"engram_num_embeddings[{li}] {c['engram_num_embeddings'][li]} != sum of primes {sum(ps)}")
 
 
 def sim_fp4_e4m3(x, block=16):
@@ -76,14 +167,14 @@ class V41Config:
     candidate_block: int
     gate_temp: float
     fp8_block: tuple
+    engram: object
+    image_token: int
 
     @staticmethod
     def load(model_dir):
         with open(os.path.join(model_dir, "config.json")) as f:
             top = json.load(f)
         c = top["text_config"]  # §2.2: the DeepseekV41ForCausalLM wrapper
-        if c.get("engram_layer_ids"):
-            raise ValueError("Engram (engram_layer_ids) is not in this reference yet")
         rs = c.get("rope_scaling") or {}
         yarn = None
         if rs.get("type", rs.get("rope_type")) == "yarn":
@@ -103,7 +194,8 @@ class V41Config:
             kv_sources=list(c.get("kv_source_layer_ids", [])), index_sources=list(c.get("index_source_layer_ids", [])),
             candidate=c.get("candidate_source_layer_id", -1) if c.get("candidate_source_layer_id") is not None else -1,
             candidate_blocks=c.get("candidate_topk_blocks", 0), candidate_block=c.get("candidate_block_size", 0),
-            gate_temp=float(c.get("gate_temp", 1.0)), fp8_block=tuple(qc.get("weight_block_size", (128, 128))))
+            gate_temp=float(c.get("gate_temp", 1.0)), fp8_block=tuple(qc.get("weight_block_size", (128, 128))),
+            engram=EngramConsts(c) if c.get("engram_layer_ids") else None, image_token=top.get("image_token_id", -1))
 
 
 @dataclasses.dataclass
@@ -113,6 +205,8 @@ class V41Numerics:
     q_head_norm: bool = False      # §5.2 [?]: V4.1 has no per-head q normalisation
     bf16: bool = True
     bf16_points: tuple = BF16_POINTS
+    sim_input: str = "f64"  # "f32": round the FP8/FP4 simulations' inputs to f32 first
+    engram_ngram_order: str = "spec"  # "reversed": a mutation (slot s hashes the token n-1-s back)
 
     def rounds(self, point):
         return self.bf16 and point in self.bf16_points
@@ -134,6 +228,7 @@ class LayerState:
 class SequenceState:
     def __init__(self, cfg):
         self.n_tokens = 0
+        self.tokens = []  # every token so far (Engram's n-grams)
         self.layers = [LayerState(cfg, layer) for layer in range(cfg.n_layers)]
 
 
@@ -145,6 +240,14 @@ class DeepseekV41Reference:
         cfg = self.cfg
         self.freqs_swa = rope_freqs(cfg.rope_dim, cfg.rope_theta, None)
         self.freqs_comp = rope_freqs(cfg.rope_dim, cfg.compress_rope_theta, cfg.yarn)
+        if cfg.engram:
+            self.cmap, n_comp = engram_token_map(model_dir, cfg.vocab)
+            if n_comp != cfg.engram.compressed_size:
+                raise ValueError(f"compressed token map has {n_comp} ids, config says {cfg.engram.compressed_size}")
+
+    def sim_in(self, x):
+        """A storage simulation's input, rounded to f32 first with --sim-input f32 (see README "V4.1")."""
+        return x.astype(np.float32).astype(np.float64) if self.num.sim_input == "f32" else x
 
     def round(self, x, point):
         return bf16(x) if self.num.rounds(point) else x
@@ -202,10 +305,10 @@ class DeepseekV41Reference:
         rd = cfg.rope_dim
         keys = self.norm(self.linear(latent, p + "indexer.wk"), p + "indexer.k_norm.weight", "comp_norm")
         keys[:, -rd:] = rope(keys[:, -rd:], entry_pos, freqs)
-        keys = sim_fp4(keys, 32)
+        keys = sim_fp4(self.sim_in(keys), 32)
         kv = latent.copy()
         kv[:, -rd:] = rope(kv[:, -rd:], entry_pos, freqs)
-        return sim_fp4_e4m3(kv, 16), keys
+        return sim_fp4_e4m3(self.sim_in(kv), 16), keys
 
     def index_topk(self, p, x, qr, positions, freqs, keys, ratio, role, step):
         """An index source's selection for each row (§5.5, §5.6); role: None, "candidate" or "pool"."""
@@ -213,7 +316,7 @@ class DeepseekV41Reference:
         n = len(positions)
         q = self.linear(qr, p + "indexer.wq_b").reshape(n, cfg.index_heads, cfg.index_dim)
         q[..., -cfg.rope_dim:] = rope(q[..., -cfg.rope_dim:], positions, freqs)
-        q = sim_fp4(q, 32)  # no Hadamard in V4.1
+        q = sim_fp4(self.sim_in(q), 32)  # no Hadamard in V4.1
         w = self.round(self.linear(x, p + "indexer.weights_proj"), "index_w") * (
             cfg.index_dim ** -0.5 * cfg.index_heads ** -0.5)
         chosen = []
@@ -258,7 +361,7 @@ class DeepseekV41Reference:
         kv = self.norm(self.linear(x, p + "wkv"), p + "kv_norm.weight", "kv_norm")
         kv[:, -rd:] = rope(kv[:, -rd:], positions, freqs)
         if self.num.kv_sim == "fp8":
-            kv = sim_fp8(kv, 32)  # all 512 channels, 32-blocks
+            kv = sim_fp8(self.sim_in(kv), 32)  # all 512 channels, 32-blocks
 
         chosen = None
         if st.ratio:
@@ -327,10 +430,60 @@ class DeepseekV41Reference:
             y += self.expert(p + "shared_experts.", x, None, self.num.shared_expert_clamp)
         return y
 
+    # ---- Engram (§5.7)
+    def engram_slots(self, tokens, pos):
+        """Compressed ids t_0..t_{n-1} of position pos: pad from the first slot before 0 or at an image token."""
+        e, cfg = self.cfg.engram, self.cfg
+        pad = int(self.cmap[e.pad])
+        out, dead = [int(self.cmap[tokens[pos]])], False
+        for s in range(1, e.n):
+            back = s if self.num.engram_ngram_order == "spec" else e.n - s
+            dead = dead or pos - back < 0 or tokens[pos - back] == cfg.image_token
+            out.append(pad if dead else int(self.cmap[tokens[pos - back]]))
+        return out
+
+    def engram(self, layer, streams, positions, tokens):
+        cfg, e = self.cfg, self.cfg.engram
+        p = f"layers.{layer}.engram."
+        table, tdtype = self.w.raw(p + "embed.weight"), self.w.dtype(p + "embed.weight")
+        scale = e8m0(np.array(self.w.raw(p + "embed.scale"))) if tdtype == "F8_E4M3" else None
+        wkv = self.w.weight(p + "wkv")
+        qw, kw = self.w.f64(p + "q_weight"), self.w.f64(p + "k_weight")
+        d, hc = cfg.dim, cfg.hc_mult
+        out = streams.copy()
+        for t, pos in enumerate(positions):
+            if tokens[pos] == cfg.image_token:
+                continue  # image-span token: gate 0
+            ids = self.engram_slots(tokens, pos)
+            prods = [wrap64(ids[s] * e.mult[layer][s]) for s in range(e.n)]
+            rows, r = [], prods[0]
+            for n in range(1, e.n):
+                r = wrap64(r ^ prods[n])
+                for h in range(e.heads):
+                    k = (n - 1) * e.heads + h
+                    rows.append(r % e.primes[layer][k] + e.offsets[layer][k])
+            parts = []
+            for row in rows:
+                if scale is None:
+                    parts.append(self.w.f64(p + "embed.weight", slice(row, row + 1))[0])
+                else:
+                    parts.append(E4M3[np.array(table[row])] * np.repeat(scale[row], 32))
+            kv = wkv @ np.concatenate(parts)
+            v = kv[hc * d:]
+            for j in range(hc):
+                x, key = streams[t, j], kv[j * d:(j + 1) * d]
+                rx = np.sqrt(np.mean(x * x) + cfg.eps)
+                rk = np.sqrt(np.mean(key * key) + cfg.eps)
+                delta = np.sum(x * qw[j] * kw[j] * key) / rx / rk / np.sqrt(d)
+                gate = 1.0 / (1.0 + np.exp(-np.sign(delta) * np.sqrt(max(abs(delta), 1e-6))))
+                out[t, j] = x + gate * v
+        return out
+
     def forward_chunk(self, state, tokens):
         cfg = self.cfg
         tokens = np.asarray(tokens, dtype=np.int64)
         positions = state.n_tokens + np.arange(len(tokens))
+        state.tokens.extend(int(t) for t in tokens)
         emb = np.stack([self.w.f64("embed.weight", slice(int(t), int(t) + 1))[0] for t in tokens])
         streams = np.repeat(emb[:, None, :], cfg.hc_mult, axis=1)
         pre = np.zeros((len(tokens), cfg.hc_mult))
@@ -338,6 +491,8 @@ class DeepseekV41Reference:
         step = {}
         for layer in range(cfg.n_layers):
             p = f"layers.{layer}."
+            if cfg.engram and layer in cfg.engram.layers:
+                streams = self.engram(layer, streams, positions, state.tokens)
             pre_attn, post, comb = self.coefficients(streams, p + "hc_attn_")
             x = self.norm(self.collapse(pre, streams), p + "attn_norm.weight", "sub_norm")
             streams = self.expand(self.attention(layer, x, positions, state, step), streams, post, comb)
@@ -377,11 +532,14 @@ def main(argv):
     ap.add_argument("--q-head-norm", choices=["on", "off"], default="off")
     ap.add_argument("--no-bf16", action="store_true")
     ap.add_argument("--bf16-points")
+    ap.add_argument("--sim-input", choices=["f64", "f32"], default="f64")
+    ap.add_argument("--engram-ngram-order", choices=["spec", "reversed"], default="spec")
     args = ap.parse_args(argv)
     tokens = [int(t) for t in args.tokens.split(",")]
     num = V41Numerics(kv_sim=args.kv_sim, shared_expert_clamp=args.shared_expert_clamp == "on",
                       q_head_norm=args.q_head_norm == "on", bf16=not args.no_bf16,
-                      bf16_points=parse_points(args.bf16_points))
+                      bf16_points=parse_points(args.bf16_points), engram_ngram_order=args.engram_ngram_order,
+                      sim_input=args.sim_input)
     ref = DeepseekV41Reference(args.model, num)
     chunks = chunk_sizes(len(tokens), args.prefill, [int(c) for c in args.chunks.split(",")] if args.chunks else None)
     t0 = time.perf_counter()

@@ -49,15 +49,16 @@ uint8_t e8m0_scale_for(float amax, float max_code) {
 }
 
 Fp8BlockWeightsE8m0 quantize_fp8_blocks_e8m0(const float* w, int64_t rows, int64_t cols, int64_t block,
-                                             ThreadPool& pool) {
-  const int64_t block_rows = (rows + block - 1) / block;
+                                             ThreadPool& pool, int64_t tile_rows) {
+  const int64_t tile_h = tile_rows > 0 ? tile_rows : block;
+  const int64_t block_rows = (rows + tile_h - 1) / tile_h;
   const int64_t block_cols = (cols + block - 1) / block;
   Fp8BlockWeightsE8m0 out;
   out.q.resize(static_cast<size_t>(rows * cols));
   out.scales.resize(static_cast<size_t>(block_rows * block_cols));
   pool.parallel_for(block_rows, [&](int64_t br) {
-    const int64_t r0 = br * block;
-    const int64_t r1 = std::min(rows, r0 + block);
+    const int64_t r0 = br * tile_h;
+    const int64_t r1 = std::min(rows, r0 + tile_h);
     for (int64_t bc = 0; bc < block_cols; ++bc) {
       const int64_t c0 = bc * block;
       const int64_t c1 = std::min(cols, c0 + block);

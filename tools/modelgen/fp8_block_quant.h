@@ -26,8 +26,10 @@ struct Fp8BlockWeightsE8m0 {
 
 // Per tile: scale = 2^ceil(log2(amax/448)) (2^0 for an all-zero tile), the smallest power of two
 // that keeps |w|/scale <= 448; q = fp8_rne(w/scale). Deterministic for any pool.
+// block_rows > 0: tiles of block_rows × block instead (V4.1 Engram tables: 1 × 32, one scale per
+// 32 columns of each row).
 Fp8BlockWeightsE8m0 quantize_fp8_blocks_e8m0(const float* w, int64_t rows, int64_t cols, int64_t block,
-                                             ThreadPool& pool);
+                                             ThreadPool& pool, int64_t block_rows = 0);
 
 // The E8M0 byte of the smallest power of two s with amax / s <= max_code (127 for amax == 0),
 // clamped to the finite E8M0 range [0, 254].

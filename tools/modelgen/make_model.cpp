@@ -10,6 +10,8 @@
 
 #include "presets.h"
 #include "tensor_fill.h"
+#include "tokenizer/engram_token_map.h"
+#include "tokenizer/tokenizer.h"
 #include "v4_tokenizer.h"
 #include "weights/atomic_file.h"
 #include "weights/safetensors_writer.h"
@@ -147,6 +149,12 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
   if (ec) return Status(ErrorCode::io_error, options.out_dir + ": cannot create directory: " + ec.message());
   // Check the tokenizer before spending time on weights.
   DS_TRY(write_tokenizer(options, config));
+  if (!options.engram) config.engram.reset();
+  if (config.engram) {  // the compressed vocabulary of the tokenizer just written (model-spec §5.7)
+    DS_ASSIGN_OR_RETURN(const Tokenizer tok, Tokenizer::load(options.out_dir));
+    DS_ASSIGN_OR_RETURN(const EngramTokenMap map, build_engram_token_map(tok, config.vocab_size));
+    config.engram->compressed_vocab_size = map.n_compressed;
+  }
   // An old index must not outlive a half-written new checkpoint; the new one is written last.
   fs::remove(options.out_dir + "/model.safetensors.index.json", ec);
   DS_TRY(write_text(options.out_dir + "/config.json", model_config_to_json(config)));

@@ -20,6 +20,9 @@ struct MakeModelOptions {
   // V3: F8_E4M3 Linear weights with 128×128 F32 scales. V4: as released, F8_E4M3 with E8M0
   // scales and FP4 routed experts. false: everything BF16.
   bool fp8 = false;
+  // V4.1: Engram on the preset's layers (its compressed vocabulary counted from the written
+  // tokenizer); false writes a V4.1 checkpoint without Engram.
+  bool engram = true;
   uint64_t seed = 0;
   std::string out_dir;
   std::string tokenizer_dir;  // holds tokenizer.json and tokenizer_config.json

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "make_model.h"
+#include "model/engram_hash.h"
 #include "presets.h"
 #include "tensor/dtype.h"
 #include "tensor_plan.h"
@@ -43,7 +44,35 @@ TEST(PresetV41, TinyParsesAndHasEveryRole) {
   EXPECT_TRUE(L[6].owns_indexer() && !L[6].owns_compressor() && L[6].candidate_pool &&
               L[6].kv_source_layer == 4);
   EXPECT_EQ(L[7].index_source_layer, 6);
-  EXPECT_FALSE(deepseek_v41_preset("small", true).ok());
+  EXPECT_FALSE(deepseek_v41_preset("huge", true).ok());
+}
+
+TEST(PresetV41, SmallAndBenchParseWithEveryRoleAndEngram) {
+  for (const char* preset : {"small", "bench"}) {
+    SCOPED_TRACE(preset);
+    const Result<ModelConfig> c = deepseek_v41_preset(preset, true);
+    ASSERT_TRUE(c.ok()) << c.status().to_string();
+    const Result<ModelConfig> back = parse_model_config(model_config_to_json(*c), preset);
+    ASSERT_TRUE(back.ok()) << back.status().to_string();
+    EXPECT_EQ(*back, *c);
+    const Result<std::vector<LayerSpec>> s = v41_layer_specs(*c);
+    ASSERT_TRUE(s.ok()) << s.status().to_string();
+    int kv_sources = 0, readers = 0, pool_sources = 0, candidates = 0;
+    for (const LayerSpec& l : *s) {
+      kv_sources += l.owns_compressor();
+      readers += l.compress_ratio > 0 && !l.owns_compressor() && !l.owns_indexer();
+      pool_sources += l.candidate_pool && l.owns_indexer();
+      candidates += l.candidate_source;
+    }
+    EXPECT_EQ(kv_sources, 2);
+    EXPECT_GE(readers, 2);
+    EXPECT_GE(pool_sources, 1);
+    EXPECT_EQ(candidates, 1);
+    ASSERT_TRUE(c->engram.has_value());
+    EXPECT_EQ(c->engram->layer_ids, (std::vector<int>{1, 2}));
+    // Table rows are each layer's Σ primes, as the model checks at load.
+    EXPECT_TRUE(engram_hash_layers(*c->engram, preset).ok());
+  }
 }
 
 TEST(TensorPlanV41, TinyHasTheReleasedNamesPerRole) {
@@ -72,6 +101,24 @@ TEST(TensorPlanV41, TinyHasTheReleasedNamesPerRole) {
   }
   EXPECT_EQ(t.at("layers.2.attn.indexer.wk.weight").shape, (Shape{c.index_head_dim, c.head_dim}));
   EXPECT_EQ(t.count("hc_head_fn"), 0u);
+  // Engram on layers 1 and 2 (model-spec §6.2): the table with one E8M0 scale per 32 columns of
+  // each row, wkv [(hc + 1)·d, 3·heads·head_dim] in 32×32 tiles, q/k weights [hc, d].
+  const EngramConfig& e = *c.engram;
+  for (int l = 0; l < c.num_hidden_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".engram.";
+    const bool on = l == 1 || l == 2;
+    EXPECT_EQ(t.count(p + "embed.weight"), on ? 1u : 0u) << p;
+    EXPECT_EQ(t.count(p + "wkv.weight"), on ? 1u : 0u) << p;
+    EXPECT_EQ(t.count(p + "q_weight"), on ? 1u : 0u) << p;
+  }
+  const TensorSpec& table = t.at("layers.2.engram.embed.weight");
+  EXPECT_EQ(table.shape, (Shape{e.num_embeddings[1], 32}));
+  EXPECT_EQ(table.dtype, DType::f8_e4m3);
+  EXPECT_EQ(table.scale_name(), "layers.2.engram.embed.scale");
+  EXPECT_EQ(table.scale_shape(), (Shape{e.num_embeddings[1], 1}));
+  EXPECT_EQ(t.at("layers.1.engram.wkv.weight").shape, (Shape{5 * 64, 3 * 2 * 32}));
+  EXPECT_EQ(t.at("layers.1.engram.wkv.weight").scale_shape(), (Shape{10, 6}));
+  EXPECT_EQ(t.at("layers.1.engram.k_weight").shape, (Shape{4, 64}));
   for (const auto& [name, spec] : t) EXPECT_NE(name.rfind("mtp.", 0), 0u) << name;
 }
 
@@ -83,7 +130,11 @@ TEST(MakeModelV41, TinyReadsBackThroughTheLoaders) {
   for (const char* f : {"tokenizer.json", "tokenizer_config.json"}) {
     std::FILE* fp = std::fopen((root / "tok" / f).c_str(), "w");
     ASSERT_NE(fp, nullptr);
-    std::fputs(std::string(f) == "tokenizer.json" ? R"({"added_tokens":[],"model":{"vocab":{}}})" : "{}", fp);
+    std::fputs(
+        std::string(f) == "tokenizer.json"
+            ? R"({"added_tokens":[],"model":{"type":"BPE","vocab":{},"merges":[]},"decoder":{"type":"ByteLevel"}})"
+            : "{}",
+        fp);
     std::fclose(fp);
   }
   MakeModelOptions o;
@@ -108,6 +159,7 @@ TEST(MakeModelV41, TinyReadsBackThroughTheLoaders) {
     if (!t.block_quantized()) continue;
     ++n_expected;
     ASSERT_TRUE(ckpt->get(t.scale_name(), DType::f8_e8m0, t.scale_shape()).ok());
+    if (t.fp8_tile_rows > 0) continue;  // an Engram table (row scales): read by V41EngramLayer
     const std::string prefix = t.name.substr(0, t.name.size() - std::string(".weight").size());
     std::vector<float> storage;
     const Result<WeightMatrix> m = load_linear(*ckpt, prefix, t.shape[0], t.in_features(), 32, storage);

@@ -1,6 +1,10 @@
 #include "presets.h"
 
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "model/engram_hash.h"
 
 namespace ds::modelgen {
 namespace {
@@ -268,11 +272,9 @@ Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8) {
 
 namespace {
 
-// V4.1-Flash's roles scaled down to 8 layers (model-spec §5.3): 0-1 SWA; 2 the ratio-2 KV and
-// index source, 3 its reader; 4 the ratio-1 KV and index source and candidate source, 5 its
-// reader; 6 an index source scoring 4's keys inside the candidate pool, 7 its reader. Small
-// candidate blocks and top-k make a 40-token prompt exercise the pool and the selections.
-ModelConfig v41_tiny() {
+// What every V4.1 preset shares: the wrapper's ids, eps 1e-20, no hash layers, no DSpark stages
+// (not generated yet), gate_temp 1.
+ModelConfig v41_common() {
   ModelConfig c = v4_common();
   c.model_type = "deepseek_v41";
   c.num_nextn_predict_layers = 0;  // DSpark stages: not generated yet
@@ -280,6 +282,33 @@ ModelConfig v41_tiny() {
   c.rms_norm_eps = 1e-20;
   c.pad_token_id = 2;
   c.image_token_id = 129264;
+  c.gate_temp = 1.0;
+  return c;
+}
+
+// Engram before `layers`, n-grams 2..4, tables of Σ primes from `prime_start` rows. The compressed
+// vocabulary is counted from the written tokenizer by make_model; vocab_size stands in until then.
+void v41_engram(ModelConfig& c, std::vector<int> layers, int n_heads, int head_dim, int prime_start) {
+  EngramConfig e;
+  e.layer_ids = std::move(layers);
+  e.max_ngram_size = 4;
+  e.vocab_size = prime_start;
+  e.n_heads = n_heads;
+  e.head_dim = head_dim;
+  e.pad_token_id = 2;
+  e.compressed_vocab_size = c.vocab_size;
+  e.num_embeddings = engram_table_rows(e);
+  c.engram = std::move(e);
+}
+
+// V4.1-Flash's roles scaled down to 8 layers (model-spec §5.3): 0-1 SWA; 2 the ratio-2 KV and
+// index source, 3 its reader; 4 the ratio-1 KV and index source and candidate source, 5 its
+// reader; 6 an index source scoring 4's keys inside the candidate pool, 7 its reader. Small
+// candidate blocks and top-k make a 40-token prompt exercise the pool and the selections.
+// Engram before layer 1 (SWA) and layer 2 (a ratio-2 KV source), as the release's 1 and 14: 2
+// heads of 32 channels, primes from 1000 (≈ 6k rows a table).
+ModelConfig v41_tiny() {
+  ModelConfig c = v41_common();
   c.hidden_size = 64;
   c.num_hidden_layers = 8;
   c.compress_ratios = {0, 0, 2, 2, 1, 1, 1, 1};
@@ -288,7 +317,6 @@ ModelConfig v41_tiny() {
   c.candidate_source_layer_id = 4;
   c.candidate_topk_blocks = 3;
   c.candidate_block_size = 4;
-  c.gate_temp = 1.0;
   c.sliding_window = 16;
   c.num_attention_heads = 4;
   c.head_dim = 128;
@@ -302,17 +330,86 @@ ModelConfig v41_tiny() {
   c.n_routed_experts = 8;
   c.num_experts_per_tok = 2;
   c.moe_intermediate_size = 64;
+  v41_engram(c, {1, 2}, 2, 32, 1000);
+  return c;
+}
+
+// Dims of 256-384 so FP8 matrices span many 32×32 tiles; 10 layers: 0-1 SWA, 2 the ratio-2
+// source, 3-4 its readers, 5 the ratio-1 and candidate source, 6 its reader, 7 a pool index
+// source, 8-9 its reusers. Engram on 1 and 2 with 4 heads of 64 (≈ 240k rows a table).
+ModelConfig v41_small() {
+  ModelConfig c = v41_common();
+  c.hidden_size = 384;
+  c.num_hidden_layers = 10;
+  c.compress_ratios = {0, 0, 2, 2, 2, 1, 1, 1, 1, 1};
+  c.kv_source_layer_ids = {2, 5};
+  c.index_source_layer_ids = {2, 5, 7};
+  c.candidate_source_layer_id = 5;
+  c.candidate_topk_blocks = 4;
+  c.candidate_block_size = 8;
+  c.sliding_window = 32;
+  c.num_attention_heads = 8;
+  c.head_dim = 256;
+  c.qk_rope_head_dim = 64;
+  c.q_lora_rank = 192;
+  c.o_groups = 4;
+  c.o_lora_rank = 128;
+  c.index_n_heads = 8;
+  c.index_head_dim = 128;
+  c.index_topk = 16;
+  c.n_routed_experts = 16;
+  c.num_experts_per_tok = 4;
+  c.moe_intermediate_size = 256;
+  v41_engram(c, {1, 2}, 4, 64, 20000);
+  return c;
+}
+
+// The released per-head widths (head_dim 512, RoPE 64, window 128, index 32 × 128 top-512,
+// candidate pool 2048 blocks of 8, Engram 8 heads × 256) with fewer layers, heads and experts, for
+// performance work: 12 layers (0-1 SWA, 2 the ratio-2 source, 3-5 readers, 6 the ratio-1 and
+// candidate source, 7 its reader, 8 and 10 pool index sources, 9 and 11 their reusers), Engram on
+// 1 and 2 with primes from 50000 (≈ 1.2M rows, 0.3 GB a table).
+ModelConfig v41_bench() {
+  ModelConfig c = v41_common();
+  c.hidden_size = 2048;
+  c.num_hidden_layers = 12;
+  c.compress_ratios = {0, 0, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1};
+  c.kv_source_layer_ids = {2, 6};
+  c.index_source_layer_ids = {2, 6, 8, 10};
+  c.candidate_source_layer_id = 6;
+  c.candidate_topk_blocks = 2048;
+  c.candidate_block_size = 8;
+  c.sliding_window = 128;
+  c.num_attention_heads = 16;
+  c.head_dim = 512;
+  c.qk_rope_head_dim = 64;
+  c.q_lora_rank = 512;
+  c.o_groups = 4;
+  c.o_lora_rank = 512;
+  c.index_n_heads = 32;
+  c.index_head_dim = 128;
+  c.index_topk = 512;
+  c.n_routed_experts = 64;
+  c.num_experts_per_tok = 6;
+  c.moe_intermediate_size = 1024;
+  v41_engram(c, {1, 2}, 8, 256, 50000);
   return c;
 }
 
 }  // namespace
 
 Result<ModelConfig> deepseek_v41_preset(std::string_view preset, bool fp8) {
-  if (preset != "tiny") {
-    return Status(ErrorCode::invalid_argument, "preset '" + std::string(preset) +
-                                                   "' is not available for deepseek_v41 yet (expected tiny)");
+  ModelConfig c;
+  if (preset == "tiny") {
+    c = v41_tiny();
+  } else if (preset == "small") {
+    c = v41_small();
+  } else if (preset == "bench") {
+    c = v41_bench();
+  } else {
+    return Status(ErrorCode::invalid_argument,
+                  "unknown preset '" + std::string(preset) + "' (expected tiny, small or bench)");
   }
-  ModelConfig c = v41_tiny();
   if (fp8) {  // as released: 32×32 E8M0 tiles, FP4 experts, expert_dtype inside the quantization config
     c.quantization.quant_method = "fp8";
     c.quantization.fmt = "e4m3";

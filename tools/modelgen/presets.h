@@ -22,8 +22,8 @@ Result<ModelConfig> deepseek_v3_preset(std::string_view preset, bool fp8);
 Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8);
 
 // The preset's DeepSeek-V4.1 config (model_type deepseek_v41, the released roles scaled down;
-// docs/models.md). Only `tiny` so far. `fp8` (as released): FP8 with 32×32 E8M0 tiles and FP4
-// experts; otherwise every weight is BF16. No Engram, no DSpark stages yet.
+// docs/models.md): tiny, small or bench, each with Engram on layers 1 and 2. `fp8` (as released): FP8
+// with 32×32 E8M0 tiles and FP4 experts; otherwise every weight is BF16. No DSpark stages yet.
 Result<ModelConfig> deepseek_v41_preset(std::string_view preset, bool fp8);
 
 // The preset for `arch` ("deepseek_v3" | "deepseek_v4" | "deepseek_v41"); invalid_argument names

@@ -94,8 +94,8 @@ FilledTensor fill_tensor(const TensorSpec& spec, uint64_t seed, ThreadPool& pool
       float* dst = w.data();
       fill_parallel(spec, key, pool, [dst](int64_t i, float v) { dst[i] = v; });
       if (spec.scale_format == ScaleFormat::e8m0) {
-        Fp8BlockWeightsE8m0 q =
-            quantize_fp8_blocks_e8m0(w.data(), spec.shape[0], spec.shape[1], spec.fp8_block, pool);
+        Fp8BlockWeightsE8m0 q = quantize_fp8_blocks_e8m0(w.data(), spec.shape[0], spec.shape[1],
+                                                         spec.fp8_block, pool, spec.fp8_tile_rows);
         out.bytes = std::move(q.q);
         out.scale_bytes = std::move(q.scales);
         break;

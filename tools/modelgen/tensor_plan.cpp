@@ -115,7 +115,8 @@ std::string TensorSpec::scale_name() const {
 
 Shape TensorSpec::scale_shape() const {
   if (fp4()) return Shape{shape[0], in_features() / kFp4Group};
-  return Shape{(shape[0] + fp8_block - 1) / fp8_block, (shape[1] + fp8_block - 1) / fp8_block};
+  const int64_t tile_h = fp8_tile_rows > 0 ? fp8_tile_rows : fp8_block;
+  return Shape{(shape[0] + tile_h - 1) / tile_h, (shape[1] + fp8_block - 1) / fp8_block};
 }
 
 std::vector<TensorSpec> plan_tensors(const ModelConfig& config) {

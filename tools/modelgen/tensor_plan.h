@@ -37,8 +37,9 @@ struct TensorSpec {
   InitKind init;
   float gain = 1.0f;  // extra factor for InitKind::linear (residual-output projections use 0.5)
   ScaleFormat scale_format = ScaleFormat::f32_scale_inv;
-  int64_t id_range = 0;     // InitKind::expert_ids: ids are drawn from [0, id_range)
-  int64_t fp8_block = 128;  // FP8 tile edge (quantization_config.weight_block_size; V4.1: 32)
+  int64_t id_range = 0;       // InitKind::expert_ids: ids are drawn from [0, id_range)
+  int64_t fp8_block = 128;    // FP8 tile edge (quantization_config.weight_block_size; V4.1: 32)
+  int64_t fp8_tile_rows = 0;  // > 0: tiles of fp8_tile_rows × fp8_block (V4.1 Engram tables: 1 × 32)
 
   bool block_quantized() const { return dtype == DType::f8_e4m3 || dtype == DType::i8; }
   bool fp4() const { return dtype == DType::i8; }
@@ -47,7 +48,7 @@ struct TensorSpec {
   // "...weight_scale_inv" (V3) or "<prefix>.scale" for "<prefix>.weight" (V4).
   std::string scale_name() const;
   DType scale_dtype() const { return scale_format == ScaleFormat::e8m0 ? DType::f8_e8m0 : DType::f32; }
-  // FP8: [ceil(out/fp8_block), ceil(in/fp8_block)]; FP4: [out, in/32].
+  // FP8: [ceil(out/tile rows), ceil(in/fp8_block)]; FP4: [out, in/32].
   Shape scale_shape() const;
 };
 

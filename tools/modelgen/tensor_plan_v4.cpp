@@ -87,6 +87,30 @@ class V4PlanBuilder {
     }
     ffn(p + "ffn.", layer);
     f32(p + "ffn.gate.bias_vl", Shape{c_.n_routed_experts}, InitKind::gate_bias);
+    if (c_.engram) engram(p + "engram.", layer);
+  }
+
+  // V4.1 Engram of `layer` when listed (model-spec §5.7, §6.2): the table F8_E4M3 with one E8M0
+  // scale per 32 columns of each row (BF16 without quantization), the FP8 projection to hc keys
+  // and one value, and the per-stream q/k weights (dtype [?]: BF16, docs/models.md).
+  void engram(const std::string& p, int layer) {
+    const EngramConfig& e = *c_.engram;
+    const auto it = std::find(e.layer_ids.begin(), e.layer_ids.end(), layer);
+    if (it == e.layer_ids.end()) return;
+    const int64_t rows = e.num_embeddings[static_cast<size_t>(it - e.layer_ids.begin())];
+    if (fp8_) {
+      TensorSpec t{p + "embed.weight", Shape{rows, e.head_dim}, DType::f8_e4m3, InitKind::embedding, 1.0f,
+                   ScaleFormat::e8m0};
+      t.fp8_block = 32;
+      t.fp8_tile_rows = 1;
+      plan_.push_back(std::move(t));
+    } else {
+      plan_.push_back({p + "embed.weight", Shape{rows, e.head_dim}, DType::bf16, InitKind::embedding});
+    }
+    const int64_t hc = c_.hc_mult, d = c_.hidden_size;
+    linear(p + "wkv", (hc + 1) * d, int64_t{e.max_ngram_size - 1} * e.n_heads * e.head_dim);
+    plan_.push_back({p + "q_weight", Shape{hc, d}, DType::bf16, InitKind::norm});
+    plan_.push_back({p + "k_weight", Shape{hc, d}, DType::bf16, InitKind::norm});
   }
 
   void attention(const std::string& a, int layer) {

@@ -23,6 +23,7 @@ FakeModelRunner::FakeModelRunner(const FakeModelOptions& options) : opts_(option
   config_.model_type = "fake";
   config_.vocab_size = options.vocab_size;
   config_.eos_token_id = options.eos_token_id;
+  config_.image_token_id = options.image_token_id;
   config_.bos_token_id = 0;
   config_.max_position_embeddings = static_cast<int>(options.max_seq_len);
 }

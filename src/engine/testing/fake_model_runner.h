@@ -24,6 +24,7 @@ struct FakeModelOptions {
   int64_t step_sleep_us = 0;       // simulated compute per forward call
   int64_t row_sleep_ns = 0;        // simulated compute per token row
   float eos_logit_offset = -4.0f;  // added to EOS's logit (negative: generations rarely stop early)
+  int32_t image_token_id = -1;     // config().image_token_id (V4.1's image placeholder)
 };
 
 class FakeModelRunner final : public ModelRunner {

@@ -6,8 +6,8 @@
 #include <filesystem>
 
 #include "base/thread_pool.h"
+#include "engine/model_loader.h"
 #include "kernels/isa.h"
-#include "model/model_registry.h"
 #include "modelgen/make_model.h"
 
 namespace ds::modelgen {
@@ -29,7 +29,7 @@ TinyModel::TinyModel(const TinyModelSpec& spec)
   mo.isa = best_isa();
   mo.n_threads = 2;
   mo.max_seq_len = spec.max_seq_len;
-  Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir_, mo);
+  Result<std::unique_ptr<ModelRunner>> m = load_model(dir_, mo);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (m.ok()) model = std::move(m).value();
   Result<Tokenizer> t = Tokenizer::load(dir_);

@@ -1,17 +1,22 @@
 // DeepSeek-V4.1 forward on the generated tiny checkpoint (make-model --arch deepseek_v41 --preset
-// tiny): loaded through the model registry; batch invariance (readers and pool layers take their
-// source's state per sequence), block-table independence, and Engram refused with the key named.
+// tiny, Engram on layers 1 and 2): loaded as applications load it (engine/model_loader.h builds
+// the Engram token map from the checkpoint's tokenizer); batch invariance (readers and pool layers
+// take their source's state per sequence, Engram its history per sequence, in chunks), block-table
+// independence, Engram's load errors naming the key, and the replay margin Engram adds.
 // Agreement with the float64 reference: tests/reference (ctest reference_logits_v41_tiny).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/model_loader.h"
 #include "model/model_registry.h"
 #include "model/v4_test_support.h"
 #include "modelgen/make_model.h"
@@ -52,7 +57,7 @@ std::unique_ptr<ModelRunner> load_v41() {
   o.isa = best_isa();  // batch invariance holds on every path; the vector one keeps the test short
   o.n_threads = 2;
   o.max_seq_len = 128;
-  Result<std::unique_ptr<ModelRunner>> m = load_model_runner(tiny_v41(), o);
+  Result<std::unique_ptr<ModelRunner>> m = load_model(tiny_v41(), o);
   EXPECT_TRUE(m.ok()) << m.status().to_string();
   if (!m.ok()) return nullptr;
   KvCacheConfig kc = standalone_kv_cache_config(128, 16);
@@ -72,6 +77,30 @@ std::vector<float> run_alone(ModelRunner& m, const std::vector<int32_t>& ids, in
   EXPECT_TRUE(m.forward({&req, 1}, out).ok());
   return std::vector<float>(out.logits.data(), out.logits.data() + out.logits.numel());
 }
+
+// A copy of the tiny checkpoint whose config.json text_config gets `edit`.
+class EditedCopy {
+ public:
+  EditedCopy(const std::string& name, const std::function<void(nlohmann::json&)>& edit)
+      : dir_(std::filesystem::path(::testing::TempDir()) / (name + std::to_string(::getpid()))) {
+    namespace fs = std::filesystem;
+    fs::create_directories(dir_);
+    for (const auto& e : fs::directory_iterator(tiny_v41())) fs::copy(e.path(), dir_ / e.path().filename());
+    std::ifstream in(dir_ / "config.json");
+    nlohmann::json cfg = nlohmann::json::parse(in);
+    in.close();
+    edit(cfg["text_config"]);
+    std::ofstream(dir_ / "config.json") << cfg.dump(2);
+  }
+  ~EditedCopy() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  std::string path() const { return dir_.string(); }
+
+ private:
+  std::filesystem::path dir_;
+};
 
 TEST(V41Model, BatchOfSequencesEqualsEachAlone) {
   auto m = load_v41();
@@ -103,35 +132,56 @@ TEST(V41Model, BatchOfSequencesEqualsEachAlone) {
   EXPECT_TRUE(run_alone(*m, ids[0], 3, /*reversed=*/true) == alone[0]);
   // And the sequences differ (the comparison is not vacuous).
   EXPECT_FALSE(alone[0] == alone[1]);
+
+  // Engram matters: the same checkpoint without it gives other logits.
+  ModelRunner* with = m.get();
+  const EditedCopy off("ds_v41_no_engram_", [](nlohmann::json& t) {
+    t["engram_layer_ids"] = nlohmann::json::array();
+    t["engram_num_embeddings"] = nlohmann::json::array();
+  });
+  ModelOptions o;
+  o.isa = best_isa();
+  o.n_threads = 2;
+  o.max_seq_len = 128;
+  Result<std::unique_ptr<ModelRunner>> without = load_model(off.path(), o);
+  ASSERT_TRUE(without.ok()) << without.status().to_string();
+  ASSERT_TRUE((*without)->init_kv_cache(standalone_kv_cache_config(128, 16)).ok());
+  const std::vector<int32_t> short_ids = v4_test::test_ids(12, 5);
+  EXPECT_FALSE(run_alone(*with, short_ids, 0) == run_alone(**without, short_ids, 0));
+  // The replay starts max_ngram_size − 1 = 3 tokens before the window (swa_replay.h).
+  EXPECT_EQ(with->kv_cache_layout().swa_replay_tokens, (*without)->kv_cache_layout().swa_replay_tokens + 3);
 }
 
-TEST(V41Model, EngramCheckpointIsRefusedNamingTheKey) {
-  namespace fs = std::filesystem;
-  const fs::path dir = fs::path(::testing::TempDir()) / ("ds_v41_engram_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  for (const auto& e : fs::directory_iterator(tiny_v41())) fs::copy(e.path(), dir / e.path().filename());
-  std::ifstream in(dir / "config.json");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  in.close();
-  // The preset writes "engram_layer_ids": []; give it the released Engram keys on layers 1 and 4.
-  const std::string key = "\"engram_layer_ids\": []";
-  const size_t at = text.find(key);
-  ASSERT_NE(at, std::string::npos) << text;
-  text.replace(
-      at, key.size(),
-      "\"engram_layer_ids\": [1, 4], \"engram_num_embeddings\": [384006168, 384016682], "
-      "\"engram_max_ngram_size\": 4, \"engram_vocab_size\": 16000000, \"engram_n_heads\": 8, "
-      "\"engram_head_dim\": 256, \"engram_pad_token_id\": 2, \"engram_compressed_vocab_size\": 99092");
-  std::ofstream(dir / "config.json") << text;
+// One test (one process, one generated checkpoint) for the three load errors.
+TEST(V41Model, EngramLoadErrorsNameTheKey) {
+  // Without the token map (the model module reads no tokenizer).
   ModelOptions o;
   o.max_seq_len = 64;
-  Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir.string(), o);
+  Result<std::unique_ptr<ModelRunner>> m = load_model_runner(tiny_v41(), o);  // no tokenizer read
   ASSERT_FALSE(m.ok());
   EXPECT_EQ(m.status().code(), ErrorCode::model_unsupported);
   EXPECT_NE(m.status().message().find("text_config.engram_layer_ids"), std::string::npos)
       << m.status().message();
-  std::error_code ec;
-  fs::remove_all(dir, ec);
+  // A compressed vocabulary of the wrong size names the tokenizer and the key.
+  {
+    const EditedCopy bad("ds_v41_cvocab_", [](nlohmann::json& t) {
+      t["engram_compressed_vocab_size"] = t["engram_compressed_vocab_size"].get<int>() + 1;
+    });
+    m = load_model(bad.path(), o);
+    ASSERT_FALSE(m.ok());
+    EXPECT_EQ(m.status().code(), ErrorCode::tokenizer_bad_file);
+    EXPECT_NE(m.status().message().find("tokenizer.json"), std::string::npos) << m.status().message();
+    EXPECT_NE(m.status().message().find("text_config.engram_compressed_vocab_size"), std::string::npos)
+        << m.status().message();
+  }
+  // A table row count that is not the layer's Σ primes.
+  const EditedCopy bad("ds_v41_rows_", [](nlohmann::json& t) {
+    t["engram_num_embeddings"][0] = t["engram_num_embeddings"][0].get<int64_t>() + 1;
+  });
+  m = load_model(bad.path(), o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("text_config.engram_num_embeddings"), std::string::npos)
+      << m.status().message();
 }
 
 }  // namespace
