@@ -32,7 +32,7 @@ class DecoderLayer {
  public:
   // Tensors under "model.layers.<layer_idx>."; MoE when cfg.is_moe_layer(layer_idx).
   static Result<DecoderLayer> load(const Checkpoint& ckpt, int layer_idx, const ModelConfig& cfg,
-                                   const MlaDims& dims, int block);
+                                   const MlaDims& dims, int block, const ExpertExchange* ep = nullptr);
 
   bool is_moe() const { return moe_.has_value(); }
 

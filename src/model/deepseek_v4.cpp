@@ -46,6 +46,7 @@ DeepSeekV4::DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
+  ctx_.expert_exchange = opts.expert_exchange;
 }
 
 Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(const std::string& dir, const ModelOptions& opts,
@@ -75,7 +76,7 @@ Status DeepSeekV4::build() {
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
-                                                 c.is_hash_layer(l)));
+                                                 c.is_hash_layer(l), opts_.expert_exchange));
     layers_.push_back(std::move(b));
   }
   if (!v41_) {

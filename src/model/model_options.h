@@ -8,6 +8,8 @@
 
 namespace ds {
 
+class ExpertExchange;
+
 // Absorbed MLA (q_nope·W_uk against the latent cache, W_uv after) is the default for prefill and
 // decode: every token then runs the same arithmetic whatever the chunking, which the engine's
 // batch invariance relies on. Plain (K/V up-projected from the cache, standard multi-head
@@ -27,6 +29,9 @@ struct ModelOptions {
   // The model's numerics options as `--numerics` spells them ("" = production); each model's
   // factory (model_registry.cpp) parses its own (V4: v4_numerics_options.h; docs/numerics.md).
   std::string numerics;
+  // Expert parallelism (docs/expert-parallel.md): not owned, outlives the model. When set, only
+  // the experts it owns are loaded and every MoE layer runs its routed experts through it.
+  ExpertExchange* expert_exchange = nullptr;
 };
 
 }  // namespace ds
