@@ -34,6 +34,7 @@ struct LogitsOptions {
   bool expert_parallel = false;
   std::vector<std::string> rank_ids;  // "R=ids": rank R runs these ids instead of --ids
   bool ep_stats = false;
+  ExpertParallelOptions ep;
 };
 
 // The ids this rank runs: --ids, or the --rank-ids entry "R=..." for this rank.
@@ -117,7 +118,7 @@ int run_logits(const LogitsOptions& o) {
   const std::string cmd = "logits";
   std::unique_ptr<ExpertParallelRuntime> ep;
   if (o.expert_parallel) {
-    Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir);
+    Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir, o.ep);
     if (!started.ok()) return report_error(cmd, started.status());
     ep = std::move(*started);
   } else if (!o.rank_ids.empty()) {
@@ -221,6 +222,13 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
                 "Run under mpirun: each rank loads only its experts; MoE layers meet over MPI all-to-all");
   sub->add_option("--rank-ids", o->rank_ids,
                   "R=ids: rank R runs these ids instead of --ids (with --expert-parallel; repeatable)");
+  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts,
+                  "Extra expert copies placed by EPLB (ranks must divide experts + R)")
+      ->capture_default_str();
+  sub->add_option("--ep-nodes", o->ep.n_nodes, "Machines, for EPLB's hierarchical policy")
+      ->capture_default_str();
+  sub->add_option("--ep-expert-load", o->ep.expert_load,
+                  "Per-expert load l0,l1,... that EPLB balances (default: uniform)");
   sub->add_flag("--ep-stats", o->ep_stats,
                 "Print one 'ep_stats {json}' line per rank (expert rows, bytes, time)");
   sub->callback([o, &ctx] {

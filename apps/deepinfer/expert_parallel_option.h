@@ -13,10 +13,19 @@
 
 namespace ds::cli {
 
+// How the experts are placed: contiguous blocks, or EPLB (docs/expert-parallel.md) when redundant
+// copies or a load are given.
+struct ExpertParallelOptions {
+  int redundant_experts = 0;  // --ep-redundant-experts: extra copies EPLB may place
+  int n_nodes = 1;            // --ep-nodes: machines (EPLB's hierarchical policy packs groups per node)
+  std::string expert_load;    // --ep-expert-load: "l0,l1,..." per-expert load (default: uniform)
+};
+
 class ExpertParallelRuntime {
  public:
   // Reads `model_dir`/config.json for the routed expert count; places them over the ranks.
-  static Result<std::unique_ptr<ExpertParallelRuntime>> start(const std::string& model_dir);
+  static Result<std::unique_ptr<ExpertParallelRuntime>> start(const std::string& model_dir,
+                                                              const ExpertParallelOptions& options);
 
   int rank() const { return comm_->rank(); }
   int n_ranks() const { return comm_->size(); }

@@ -40,10 +40,7 @@ MpiExpertExchange::MpiExpertExchange(const MpiComm& comm, ExpertPlacement placem
   stats_.expert_rows.assign(static_cast<size_t>(placement_.n_experts()), 0);
 }
 
-bool MpiExpertExchange::owns_expert(int32_t expert) const {
-  return expert >= 0 && expert < placement_.n_experts() &&
-         placement_.owner[static_cast<size_t>(expert)] == comm_->rank();
-}
+bool MpiExpertExchange::owns_expert(int32_t expert) const { return placement_.holds(comm_->rank(), expert); }
 
 void MpiExpertExchange::run(const RoutedChoices& in, const LocalExpertRunner& run_local, float* y_choice) {
   if (status_.ok()) status_ = exchange(in, run_local, y_choice);
@@ -77,18 +74,22 @@ Status MpiExpertExchange::exchange(const RoutedChoices& in, const LocalExpertRun
   stats_.rows_sent += n_choices;
 
   // Dispatch order: by destination rank, ascending choice index within a rank (a stable sort).
+  // An expert with copies is served by one per row, taken in turn by (this rank + row): which copy
+  // computes a row never changes its bits (the copies hold the same weights).
   send_records_.assign(static_cast<size_t>(n_ranks), 0);
+  dest_.resize(static_cast<size_t>(n_choices));
   for (int64_t c = 0; c < n_choices; ++c) {
     const int32_t e = in.expert[c];
     if (e < 0 || e >= placement_.n_experts()) {
       return Status(ErrorCode::internal, "routed expert " + std::to_string(e) + " outside the placement");
     }
-    ++send_records_[static_cast<size_t>(placement_.owner[static_cast<size_t>(e)])];
+    dest_[c] = placement_.rank_for(e, comm_->rank() + c / in.top_k);
+    ++send_records_[static_cast<size_t>(dest_[c])];
   }
   std::vector<int64_t> fill(static_cast<size_t>(n_ranks) + 1, 0);
   for (int r = 0; r < n_ranks; ++r) fill[r + 1] = fill[r] + send_records_[r];
   send_order_.resize(static_cast<size_t>(n_choices));
-  for (int64_t c = 0; c < n_choices; ++c) send_order_[fill[placement_.owner[in.expert[c]]]++] = c;
+  for (int64_t c = 0; c < n_choices; ++c) send_order_[fill[dest_[c]]++] = c;
 
   send_buf_.resize(static_cast<size_t>(n_choices * record_bytes));
   for (int64_t i = 0; i < n_choices; ++i) {

@@ -55,6 +55,7 @@ class MpiExpertExchange final : public ExpertExchange {
   // Reused buffers (one forward at a time).
   std::vector<int> send_records_, recv_records_;
   std::vector<int64_t> send_order_;  // [n_choices] choice of each send record
+  std::vector<int32_t> dest_;        // [n_choices] the rank computing each choice
   std::vector<char> send_buf_, recv_buf_;
   std::vector<int32_t> recv_expert_;
   MoeDispatchScratch groups_;

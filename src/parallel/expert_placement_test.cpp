@@ -23,7 +23,12 @@ TEST(ExpertPlacement, ContiguousBlocksCoverEveryExpertOnce) {
       }
       EXPECT_EQ(covered, n_experts);
       EXPECT_LE(most - least, 1) << n_experts << " experts over " << n_ranks << " ranks";
-      for (size_t e = 1; e < p->owner.size(); ++e) EXPECT_GE(p->owner[e], p->owner[e - 1]);
+      for (size_t e = 0; e < p->holders.size(); ++e) {
+        ASSERT_EQ(p->holders[e].size(), 1u) << "one copy each";
+        if (e > 0) {
+          EXPECT_GE(p->holders[e][0], p->holders[e - 1][0]);
+        }
+      }
     }
   }
 }
@@ -31,6 +36,25 @@ TEST(ExpertPlacement, ContiguousBlocksCoverEveryExpertOnce) {
 TEST(ExpertPlacement, RejectsMoreRanksThanExperts) {
   EXPECT_EQ(ExpertPlacement::contiguous(2, 4).status().code(), ErrorCode::invalid_argument);
   EXPECT_EQ(ExpertPlacement::contiguous(8, 0).status().code(), ErrorCode::invalid_argument);
+}
+
+TEST(ExpertPlacement, FromEplbSpreadsCopiesAndTakesThemInTurn) {
+  const std::vector<float> load = {800, 10, 10, 10, 10, 10, 10, 10};
+  Result<EplbPlacement> eplb = eplb_rebalance(load, EplbShape{12, 1, 1, 4});
+  ASSERT_TRUE(eplb.ok());
+  Result<ExpertPlacement> p = ExpertPlacement::from_eplb(*eplb, 8, 4);
+  ASSERT_TRUE(p.ok()) << p.status().to_string();
+  ASSERT_EQ(p->holders[0].size(), 5u);  // the hot expert's copies
+  std::vector<int> served(4, 0);
+  for (int64_t key = 0; key < 20; ++key) {
+    const int r = p->rank_for(0, key);
+    EXPECT_TRUE(p->holds(r, 0));
+    ++served[static_cast<size_t>(r)];
+  }
+  for (int r = 0; r < 4; ++r) EXPECT_GT(served[static_cast<size_t>(r)], 0) << "rank " << r << " holds a copy";
+  int64_t slots = 0;
+  for (const auto& h : p->holders) slots += static_cast<int64_t>(h.size());
+  EXPECT_EQ(slots, 12);
 }
 
 }  // namespace

@@ -50,12 +50,12 @@ def same_bits(got_path, want_path, what):
                     if diff is not None else f" (shape {got.shape} vs {want.shape})"))
 
 
-def check_stats(stats, n_ranks, n_experts, what):
+def check_stats(stats, n_ranks, n_experts, what, copies=None):
     if len(stats) != n_ranks:
         sys.exit(f"FAIL {what}: {len(stats)} ep_stats lines for {n_ranks} ranks")
     owned = sorted(e for s in stats for e in s["local_experts"])
-    if owned != list(range(n_experts)):
-        sys.exit(f"FAIL {what}: experts owned across ranks {owned}")
+    if sorted(set(owned)) != list(range(n_experts)) or (copies is None and len(owned) != n_experts):
+        sys.exit(f"FAIL {what}: experts held across ranks {owned}")
     for s in stats:
         for e, rows in enumerate(s["expert_rows"]):
             if rows and e not in s["local_experts"]:
@@ -95,6 +95,20 @@ def main():
         if mtp:
             same_bits(os.path.join(work, f"np2.{rank}.mtp.npy"), ref[name, 5].replace(".npy", ".mtp.npy"),
                       f"np 2 rank {rank} MTP")
+
+    # EPLB with 2 redundant copies, balancing the load just measured: the hottest expert gets a copy
+    # on each rank, rows are spread over the copies, the logits do not move.
+    load = [sum(s["expert_rows"][e] for s in stats) for e in range(n_experts)]
+    hot = max(range(n_experts), key=lambda e: load[e])
+    out = os.path.join(work, "eplb.{rank}.npy")
+    stats = mpirun(2, model, 5, {1: B}, out, "--ep-redundant-experts", "2", "--ep-expert-load",
+                   ",".join(str(v) for v in load))
+    check_stats(stats, 2, n_experts, "np 2 EPLB", copies=2)
+    if not all(hot in s["local_experts"] for s in stats):
+        sys.exit(f"FAIL np 2 EPLB: hot expert {hot} (load {load}) not copied to both ranks: "
+                 f"{[s['local_experts'] for s in stats]}")
+    for rank, name in ((0, "A"), (1, "B")):
+        same_bits(out.format(rank=rank), ref[name, 5], f"np 2 EPLB rank {rank}")
 
     # 4 ranks, one prefill each of different lengths (rank 3 repeats rank 0's sequence).
     out = os.path.join(work, "np4.{rank}.npy")
