@@ -45,19 +45,23 @@ std::string ids_for_rank(const LogitsOptions& o, int rank) {
   return o.ids;
 }
 
-// Ranks meet at every MoE layer, so every rank must run the same number of forwards (main, MTP).
-Status check_ranks_agree(const MpiComm& comm, int64_t n_steps) {
-  std::vector<int64_t> all;
-  DS_TRY(comm.allgather_i64(n_steps, all));
-  for (size_t r = 0; r < all.size(); ++r) {
-    if (all[r] != n_steps) {
-      return Status(ErrorCode::invalid_argument,
-                    "--expert-parallel: rank " + std::to_string(comm.rank()) + " runs " +
-                        std::to_string(n_steps) + " forward steps but rank " + std::to_string(r) + " runs " +
-                        std::to_string(all[r]) + " (give every rank the same number of ids, or --prefill 0)");
+// Ranks meet at every MoE layer: a rank with fewer main forwards than the others runs idle steps
+// after its own (ModelRunner::forward_idle); MTP forwards have no idle step yet, so their counts
+// must agree. Returns the most main forwards any rank runs.
+Result<int64_t> agree_on_steps(const MpiComm& comm, int64_t n_steps, int64_t n_mtp_steps) {
+  std::vector<int64_t> steps, mtp_steps;
+  DS_TRY(comm.allgather_i64(n_steps, steps));
+  DS_TRY(comm.allgather_i64(n_mtp_steps, mtp_steps));
+  for (size_t r = 0; r < mtp_steps.size(); ++r) {
+    if (mtp_steps[r] != n_mtp_steps) {
+      return Status(ErrorCode::invalid_argument, "--expert-parallel: rank " + std::to_string(comm.rank()) +
+                                                     " runs " + std::to_string(n_mtp_steps) +
+                                                     " MTP forward steps but rank " + std::to_string(r) +
+                                                     " runs " + std::to_string(mtp_steps[r]) +
+                                                     " (with --mtp-out give every rank as many ids)");
     }
   }
-  return ok_status();
+  return *std::max_element(steps.begin(), steps.end());
 }
 
 // 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
@@ -161,20 +165,24 @@ int run_logits(const LogitsOptions& o) {
       !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+  int64_t n_idle_steps = 0;
   if (ep) {
     const int64_t n_steps = 1 + static_cast<int64_t>(ids.size() - n_prefill);
     const int64_t n_mtp = static_cast<int64_t>(ids.size()) - 1;
     const int64_t n_mtp_steps = o.mtp_out_path.empty() || n_mtp == 0
                                     ? 0
                                     : 1 + n_mtp - std::min<int64_t>(static_cast<int64_t>(n_prefill), n_mtp);
-    if (Status st = check_ranks_agree(ep->comm(), n_steps * 1000000 + n_mtp_steps); !st.ok()) {
-      return report_error(cmd, st);
-    }
+    Result<int64_t> most = agree_on_steps(ep->comm(), n_steps, n_mtp_steps);
+    if (!most.ok()) return report_error(cmd, most.status());
+    n_idle_steps = *most - n_steps;
   }
   // Under expert parallelism, rank 0 writes --out unless the path has {rank} (then every rank does).
   const bool writes = rank == 0 || o.out_path.find("{rank}") != std::string::npos;
   std::vector<float> logits, hidden;
   if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden); !st.ok()) return report_error(cmd, st);
+  for (int64_t i = 0; i < n_idle_steps; ++i) {
+    if (Status st = m.forward_idle(); !st.ok()) return report_error(cmd, st);
+  }
   if (ep && !ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
   const int64_t vocab = m.config().vocab_size;
   const int64_t n = static_cast<int64_t>(ids.size());

@@ -35,6 +35,10 @@ class DecoderLayer {
                                    const MlaDims& dims, int block, const ExpertExchange* ep = nullptr);
 
   bool is_moe() const { return moe_.has_value(); }
+  // An expert-parallel idle step: the MoE (if any) with no rows (ModelRunner::forward_idle).
+  void moe_idle(const ForwardContext& ctx, LayerScratch& s) const {
+    if (moe_) moe_->forward(ctx, nullptr, 0, s.moe, nullptr);
+  }
 
   // x: [batch.n_rows, hidden], updated in place (the residual stream).
   void forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,

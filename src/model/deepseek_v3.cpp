@@ -240,6 +240,11 @@ void DeepSeekV3::fill_hidden(std::span<const ForwardRequest> requests, LogitsOut
   }
 }
 
+Status DeepSeekV3::forward_idle() {
+  for (const DecoderLayer& layer : layers_) layer.moe_idle(ctx_, layer_scratch_);
+  return ok_status();
+}
+
 Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
   if (!mtp_)
     return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");

@@ -186,6 +186,11 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
   return block_check_.check_conflicts();
 }
 
+Status DeepSeekV4::forward_idle() {
+  for (const V4Block& layer : layers_) layer.ffn_idle(ctx_, num_, scratch_);
+  return ok_status();
+}
+
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
   std::vector<SequenceState*> seqs;
   std::vector<std::span<const int32_t>> tokens;

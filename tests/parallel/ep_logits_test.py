@@ -38,7 +38,8 @@ def mpirun(n_ranks, model, prefill, rank_ids, out, *extra):
            "--ids", A, "--prefill", str(prefill), "--threads", "1", "--out", out, "--ep-stats", *extra]
     for rank, ids in rank_ids.items():
         cmd += ["--rank-ids", f"{rank}={ids}"]
-    return [json.loads(line.split(" ", 1)[1]) for line in run(cmd).splitlines() if line.startswith("ep_stats ")]
+    stats = [json.loads(line.split(" ", 1)[1]) for line in run(cmd).splitlines() if line.startswith("ep_stats ")]
+    return sorted(stats, key=lambda s: s["rank"])
 
 
 def same_bits(got_path, want_path, what):
@@ -117,13 +118,26 @@ def main():
     for rank, name in ((0, "A"), (1, "C"), (2, "B"), (3, "A")):
         same_bits(out.format(rank=rank), ref[name, 0], f"np 4 rank {rank}")
 
-    # Ranks that would run different numbers of forwards are refused with a clear error.
-    p = subprocess.run([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "logits", "--expert-parallel", "--model",
-                        model, "--ids", A, "--prefill", "5", "--rank-ids", f"1={C}", "--threads", "1", "--out",
-                        os.path.join(work, "bad.npy")], capture_output=True, text=True, timeout=TIMEOUT_S)
-    if p.returncode == 0 or "forward steps but rank" not in p.stderr + p.stdout:
-        sys.exit(f"FAIL: mismatched step counts not refused (rc {p.returncode}):\n{p.stderr}")
-    print(f"ep_logits {ARCH}: np 2 and np 4 bitwise equal to single-process")
+    # Ranks with fewer forwards run idle steps (no rows of their own, still serving their experts):
+    # rank 1 has 5 ids (1 step at --prefill 5), rank 0 has 12 (8 steps), rank 2 has 12.
+    out = os.path.join(work, "idle.{rank}.npy")
+    stats = mpirun(3, model, 5, {1: C, 2: B}, out)
+    check_stats(stats, 3, n_experts, "np 3 idle")
+    if stats[0]["exchanges"] != stats[1]["exchanges"]:
+        sys.exit(f"FAIL np 3 idle: ranks met {stats[0]['exchanges']} vs {stats[1]['exchanges']} times")
+    ref_c5 = os.path.join(work, "ref_C_p5.npy")
+    logits(model, C, 5, ref_c5)
+    for rank, path in ((0, ref["A", 5]), (1, ref_c5), (2, ref["B", 5])):
+        same_bits(out.format(rank=rank), path, f"np 3 idle rank {rank}")
+
+    if mtp:  # MTP forwards have no idle step yet: different MTP step counts are refused.
+        p = subprocess.run([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "logits", "--expert-parallel", "--model",
+                            model, "--ids", A, "--prefill", "5", "--rank-ids", f"1={C}", "--threads", "1", "--out",
+                            os.path.join(work, "bad.npy"), "--mtp-out", os.path.join(work, "bad.mtp.npy")],
+                           capture_output=True, text=True, timeout=TIMEOUT_S)
+        if p.returncode == 0 or "MTP forward steps but rank" not in p.stderr + p.stdout:
+            sys.exit(f"FAIL: mismatched MTP step counts not refused (rc {p.returncode}):\n{p.stderr}")
+    print(f"ep_logits {ARCH}: np 2, 3 and 4 bitwise equal to single-process")
 
 
 if __name__ == "__main__":
