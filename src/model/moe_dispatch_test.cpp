@@ -10,6 +10,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace ds {
@@ -107,7 +108,12 @@ TEST_P(MoeDispatch, GroupedEqualsPerTokenReference) {
 
 INSTANTIATE_TEST_SUITE_P(Shapes, MoeDispatch,
                          ::testing::Values(Case{0, 2, 4, 4}, Case{1, 1, 3, 2}, Case{1, 6, 8, 16},
-                                           Case{5, 2, 7, 8}, Case{64, 8, 16, 32}, Case{33, 3, 5, 3}));
+                                           Case{5, 2, 7, 8}, Case{64, 8, 16, 32}, Case{33, 3, 5, 3}),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           const Case& c = info.param;
+                           return "rows" + std::to_string(c.n_rows) + "_k" + std::to_string(c.top_k) + "_h" +
+                                  std::to_string(c.hidden) + "_e" + std::to_string(c.n_experts);
+                         });
 
 TEST(GroupByExpert, StableCountingSort) {
   const std::vector<int32_t> expert{3, 1, 3, 0, 1, 3};
