@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""mpirun -np 2|4 deepinfer logits --expert-parallel == single-process logits, bit for bit.
+"""mpirun -np 2|3|4 deepinfer logits|generate --expert-parallel == single process, bit for bit.
 
 Usage: ep_logits_test.py DEEPINFER MPIRUN WORKDIR v3|v4. Every rank runs its own sequence
 (--rank-ids), some of different lengths, so each rank's MoE batches mix rows of other ranks' requests:
@@ -137,7 +137,25 @@ def main():
                            capture_output=True, text=True, timeout=TIMEOUT_S)
         if p.returncode == 0 or "MTP forward steps but rank" not in p.stderr + p.stdout:
             sys.exit(f"FAIL: mismatched MTP step counts not refused (rc {p.returncode}):\n{p.stderr}")
-    print(f"ep_logits {ARCH}: np 2, 3 and 4 bitwise equal to single-process")
+    # generate: each rank its own prompt, greedy; every rank's text equals generating it alone.
+    prompts = ["Hello there", "Bonjour le monde, comment"]
+    want = []
+    for prompt in prompts:
+        p = subprocess.run([DEEPINFER, "generate", "--model", model, "--prompt", prompt, "--max-tokens", "8",
+                            "--threads", "1"], capture_output=True, timeout=TIMEOUT_S)
+        if p.returncode != 0:
+            sys.exit(f"FAIL generate: {p.stderr.decode(errors='replace')}")
+        want.append(p.stdout)
+    out_dir = os.path.join(work, "generate")
+    run([MPIRUN, "--oversubscribe", "--output-filename", out_dir, "-np", "2", DEEPINFER, "generate",
+         "--expert-parallel", "--model", model, "--prompt", prompts[0], "--rank-prompt", f"1={prompts[1]}",
+         "--max-tokens", "8", "--threads", "1"])
+    for rank in range(2):
+        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stdout"), "rb") as f:
+            got = f.read()
+        if got != want[rank]:
+            sys.exit(f"FAIL generate rank {rank}: {got!r} vs single-process {want[rank]!r}")
+    print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 bitwise equal to single-process")
 
 
 if __name__ == "__main__":
