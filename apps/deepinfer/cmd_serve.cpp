@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/testing/scripted_output_runner.h"
+#include "expert_parallel_option.h"
 #include "http/http_server.h"
 #include "http/metrics_registry.h"
 #include "http/serving_metrics.h"
@@ -28,6 +29,7 @@
 #include "kv_tier_options.h"
 #include "kvcache/kv_event_publisher.h"
 #include "model/model_registry.h"
+#include "parallel/ep_step_runner.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
 #include "server/routes_cache_admin.h"
@@ -77,6 +79,8 @@ struct ServeOptions {
   bool chat_page = true;                // GET / serves web/chat.html
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
   std::string speculative_config;       // --speculative-config JSON ("" = off)
+  bool expert_parallel = false;         // under mpirun: rank R serves on --port + R
+  ExpertParallelOptions ep;
 };
 
 // Blocks SIGINT/SIGTERM in this thread (and every thread it starts later), so sigwait() can take
@@ -106,9 +110,22 @@ int run_serve(const ServeOptions& o) {
   Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
   if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
 
+  // Expert parallelism (docs/expert-parallel.md): one HTTP front per rank on --port + rank (put
+  // `deepinfer route` in front), each rank its own engine; the ranks step in lockstep (EpStepRunner).
+  std::unique_ptr<ExpertParallelRuntime> ep;
+  if (o.expert_parallel) {
+    if (speculative->enabled() || !o.testing_scripted_output.empty())
+      return report_usage_error(cmd,
+                                "--expert-parallel runs without --speculative-config and scripted outputs");
+    Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir, o.ep);
+    if (!started.ok()) return report_error(cmd, started.status());
+    ep = std::move(*started);
+    if (o.port != 0 && o.port + ep->n_ranks() - 1 > 65535)
+      return report_usage_error(cmd, "--port + ranks - 1 must be <= 65535");
+  }
   server::ServerConfig server_config;
   server_config.host = o.host;
-  server_config.port = static_cast<uint16_t>(o.port);
+  server_config.port = static_cast<uint16_t>(o.port != 0 && ep ? o.port + ep->rank() : o.port);
   server_config.n_io_threads = o.io_threads;
   server_config.max_body_bytes = o.max_body_bytes;
   server_config.max_connections = o.max_connections;
@@ -143,8 +160,10 @@ int run_serve(const ServeOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
   mo.max_seq_len = max_model_len;
+  if (ep) mo.expert_exchange = &ep->exchange();
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
+  if (ep) *model = std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange());
   if (!o.testing_scripted_output.empty()) {
     Result<std::vector<testing::OutputScript>> scripts =
         testing::load_output_scripts(o.testing_scripted_output, *tok);
@@ -353,6 +372,12 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   add_kv_tier_options(sub, o->kv_tiers);
   add_speculative_option(sub, o->speculative_config);
+  sub->add_flag(
+      "--expert-parallel", o->expert_parallel,
+      "Run under mpirun: rank R serves on --port + R with only its experts; ranks step in lockstep");
+  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts, "Extra expert copies placed by EPLB")
+      ->capture_default_str();
+  sub->add_option("--ep-expert-load", o->ep.expert_load, "Per-expert load l0,l1,... that EPLB balances");
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,
                   "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
                   "tokens (docs/server.md, scripted output); never use in production")
