@@ -21,6 +21,7 @@
 #include "commands.h"
 #include "engine/engine.h"
 #include "engine/testing/scripted_output_runner.h"
+#include "ep_metrics.h"
 #include "expert_parallel_option.h"
 #include "http/http_server.h"
 #include "http/metrics_registry.h"
@@ -163,7 +164,12 @@ int run_serve(const ServeOptions& o) {
   if (ep) mo.expert_exchange = &ep->exchange();
   Result<std::unique_ptr<ModelRunner>> model = load_model_runner(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
-  if (ep) *model = std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange());
+  EpStepRunner* ep_runner = nullptr;
+  if (ep) {
+    auto wrapped = std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange());
+    ep_runner = wrapped.get();
+    *model = std::move(wrapped);
+  }
   if (!o.testing_scripted_output.empty()) {
     Result<std::vector<testing::OutputScript>> scripts =
         testing::load_output_scripts(o.testing_scripted_output, *tok);
@@ -222,6 +228,10 @@ int run_serve(const ServeOptions& o) {
          .generation_tokens = static_cast<double>(s.generation_tokens_total)});
   });
   if (engine_config.kv_tiers.open) add_kv_tier_metrics(registry, eng);
+  if (ep_runner != nullptr) {
+    add_ep_metrics(registry, *ep_runner, ep->rank(), ep->n_ranks(),
+                   ep->exchange().placement().local_experts(ep->rank()));
+  }
   add_spec_decode_metrics(registry, eng);
   const Logger log(LogLevel::info);
   const int64_t started_unix_s =

@@ -57,6 +57,7 @@ void EpStepRunner::pump() {
       }
       any = *t;
       if (any) {
+        ++n_idle_steps_;
         Status st = inner_->forward_idle();
         if (st.ok()) st = exchange_.status();
         if (!st.ok()) {
@@ -72,6 +73,16 @@ void EpStepRunner::pump() {
 Status EpStepRunner::pump_status() const {
   std::lock_guard<std::mutex> lock(mu_);
   return pump_status_;
+}
+
+EpStats EpStepRunner::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exchange_.stats();
+}
+
+int64_t EpStepRunner::n_idle_steps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return n_idle_steps_;
 }
 
 }  // namespace ds

@@ -47,6 +47,10 @@ class EpStepRunner final : public ModelRunner {
 
   // The first MPI or exchange failure of the pump (the engine's forwards return theirs).
   Status pump_status() const;
+  // A copy of the exchange's counters, taken between steps (any thread; for /metrics).
+  EpStats stats() const;
+  // Ticks in which this rank ran forward_idle() for the other ranks.
+  int64_t n_idle_steps() const;
 
  private:
   // One tick: allgather `has_rows`; true when any rank has rows. Call with mu_ held.
@@ -58,6 +62,7 @@ class EpStepRunner final : public ModelRunner {
   MpiExpertExchange& exchange_;
   mutable std::mutex mu_;  // guards every MPI call, inner_'s forwards and pump_status_
   Status pump_status_;
+  int64_t n_idle_steps_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> engine_waiting_{0};  // engine forwards waiting for mu_
   std::thread pump_;

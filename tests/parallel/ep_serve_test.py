@@ -72,6 +72,16 @@ def complete_all(ports):
     return out
 
 
+def parse_metrics(text):
+    """Prometheus text -> {"name{labels}": value}."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
+
+
 def stop(proc):
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -108,6 +118,21 @@ def main():
         got = complete_all([base, base + 1])
         if got != want:
             sys.exit(f"FAIL: ranks directly: {got}\nsingle process: {want}")
+        # One more request to rank 0 alone: rank 1 has nothing and must serve it with idle steps.
+        body = json.dumps({"model": "m", "prompt": PROMPTS[0], "max_tokens": 4, "temperature": 0}).encode()
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{base}/v1/completions", body,
+                                                      {"content-type": "application/json"}), timeout=WAIT_S).read()
+        # Per-rank metrics: every routed row computed once, by a rank holding its expert; bytes moved.
+        metrics = [parse_metrics(urllib.request.urlopen(f"http://127.0.0.1:{p}/metrics", timeout=10).read().decode())
+                   for p in (base, base + 1)]
+        sent = sum(m.get("deepinfer:ep_rows_sent_total", 0) for m in metrics)
+        computed = sum(v for m in metrics for k, v in m.items() if k.startswith("deepinfer:ep_expert_rows_total{"))
+        if sent == 0 or sent != computed:
+            sys.exit(f"FAIL metrics: {sent} routed rows sent, {computed} computed: {metrics}")
+        if any(m.get('deepinfer:ep_alltoall_bytes_total{direction="sent"}', 0) <= 0 for m in metrics):
+            sys.exit(f"FAIL metrics: no all-to-all bytes: {metrics}")
+        if metrics[1].get("deepinfer:ep_idle_steps_total", 0) < 4:
+            sys.exit(f"FAIL metrics: rank 1 ran no idle steps for rank 0's request: {metrics[1]}")
         router = subprocess.Popen([DEEPINFER, "route", "--model", model, "--port", str(base + 2), "--policy",
                                    "round_robin", "--worker", f"http://127.0.0.1:{base}", "--worker",
                                    f"http://127.0.0.1:{base + 1}"],
