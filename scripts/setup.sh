@@ -20,6 +20,7 @@ packages=(
   libucx-dev libssl-dev  # src/transport (P/D KV transfer over UCX, HMAC-SHA256 control messages)
   libutf8proc-dev  # V4.1 Engram token map (src/tokenizer/engram_token_map.cpp)
   libzmq3-dev cppzmq-dev libmsgpuck-dev python3-zmq python3-msgpack  # KV events (docs/kvcache.md)
+  libopenmpi-dev openmpi-bin  # src/parallel (expert parallelism over MPI, docs/expert-parallel.md)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -26,6 +26,8 @@ ALLOWED = {
     "http": {"base"},
     "server": {"base", "http", "engine", "recipe", "tokenizer", "sampling", "transport", "grammar"},
     "cluster": {"base", "http", "engine", "recipe", "tokenizer", "transport", "kvcache", "cluster/router"},
+    # Expert parallelism over MPI: plugs into the model's ExpertExchange seam, never the engine.
+    "parallel": {"base", "model"},
     # The request router (deepinfer route) never loads a model: no engine, model or kernels.
     "cluster/router": {"base", "http", "recipe", "tokenizer"},
 }

@@ -1,4 +1,6 @@
 // deepinfer generate: prefill a prompt, then decode token by token, streaming text to stdout.
+// With --expert-parallel (under mpirun) every rank generates its own prompt and the MoE layers meet
+// over MPI; a rank that has finished runs idle steps until every rank has (docs/expert-parallel.md).
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -10,6 +12,8 @@
 #include "command_support.h"
 #include "commands.h"
 #include "engine/model_loader.h"
+#include "expert_parallel_option.h"
+#include "model/model_registry.h"
 #include "offline_batch.h"
 #include "recipe/encoding.h"
 #include "recipe/prompt.h"
@@ -36,7 +40,17 @@ struct GenerateOptions {
   std::string input;               // offline batch: JSONL prompts
   std::string output;              // offline batch: JSONL results
   std::string speculative_config;  // --speculative-config JSON ("" = off)
+  bool expert_parallel = false;
+  std::vector<std::string> rank_prompts;  // "R=text": rank R generates this prompt instead of --prompt
+  ExpertParallelOptions ep;
 };
+
+// Whether any rank still has a token to compute (one allgather per step).
+Result<bool> any_rank_active(const MpiComm& comm, bool active) {
+  std::vector<int64_t> all;
+  DS_TRY(comm.allgather_i64(active ? 1 : 0, all));
+  return std::any_of(all.begin(), all.end(), [](int64_t v) { return v != 0; });
+}
 
 // 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
 // the V4 bench preset have ratio 128 layers; the block must hold whole groups).
@@ -156,7 +170,22 @@ int run_generate(const GenerateOptions& o) {
                               .threads = o.threads,
                               .numerics = o.numerics,
                               .speculative = *speculative});
-  if (o.prompt.empty()) return report_usage_error(cmd, "--prompt or --input is required");
+  if (o.expert_parallel && (!o.input.empty() || speculative->enabled()))
+    return report_usage_error(
+        cmd, "--expert-parallel runs one --prompt per rank (no --input or --speculative-config)");
+  if (!o.expert_parallel && !o.rank_prompts.empty())
+    return report_usage_error(cmd, "--rank-prompt needs --expert-parallel");
+  std::unique_ptr<ExpertParallelRuntime> ep;
+  GenerateOptions mine = o;
+  if (o.expert_parallel) {
+    Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir, o.ep);
+    if (!started.ok()) return report_error(cmd, started.status());
+    ep = std::move(*started);
+    const std::string key = std::to_string(ep->rank()) + "=";
+    for (const std::string& r : o.rank_prompts)
+      if (r.compare(0, key.size(), key) == 0) mine.prompt = r.substr(key.size());
+  }
+  if (mine.prompt.empty()) return report_usage_error(cmd, "--prompt or --input is required");
   if (o.max_tokens < 0) return report_usage_error(cmd, "--max-tokens must be >= 0");
   const SamplingParams params{o.temperature, o.seed};
   if (Status st = params.validate(); !st.ok())
@@ -171,7 +200,7 @@ int run_generate(const GenerateOptions& o) {
   if (!tok.ok()) return report_error(cmd, tok.status());
   Result<ModelConfig> config = load_model_config(o.model_dir);
   if (!config.ok()) return report_error(cmd, config.status());
-  Result<std::vector<int32_t>> prompt = encode_prompt(*tok, o, config->model_type);
+  Result<std::vector<int32_t>> prompt = encode_prompt(*tok, mine, config->model_type);
   if (!prompt.ok()) return report_error(cmd, prompt.status());
   if (prompt->empty()) return report_usage_error(cmd, "the prompt encodes to no tokens");
 
@@ -180,6 +209,7 @@ int run_generate(const GenerateOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
   mo.max_seq_len = static_cast<int64_t>(prompt->size()) + o.max_tokens;
+  if (ep) mo.expert_exchange = &ep->exchange();
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
@@ -213,15 +243,33 @@ int run_generate(const GenerateOptions& o) {
   int n_decode_steps = 0;
   double decode_s = 0.0;
   int32_t token = 0;
-  while (n_generated < o.max_tokens) {
-    token = sampler.sample({out.logits.row(0), n_sampled}, params, static_cast<uint64_t>(n_generated));
-    ++n_generated;
-    if (token == eos_model || token == eos_tok) break;
-    Result<std::string> piece = detok.push(token);
-    if (!piece.ok()) return report_error(cmd, piece.status());
-    std::fwrite(piece->data(), 1, piece->size(), stdout);
-    std::fflush(stdout);
-    if (n_generated == o.max_tokens) break;
+  bool done = o.max_tokens == 0;
+  while (true) {
+    if (!done) {
+      token = sampler.sample({out.logits.row(0), n_sampled}, params, static_cast<uint64_t>(n_generated));
+      ++n_generated;
+      if (token == eos_model || token == eos_tok) {
+        done = true;
+      } else {
+        Result<std::string> piece = detok.push(token);
+        if (!piece.ok()) return report_error(cmd, piece.status());
+        std::fwrite(piece->data(), 1, piece->size(), stdout);
+        std::fflush(stdout);
+        done = n_generated == o.max_tokens;
+      }
+    }
+    if (ep) {
+      if (!ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
+      Result<bool> any = any_rank_active(ep->comm(), !done);
+      if (!any.ok()) return report_error(cmd, any.status());
+      if (!*any) break;
+      if (done) {
+        if (Status st = m.forward_idle(); !st.ok()) return report_error(cmd, st);
+        continue;
+      }
+    } else if (done) {
+      break;
+    }
     const double t0 = now_seconds();
     ForwardRequest step{&seq, {&token, 1}, false};
     if (Status st = m.forward({&step, 1}, out); !st.ok()) return report_error(cmd, st);
@@ -268,6 +316,14 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   add_speculative_option(sub, o->speculative_config);
+  sub->add_flag("--expert-parallel", o->expert_parallel,
+                "Run under mpirun: each rank its own prompt, only its experts; MoE layers meet over MPI");
+  sub->add_option(
+      "--rank-prompt", o->rank_prompts,
+      "R=text: rank R generates this prompt instead of --prompt (with --expert-parallel; repeatable)");
+  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts, "Extra expert copies placed by EPLB")
+      ->capture_default_str();
+  sub->add_option("--ep-expert-load", o->ep.expert_load, "Per-expert load l0,l1,... that EPLB balances");
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_generate(*o);

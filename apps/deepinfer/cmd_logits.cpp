@@ -1,6 +1,10 @@
 // deepinfer logits: run one sequence over given token ids (a prefill of the first N, then one
 // token at a time) and dump the logits (and optionally the MTP logits) as .npy for the reference.
+// With --expert-parallel (under mpirun) every rank runs its own sequence and the MoE layers meet
+// over MPI (docs/expert-parallel.md).
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -10,6 +14,8 @@
 #include "command_support.h"
 #include "commands.h"
 #include "engine/model_loader.h"
+#include "expert_parallel_option.h"
+#include "model/model_registry.h"
 #include "npy_writer.h"
 
 namespace ds::cli {
@@ -26,7 +32,38 @@ struct LogitsOptions {
   int threads = 0;
   std::string mla = "absorbed";
   std::string numerics = "production";
+  bool expert_parallel = false;
+  std::vector<std::string> rank_ids;  // "R=ids": rank R runs these ids instead of --ids
+  bool ep_stats = false;
+  ExpertParallelOptions ep;
 };
+
+// The ids this rank runs: --ids, or the --rank-ids entry "R=..." for this rank.
+std::string ids_for_rank(const LogitsOptions& o, int rank) {
+  const std::string key = std::to_string(rank) + "=";
+  for (const std::string& r : o.rank_ids)
+    if (r.compare(0, key.size(), key) == 0) return r.substr(key.size());
+  return o.ids;
+}
+
+// Ranks meet at every MoE layer: a rank with fewer main forwards than the others runs idle steps
+// after its own (ModelRunner::forward_idle); MTP forwards have no idle step yet, so their counts
+// must agree. Returns the most main forwards any rank runs.
+Result<int64_t> agree_on_steps(const MpiComm& comm, int64_t n_steps, int64_t n_mtp_steps) {
+  std::vector<int64_t> steps, mtp_steps;
+  DS_TRY(comm.allgather_i64(n_steps, steps));
+  DS_TRY(comm.allgather_i64(n_mtp_steps, mtp_steps));
+  for (size_t r = 0; r < mtp_steps.size(); ++r) {
+    if (mtp_steps[r] != n_mtp_steps) {
+      return Status(ErrorCode::invalid_argument, "--expert-parallel: rank " + std::to_string(comm.rank()) +
+                                                     " runs " + std::to_string(n_mtp_steps) +
+                                                     " MTP forward steps but rank " + std::to_string(r) +
+                                                     " runs " + std::to_string(mtp_steps[r]) +
+                                                     " (with --mtp-out give every rank as many ids)");
+    }
+  }
+  return *std::max_element(steps.begin(), steps.end());
+}
 
 // 64-token blocks, or the least multiple of 64 that splits no compression group (V4-Flash and
 // the V4 bench preset have ratio 128 layers; the block must hold whole groups).
@@ -84,8 +121,17 @@ Status run_mtp_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int3
 
 int run_logits(const LogitsOptions& o) {
   const std::string cmd = "logits";
+  std::unique_ptr<ExpertParallelRuntime> ep;
+  if (o.expert_parallel) {
+    Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir, o.ep);
+    if (!started.ok()) return report_error(cmd, started.status());
+    ep = std::move(*started);
+  } else if (!o.rank_ids.empty()) {
+    return report_usage_error(cmd, "--rank-ids needs --expert-parallel");
+  }
+  const int rank = ep ? ep->rank() : 0;
   std::vector<int32_t> ids;
-  if (!parse_ids(o.ids, ids))
+  if (!parse_ids(ids_for_rank(o, rank), ids))
     return report_usage_error(cmd, "--ids must be comma-separated non-negative integers");
   if (o.prefill < 0 || o.prefill > static_cast<int>(ids.size())) {
     return report_usage_error(cmd, "--prefill must be in [1, " + std::to_string(ids.size()) + "] (0 = all)");
@@ -103,6 +149,7 @@ int run_logits(const LogitsOptions& o) {
   mo.numerics = o.numerics;
   mo.mla_mode = o.mla == "plain" ? MlaMode::plain : MlaMode::absorbed;
   mo.max_seq_len = static_cast<int64_t>(ids.size());
+  if (ep) mo.expert_exchange = &ep->exchange();
   // no-bf16 drops V4's bf16 rounding points (the reference's --no-bf16) so the engine can be
   // compared with it at an f32-noise bound; V3 has no such points and ignores the options.
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
@@ -119,11 +166,31 @@ int run_logits(const LogitsOptions& o) {
       !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+  int64_t n_idle_steps = 0;
+  if (ep) {
+    const int64_t n_steps = 1 + static_cast<int64_t>(ids.size() - n_prefill);
+    const int64_t n_mtp = static_cast<int64_t>(ids.size()) - 1;
+    const int64_t n_mtp_steps = o.mtp_out_path.empty() || n_mtp == 0
+                                    ? 0
+                                    : 1 + n_mtp - std::min<int64_t>(static_cast<int64_t>(n_prefill), n_mtp);
+    Result<int64_t> most = agree_on_steps(ep->comm(), n_steps, n_mtp_steps);
+    if (!most.ok()) return report_error(cmd, most.status());
+    n_idle_steps = *most - n_steps;
+  }
+  // Under expert parallelism, rank 0 writes --out unless the path has {rank} (then every rank does).
+  const bool writes = rank == 0 || o.out_path.find("{rank}") != std::string::npos;
   std::vector<float> logits, hidden;
   if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden); !st.ok()) return report_error(cmd, st);
+  for (int64_t i = 0; i < n_idle_steps; ++i) {
+    if (Status st = m.forward_idle(); !st.ok()) return report_error(cmd, st);
+  }
+  if (ep && !ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
   const int64_t vocab = m.config().vocab_size;
   const int64_t n = static_cast<int64_t>(ids.size());
-  if (Status st = write_npy_f32(o.out_path, logits.data(), n, vocab); !st.ok()) return report_error(cmd, st);
+  if (writes) {
+    if (Status st = write_npy_f32(per_rank_path(o.out_path, rank), logits.data(), n, vocab); !st.ok())
+      return report_error(cmd, st);
+  }
 
   if (!o.mtp_out_path.empty()) {
     std::vector<float> mtp_logits;
@@ -132,10 +199,14 @@ int run_logits(const LogitsOptions& o) {
         return report_error(cmd, st);
       }
     }
-    if (Status st = write_npy_f32(o.mtp_out_path, mtp_logits.data(), n - 1, vocab); !st.ok()) {
-      return report_error(cmd, st);
+    if (ep && !ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
+    if (writes) {
+      if (Status st = write_npy_f32(per_rank_path(o.mtp_out_path, rank), mtp_logits.data(), n - 1, vocab);
+          !st.ok())
+        return report_error(cmd, st);
     }
   }
+  if (ep && o.ep_stats) std::printf("ep_stats %s\n", ep->stats_json().c_str());
   return 0;
 }
 
@@ -156,6 +227,19 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   sub->add_option("--mla", o->mla, "absorbed | plain attention form")->capture_default_str();
   sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
+  sub->add_flag("--expert-parallel", o->expert_parallel,
+                "Run under mpirun: each rank loads only its experts; MoE layers meet over MPI all-to-all");
+  sub->add_option("--rank-ids", o->rank_ids,
+                  "R=ids: rank R runs these ids instead of --ids (with --expert-parallel; repeatable)");
+  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts,
+                  "Extra expert copies placed by EPLB (ranks must divide experts + R)")
+      ->capture_default_str();
+  sub->add_option("--ep-nodes", o->ep.n_nodes, "Machines, for EPLB's hierarchical policy")
+      ->capture_default_str();
+  sub->add_option("--ep-expert-load", o->ep.expert_load,
+                  "Per-expert load l0,l1,... that EPLB balances (default: uniform)");
+  sub->add_flag("--ep-stats", o->ep_stats,
+                "Print one 'ep_stats {json}' line per rank (expert rows, bytes, time)");
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_logits(*o);

@@ -22,12 +22,16 @@
 #include "engine/engine.h"
 #include "engine/model_loader.h"
 #include "engine/testing/scripted_output_runner.h"
+#include "ep_metrics.h"
+#include "expert_parallel_option.h"
 #include "http/http_server.h"
 #include "http/metrics_registry.h"
 #include "http/serving_metrics.h"
 #include "kv_tier_metrics.h"
 #include "kv_tier_options.h"
 #include "kvcache/kv_event_publisher.h"
+#include "model/model_registry.h"
+#include "parallel/ep_step_runner.h"
 #include "pd_roles.h"
 #include "recipe/conversion_options.h"
 #include "recipe/encoding.h"
@@ -79,6 +83,8 @@ struct ServeOptions {
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
   std::string speculative_config;       // --speculative-config JSON ("" = off)
   PdOptions pd;                         // --role and the KV transfer flags (docs/pd.md)
+  bool expert_parallel = false;         // under mpirun: rank R serves on --port + R
+  ExpertParallelOptions ep;
 };
 
 // Blocks SIGINT/SIGTERM in this thread (and every thread it starts later), so sigwait() can take
@@ -102,16 +108,30 @@ int run_serve(const ServeOptions& o) {
   if (o.max_waiting < 1) return report_usage_error(cmd, "--max-waiting must be >= 1");
   if (o.limits.max_messages < 1 || o.limits.max_stop_bytes < 1 || o.limits.max_tokens_cap < 1 ||
       o.limits.max_choices < 1)
-    return report_usage_error(cmd, "--max-messages, --max-stop-bytes, --max-tokens-cap and --max-choices must be >= 1");
+    return report_usage_error(
+        cmd, "--max-messages, --max-stop-bytes, --max-tokens-cap and --max-choices must be >= 1");
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
   if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
   Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
   if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
 
+  // Expert parallelism (docs/expert-parallel.md): one HTTP front per rank on --port + rank (put
+  // `deepinfer route` in front), each rank its own engine; the ranks step in lockstep (EpStepRunner).
+  std::unique_ptr<ExpertParallelRuntime> ep;
+  if (o.expert_parallel) {
+    if (speculative->enabled() || !o.testing_scripted_output.empty())
+      return report_usage_error(cmd,
+                                "--expert-parallel runs without --speculative-config and scripted outputs");
+    Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir, o.ep);
+    if (!started.ok()) return report_error(cmd, started.status());
+    ep = std::move(*started);
+    if (o.port != 0 && o.port + ep->n_ranks() - 1 > 65535)
+      return report_usage_error(cmd, "--port + ranks - 1 must be <= 65535");
+  }
   server::ServerConfig server_config;
   server_config.host = o.host;
-  server_config.port = static_cast<uint16_t>(o.port);
+  server_config.port = static_cast<uint16_t>(o.port != 0 && ep ? o.port + ep->rank() : o.port);
   server_config.n_io_threads = o.io_threads;
   server_config.max_body_bytes = o.max_body_bytes;
   server_config.max_connections = o.max_connections;
@@ -146,8 +166,15 @@ int run_serve(const ServeOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
   mo.max_seq_len = max_model_len;
+  if (ep) mo.expert_exchange = &ep->exchange();
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
+  EpStepRunner* ep_runner = nullptr;
+  if (ep) {
+    auto wrapped = std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange());
+    ep_runner = wrapped.get();
+    *model = std::move(wrapped);
+  }
   if (!o.testing_scripted_output.empty()) {
     Result<std::vector<testing::OutputScript>> scripts =
         testing::load_output_scripts(o.testing_scripted_output, *tok);
@@ -208,6 +235,10 @@ int run_serve(const ServeOptions& o) {
          .generation_tokens = static_cast<double>(s.generation_tokens_total)});
   });
   if (engine_config.kv_tiers.open) add_kv_tier_metrics(registry, eng);
+  if (ep_runner != nullptr) {
+    add_ep_metrics(registry, *ep_runner, ep->rank(), ep->n_ranks(),
+                   ep->exchange().placement().local_experts(ep->rank()));
+  }
   add_spec_decode_metrics(registry, eng);
   const Logger log(LogLevel::info);
   const int64_t started_unix_s =
@@ -368,6 +399,12 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   add_kv_tier_options(sub, o->kv_tiers);
   add_speculative_option(sub, o->speculative_config);
   add_pd_options(sub, o->pd);
+  sub->add_flag(
+      "--expert-parallel", o->expert_parallel,
+      "Run under mpirun: rank R serves on --port + R with only its experts; ranks step in lockstep");
+  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts, "Extra expert copies placed by EPLB")
+      ->capture_default_str();
+  sub->add_option("--ep-expert-load", o->ep.expert_load, "Per-expert load l0,l1,... that EPLB balances");
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,
                   "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
                   "tokens (docs/server.md, scripted output); never use in production")

@@ -32,9 +32,13 @@ class DecoderLayer {
  public:
   // Tensors under "model.layers.<layer_idx>."; MoE when cfg.is_moe_layer(layer_idx).
   static Result<DecoderLayer> load(const Checkpoint& ckpt, int layer_idx, const ModelConfig& cfg,
-                                   const MlaDims& dims, int block);
+                                   const MlaDims& dims, int block, const ExpertExchange* ep = nullptr);
 
   bool is_moe() const { return moe_.has_value(); }
+  // An expert-parallel idle step: the MoE (if any) with no rows (ModelRunner::forward_idle).
+  void moe_idle(const ForwardContext& ctx, LayerScratch& s) const {
+    if (moe_) moe_->forward(ctx, nullptr, 0, s.moe, nullptr);
+  }
 
   // x: [batch.n_rows, hidden], updated in place (the residual stream).
   void forward(const ForwardContext& ctx, MlaMode mode, const AttentionBatch& batch,

@@ -48,6 +48,7 @@ DeepSeekV3::DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
+  ctx_.expert_exchange = opts.expert_exchange;
 }
 
 Result<std::unique_ptr<DeepSeekV3>> DeepSeekV3::load(const std::string& dir, const ModelOptions& opts) {
@@ -85,7 +86,8 @@ Status DeepSeekV3::build() {
                       Embedding::load(ckpt_, "model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   layers_.reserve(static_cast<size_t>(c.num_hidden_layers));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    DS_ASSIGN_OR_RETURN(DecoderLayer layer, DecoderLayer::load(ckpt_, l, c, dims_, block));
+    DS_ASSIGN_OR_RETURN(DecoderLayer layer,
+                        DecoderLayer::load(ckpt_, l, c, dims_, block, opts_.expert_exchange));
     layers_.push_back(std::move(layer));
   }
   DS_ASSIGN_OR_RETURN(final_norm_, load_f32(ckpt_, "model.norm.weight", Shape{c.hidden_size}));
@@ -236,6 +238,11 @@ void DeepSeekV3::fill_hidden(std::span<const ForwardRequest> requests, LogitsOut
   } else {
     std::memcpy(out.hidden.data(), hidden_sel_.data(), static_cast<size_t>(RH * H) * sizeof(float));
   }
+}
+
+Status DeepSeekV3::forward_idle() {
+  for (const DecoderLayer& layer : layers_) layer.moe_idle(ctx_, layer_scratch_);
+  return ok_status();
 }
 
 Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {

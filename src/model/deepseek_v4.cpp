@@ -42,6 +42,7 @@ DeepSeekV4::DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
+  ctx_.expert_exchange = opts.expert_exchange;
 }
 
 Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(const std::string& dir, const ModelOptions& opts,
@@ -71,7 +72,7 @@ Status DeepSeekV4::build() {
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
-                                                 c.is_hash_layer(l)));
+                                                 c.is_hash_layer(l), opts_.expert_exchange));
     layers_.push_back(std::move(b));
   }
   if (v41_) {
@@ -182,6 +183,11 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
     DS_TRY(block_check_.add(static_cast<int32_t>(r), seq->block_table, first_written, base + n, kv_config_));
   }
   return block_check_.check_conflicts();
+}
+
+Status DeepSeekV4::forward_idle() {
+  for (const V4Block& layer : layers_) layer.ffn_idle(ctx_, num_, scratch_);
+  return ok_status();
 }
 
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {

@@ -1,4 +1,5 @@
-// What every block's forward needs besides its weights: the kernel path and the worker threads.
+// What every block's forward needs besides its weights: the kernel path, the worker threads and,
+// under expert parallelism, the exchange the MoE layers send their routed rows through.
 #pragma once
 
 #include "base/thread_pool.h"
@@ -6,9 +7,13 @@
 
 namespace ds {
 
+class ExpertExchange;
+
 struct ForwardContext {
   Isa isa = Isa::reference;
   ThreadPool* pool = nullptr;  // never null during a forward
+  // Set under expert parallelism (not owned; outlives the model): where routed experts run.
+  ExpertExchange* expert_exchange = nullptr;
 };
 
 }  // namespace ds

@@ -10,6 +10,8 @@
 
 namespace ds {
 
+class ExpertExchange;
+
 // Absorbed MLA (q_nope·W_uk against the latent cache, W_uv after) is the default for prefill and
 // decode: every token then runs the same arithmetic whatever the chunking, which the engine's
 // batch invariance relies on. Plain (K/V up-projected from the cache, standard multi-head
@@ -33,6 +35,9 @@ struct ModelOptions {
   // (the model module does not read tokenizers: engine/model_loader.h does it). Null for models
   // without Engram; a V4.1 checkpoint with Engram refuses to load without it.
   std::shared_ptr<const std::vector<int32_t>> engram_token_map;
+  // Expert parallelism (docs/expert-parallel.md): not owned, outlives the model. When set, only
+  // the experts it owns are loaded and every MoE layer runs its routed experts through it.
+  ExpertExchange* expert_exchange = nullptr;
 };
 
 }  // namespace ds

@@ -87,6 +87,13 @@ class ModelRunner {
   // Not re-entrant: one forward at a time per model (scratch buffers are reused).
   virtual Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) = 0;
 
+  // Expert parallelism (docs/expert-parallel.md): a step with no rows of this rank's own, in which
+  // every MoE layer of the main model still takes part in its exchange (serving the rows other
+  // ranks send to this rank's experts). Ranks call forward or forward_idle in lockstep.
+  virtual Status forward_idle() {
+    return Status(ErrorCode::model_unsupported, "this model cannot run an idle expert-parallel step");
+  }
+
   // KV tiers (src/kvcache/tier_store.h): one block's bytes across every paged cache kind and layer
   // the engine uses (V3: MLA latents; V4: compressed entries and indexer keys; the MTP layer's only
   // with KvCacheConfig::mtp_layer), in a fixed order. kv_block_bytes() is 0 before init_kv_cache

@@ -1,6 +1,6 @@
 // Mixture of experts FFN (V3): router over n_routed experts, top-k experts per row plus the
-// shared experts. Rows are gathered per expert so each expert's matmuls run once for all its rows
-// (each expert's weights are streamed once per forward, whatever the batch).
+// shared experts. The routed rows go through moe_dispatch.h (grouped per expert, so each expert's
+// weights are streamed once per forward whatever the batch; or sent to their expert's rank).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +12,7 @@
 #include "model/dense_mlp.h"
 #include "model/forward_context.h"
 #include "model/linear.h"
+#include "model/moe_dispatch.h"
 #include "model/moe_router.h"
 #include "tensor/tensor.h"
 #include "weights/checkpoint.h"
@@ -23,34 +24,31 @@ struct MoeScratch {
   TensorF32 gate_logits;            // [n_rows, n_experts]
   std::vector<int32_t> expert_idx;  // [n_rows, top_k]
   std::vector<float> expert_w;      // [n_rows, top_k]
-  std::vector<int32_t> slot_begin;  // [n_experts + 1]: expert e owns slots [slot_begin[e], slot_begin[e+1])
-  std::vector<int32_t> slot_row;    // [n_rows · top_k]: batch row of each slot, grouped by expert
-  std::vector<float> slot_w;        // [n_rows · top_k]
-  std::vector<int32_t> fill;        // [n_experts]
-  TensorF32 xe;                     // [rows of one expert, hidden] gathered inputs
-  TensorF32 ye;                     // [rows of one expert, hidden] expert outputs
+  std::vector<float> y_choice;      // [n_rows · top_k, hidden] each choice's expert output
+  MoeDispatchScratch dispatch;
   MlpScratch mlp;
   RouterScratch router;
 };
 
 class Moe {
  public:
-  // prefix = "model.layers.N.mlp".
+  // prefix = "model.layers.N.mlp". With `ep`, only the experts it owns are loaded.
   static Result<Moe> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& cfg,
-                          int block);
+                          int block, const ExpertExchange* ep = nullptr);
 
   const RouterConfig& router() const { return router_; }
 
   // x: [n_rows, hidden]; out: [n_rows, hidden] = shared(x) + Σ_k w_k · expert_k(x), the routed
-  // terms added in ascending expert id for every row (a fixed order, whatever the batch).
+  // terms added in ascending expert id for every row (a fixed order, whatever the batch). Under
+  // expert parallelism every rank calls it at every layer, with n_rows == 0 when idle.
   void forward(const ForwardContext& ctx, const float* x, int64_t n_rows, MoeScratch& s, float* out) const;
 
  private:
   int64_t hidden_ = 0;
   RouterConfig router_;
-  Linear gate_;              // [n_experts, hidden]
-  std::vector<float> bias_;  // e_score_correction_bias [n_experts]; empty when absent
-  std::vector<DenseMlp> experts_;
+  Linear gate_;                    // [n_experts, hidden]
+  std::vector<float> bias_;        // e_score_correction_bias [n_experts]; empty when absent
+  std::vector<DenseMlp> experts_;  // [n_experts]; those another rank owns are left empty
   std::optional<DenseMlp> shared_;
 };
 

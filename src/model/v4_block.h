@@ -25,7 +25,7 @@ class V4Block {
  public:
   // `<prefix>` = "layers.N." / "mtp.K."; `spec`: the layer's role (weights/layer_spec.h).
   static Result<V4Block> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                              const LayerSpec& spec, bool hash_layer);
+                              const LayerSpec& spec, bool hash_layer, const ExpertExchange* ep = nullptr);
 
   // streams: [n_rows, hc, hidden], the rows of every sequence in `seqs` (consecutive, in order),
   // updated in place; pos, tokens: [n_rows]. The mHC mixing and norms run over all rows, the MoE
@@ -35,6 +35,10 @@ class V4Block {
   // V4.1: carried_pre [n_rows, hc] holds the pre the previous sublayer computed (block 0: the
   // one-hot (1, 0, .., 0)); each sublayer collapses with it and leaves its own, so after the last
   // block it is the final collapse's. nullptr for V4 (each sublayer uses its own pre).
+  // An expert-parallel idle step: the MoE with no rows (ModelRunner::forward_idle).
+  void ffn_idle(const ForwardContext& ctx, const V4Numerics& num, V4Scratch& scratch) const {
+    ffn_.forward(ctx, num, nullptr, 0, nullptr, nullptr, scratch);
+  }
   void forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
                const int32_t* pos, const int32_t* tokens, std::span<const V4SequenceRows> seqs,
                V4Scratch& scratch, double* carried_pre = nullptr) const;

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "base/assert.h"
 #include "kernels/matmul.h"
 
 namespace ds {
@@ -25,7 +26,7 @@ float softplus(float v) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log
 }  // namespace
 
 Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                          bool hash_layer) {
+                          bool hash_layer, const ExpertExchange* ep) {
   V4Moe m;
   m.hidden_ = c.hidden_size;
   m.n_experts_ = c.n_routed_experts;
@@ -51,10 +52,12 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
   if (c.is_v41()) {
     DS_ASSIGN_OR_RETURN(m.bias_vl_, load_f32_param(ckpt, prefix + "gate.bias_vl", Shape{m.n_experts_}));
   }
+  m.experts_.resize(static_cast<size_t>(m.n_experts_));
   for (int64_t e = 0; e < m.n_experts_; ++e) {
-    DS_ASSIGN_OR_RETURN(V4Expert ex, load_expert(ckpt, prefix + "experts." + std::to_string(e) + ".",
-                                                 m.hidden_, c.moe_intermediate_size, block));
-    m.experts_.push_back(std::move(ex));
+    if (ep != nullptr && !ep->owns_expert(static_cast<int32_t>(e))) continue;
+    DS_ASSIGN_OR_RETURN(m.experts_[static_cast<size_t>(e)],
+                        load_expert(ckpt, prefix + "experts." + std::to_string(e) + ".", m.hidden_,
+                                    c.moe_intermediate_size, block));
   }
   if (c.n_shared_experts > 0) {
     DS_ASSIGN_OR_RETURN(V4Expert ex,
@@ -174,58 +177,39 @@ void V4Moe::forward(const ForwardContext& ctx, const V4Numerics& num, const floa
                     const int32_t* tokens, float* out, V4Scratch& scratch) const {
   const int64_t d = hidden_, k_top = top_k_;
   float* logits = scratch_of(scratch.logits, n * n_experts_);
-  linear(ctx, gate_.w, x, n, d, logits, n_experts_);
+  if (n > 0) linear(ctx, gate_.w, x, n, d, logits, n_experts_);
   // chosen, weights: [n, top_k]
   std::vector<int32_t> chosen(static_cast<size_t>(n * k_top));
   float* weights = scratch_of(scratch.weights, n * k_top);
   for (int64_t t = 0; t < n; ++t)
     route(logits + t * n_experts_, tokens[t], chosen.data() + t * k_top, weights + t * k_top);
   // Each expert runs once over the rows that chose it (matmul rows are batch invariant, so a row's
-  // result equals running it alone); y_slot: [n, top_k, d] the expert output for each choice.
-  // by_expert: the n·top_k choices grouped by expert (ascending choice index within an expert);
-  // xs, ws, ys: their input rows, weights and outputs in that order.
+  // result equals running it alone, here or on another rank); y_slot: [n, top_k, d] the expert
+  // output for each choice, the weight already folded in before w2. The shared expert joins the
+  // routed groups in the same two pool dispatches (the runner is called once per forward).
   const int64_t n_choices = n * k_top;
-  std::vector<int64_t> first(static_cast<size_t>(n_experts_ + 1), 0),
-      by_expert(static_cast<size_t>(n_choices));
-  for (int64_t i = 0; i < n_choices; ++i) ++first[chosen[i] + 1];
-  for (int64_t e = 0; e < n_experts_; ++e) first[e + 1] += first[e];
-  {
-    std::vector<int64_t> fill(first.begin(), first.end() - 1);
-    for (int64_t i = 0; i < n_choices; ++i) by_expert[fill[chosen[i]]++] = i;
-  }
-  float* xs = scratch_of(scratch.xs, n_choices * d);
-  float* ws = scratch_of(scratch.ws, n_choices);
-  float* ys = scratch_of(scratch.ys, n_choices * d);
-  for (int64_t r = 0; r < n_choices; ++r) {
-    std::copy_n(x + (by_expert[r] / k_top) * d, d, xs + r * d);
-    ws[r] = weights[by_expert[r]];
-  }
-  std::vector<ExpertJob> jobs;
-  for (int64_t e = 0; e < n_experts_; ++e) {
-    const int64_t r0 = first[e], m = first[e + 1] - first[e];
-    if (m > 0) jobs.push_back(ExpertJob{&experts_[e], xs + r0 * d, m, ws + r0, true, ys + r0 * d});
-  }
+  const RoutedChoices choices{x, n, k_top, d, chosen.data(), weights};
   float* y_shared = scratch_of(scratch.y_shared, n * d);
-  for (const V4Expert& e : shared_)
-    jobs.push_back(ExpertJob{&e, x, n, nullptr, num.shared_expert_clamp, y_shared});
-  run_experts(ctx, num, jobs, scratch);
+  std::vector<ExpertJob> jobs;
+  auto run_local = [&](std::span<const ExpertRows> groups) {
+    for (const ExpertRows& g : groups) {
+      const V4Expert& e = experts_[static_cast<size_t>(g.expert)];
+      DS_ASSERT(e.width > 0, "rows sent to a rank that does not own their expert");
+      jobs.push_back(ExpertJob{&e, g.x, g.n_rows, g.weight, true, g.y});
+    }
+    if (n > 0) {
+      for (const V4Expert& e : shared_)
+        jobs.push_back(ExpertJob{&e, x, n, nullptr, num.shared_expert_clamp, y_shared});
+    }
+    run_experts(ctx, num, jobs, scratch);
+  };
   float* y_slot = scratch_of(scratch.y_slot, n_choices * d);  // every choice is written here
-  for (int64_t r = 0; r < n_choices; ++r) std::copy_n(ys + r * d, d, y_slot + by_expert[r] * d);
+  run_routed_experts(ctx, choices, n_experts_, run_local, scratch.dispatch, y_slot);
   // Per row: the routed outputs in ascending expert id (the reference's order), the shared last.
-  std::vector<int64_t> order(static_cast<size_t>(k_top));
-  for (int64_t t = 0; t < n; ++t) {
-    std::iota(order.begin(), order.end(), 0);
-    const int32_t* c = chosen.data() + t * k_top;
-    std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return c[a] < c[b]; });
-    float* o = out + t * d;
-    std::fill(o, o + d, 0.0f);
-    for (int64_t s : order) {
-      const float* y = y_slot + (t * k_top + s) * d;
-      for (int64_t i = 0; i < d; ++i) o[i] += y[i];
-    }
-    if (!shared_.empty()) {
-      for (int64_t i = 0; i < d; ++i) o[i] += y_shared[t * d + i];
-    }
+  std::fill(out, out + n * d, 0.0f);
+  combine_routed(choices, y_slot, /*apply_weight=*/false, out);
+  if (!shared_.empty()) {
+    for (int64_t i = 0; i < n * d; ++i) out[i] += y_shared[i];
   }
 }
 

@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "model/forward_context.h"
 #include "model/linear.h"
+#include "model/moe_dispatch.h"
 #include "model/v4_numerics.h"
 #include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
@@ -27,12 +28,14 @@ struct V4Expert {
 
 class V4Moe {
  public:
-  // `<prefix>` = "layers.N.ffn." / "mtp.K.ffn."; hash routing when `hash_layer`.
+  // `<prefix>` = "layers.N.ffn." / "mtp.K.ffn."; hash routing when `hash_layer`. With `ep`, only
+  // the routed experts it owns are loaded.
   static Result<V4Moe> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                            bool hash_layer);
+                            bool hash_layer, const ExpertExchange* ep = nullptr);
 
   // x: [n, hidden] normed FFN input, tokens [n] (hash routing) -> out [n, hidden]. x and out
-  // must not be in the MoE's scratch fields.
+  // must not be in the MoE's scratch fields. The routed rows go through moe_dispatch.h; under
+  // expert parallelism every rank calls this at every layer, with n == 0 when idle.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
                const int32_t* tokens, float* out, V4Scratch& scratch) const;
 
@@ -64,10 +67,10 @@ class V4Moe {
   float weight_norm_eps_ = 0;  // w / (Σw + eps): V4 0, V4.1 1e-20
   Linear gate_;
   std::vector<float> bias_;
-  std::vector<float> bias_vl_;    // V4.1: the bias of image-span tokens (no vision yet: unused)
-  std::vector<int32_t> tid2eid_;  // [vocab, top_k]
-  std::vector<V4Expert> experts_;
-  std::vector<V4Expert> shared_;  // 0 or 1
+  std::vector<float> bias_vl_;     // V4.1: the bias of image-span tokens (no vision yet: unused)
+  std::vector<int32_t> tid2eid_;   // [vocab, top_k]
+  std::vector<V4Expert> experts_;  // [n_experts]; those another rank owns are left empty
+  std::vector<V4Expert> shared_;   // 0 or 1
 };
 
 }  // namespace ds

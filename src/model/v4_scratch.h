@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/moe_dispatch.h"
+
 namespace ds {
 
 struct V4Scratch {
@@ -19,8 +21,9 @@ struct V4Scratch {
   std::vector<double> post, comb;  // double: see mix() in v4_mhc.cpp
   // V4Attention
   std::vector<float> qa, qr, q, kva, kv, new_kv, win_kv, o, z;
-  // V4Moe (g, u, h: one expert's hidden rows)
-  std::vector<float> logits, weights, y_slot, y_shared, xs, ws, ys, g, u, h;
+  // V4Moe (g, u, h: one expert's hidden rows; dispatch: the routed rows grouped by expert)
+  std::vector<float> logits, weights, y_slot, y_shared, g, u, h;
+  MoeDispatchScratch dispatch;
 };
 
 // v grown (never shrunk) to at least n elements; returns its data.

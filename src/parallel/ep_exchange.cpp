@@ -1,0 +1,153 @@
+#include "parallel/ep_exchange.h"
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <string>
+
+namespace ds {
+
+namespace {
+
+// Dispatch record: {int32 expert, float weight, float row[hidden]}.
+constexpr int64_t kRecordHeaderBytes = 8;
+
+// displacements [n] of byte counts [n]; false when the total does not fit MPI's int counts.
+bool displacements(const std::vector<int>& counts, std::vector<int>& displs) {
+  displs.resize(counts.size());
+  int64_t at = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = static_cast<int>(at);
+    at += counts[r];
+    if (at > INT_MAX) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Result<MpiExpertExchange> MpiExpertExchange::create(const MpiComm& comm, ExpertPlacement placement) {
+  if (placement.n_ranks != comm.size()) {
+    return Status(ErrorCode::internal, "expert placement for " + std::to_string(placement.n_ranks) +
+                                           " ranks on a communicator of " + std::to_string(comm.size()));
+  }
+  return MpiExpertExchange(comm, std::move(placement));
+}
+
+MpiExpertExchange::MpiExpertExchange(const MpiComm& comm, ExpertPlacement placement)
+    : comm_(&comm), placement_(std::move(placement)) {
+  stats_.expert_rows.assign(static_cast<size_t>(placement_.n_experts()), 0);
+}
+
+bool MpiExpertExchange::owns_expert(int32_t expert) const { return placement_.holds(comm_->rank(), expert); }
+
+void MpiExpertExchange::run(const RoutedChoices& in, const LocalExpertRunner& run_local, float* y_choice) {
+  if (status_.ok()) status_ = exchange(in, run_local, y_choice);
+  if (!status_.ok()) {
+    const int64_t n = in.n_rows * in.top_k * in.hidden;
+    std::fill(y_choice, y_choice + n, std::numeric_limits<float>::quiet_NaN());
+  }
+}
+
+Status MpiExpertExchange::alltoallv(const std::vector<char>& send, const std::vector<int>& send_bytes,
+                                    std::vector<char>& recv, const std::vector<int>& recv_bytes) {
+  std::vector<int> send_displs, recv_displs;
+  if (!displacements(send_bytes, send_displs) || !displacements(recv_bytes, recv_displs)) {
+    return Status(ErrorCode::transport_io, "expert all-to-all over 2 GiB in one layer (split the batch)");
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  DS_TRY(comm_->alltoallv_bytes(send.data(), send_bytes, send_displs, recv.data(), recv_bytes, recv_displs));
+  stats_.alltoall_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.bytes_sent += static_cast<int64_t>(send.size());
+  stats_.bytes_received += static_cast<int64_t>(recv.size());
+  return ok_status();
+}
+
+Status MpiExpertExchange::exchange(const RoutedChoices& in, const LocalExpertRunner& run_local,
+                                   float* y_choice) {
+  const int n_ranks = comm_->size();
+  const int64_t d = in.hidden, n_choices = in.n_rows * in.top_k;
+  const int64_t record_bytes = kRecordHeaderBytes + d * static_cast<int64_t>(sizeof(float));
+  const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
+  ++stats_.exchanges;
+  stats_.rows_sent += n_choices;
+
+  // Dispatch order: by destination rank, ascending choice index within a rank (a stable sort).
+  // An expert with copies is served by one per row, taken in turn by (this rank + row): which copy
+  // computes a row never changes its bits (the copies hold the same weights).
+  send_records_.assign(static_cast<size_t>(n_ranks), 0);
+  dest_.resize(static_cast<size_t>(n_choices));
+  for (int64_t c = 0; c < n_choices; ++c) {
+    const int32_t e = in.expert[c];
+    if (e < 0 || e >= placement_.n_experts()) {
+      return Status(ErrorCode::internal, "routed expert " + std::to_string(e) + " outside the placement");
+    }
+    dest_[c] = placement_.rank_for(e, comm_->rank() + c / in.top_k);
+    ++send_records_[static_cast<size_t>(dest_[c])];
+  }
+  std::vector<int64_t> fill(static_cast<size_t>(n_ranks) + 1, 0);
+  for (int r = 0; r < n_ranks; ++r) fill[r + 1] = fill[r] + send_records_[r];
+  send_order_.resize(static_cast<size_t>(n_choices));
+  for (int64_t c = 0; c < n_choices; ++c) send_order_[fill[dest_[c]]++] = c;
+
+  send_buf_.resize(static_cast<size_t>(n_choices * record_bytes));
+  for (int64_t i = 0; i < n_choices; ++i) {
+    const int64_t c = send_order_[i];
+    char* rec = send_buf_.data() + i * record_bytes;
+    std::memcpy(rec, &in.expert[c], 4);
+    std::memcpy(rec + 4, &in.weight[c], 4);
+    std::memcpy(rec + kRecordHeaderBytes, in.x + (c / in.top_k) * d, static_cast<size_t>(row_bytes));
+  }
+  recv_records_.assign(static_cast<size_t>(n_ranks), 0);
+  DS_TRY(comm_->alltoall_counts(send_records_, recv_records_));
+  int64_t n_recv = 0;
+  std::vector<int> send_bytes(static_cast<size_t>(n_ranks)), recv_bytes(static_cast<size_t>(n_ranks));
+  for (int r = 0; r < n_ranks; ++r) {
+    n_recv += recv_records_[r];
+    if (static_cast<int64_t>(send_records_[r]) * record_bytes > INT_MAX ||
+        static_cast<int64_t>(recv_records_[r]) * record_bytes > INT_MAX) {
+      return Status(ErrorCode::transport_io, "expert all-to-all over 2 GiB to one rank (split the batch)");
+    }
+    send_bytes[r] = static_cast<int>(send_records_[r] * record_bytes);
+    recv_bytes[r] = static_cast<int>(recv_records_[r] * record_bytes);
+  }
+  recv_buf_.resize(static_cast<size_t>(n_recv * record_bytes));
+  DS_TRY(alltoallv(send_buf_, send_bytes, recv_buf_, recv_bytes));
+
+  // The received records (source rank ascending) as one batch of top_k = 1 choices; the local
+  // grouped path runs each owned expert once over all of them.
+  std::vector<float> x_recv(static_cast<size_t>(n_recv * d)), w_recv(static_cast<size_t>(n_recv));
+  recv_expert_.resize(static_cast<size_t>(n_recv));
+  for (int64_t i = 0; i < n_recv; ++i) {
+    const char* rec = recv_buf_.data() + i * record_bytes;
+    std::memcpy(&recv_expert_[i], rec, 4);
+    std::memcpy(&w_recv[i], rec + 4, 4);
+    std::memcpy(x_recv.data() + i * d, rec + kRecordHeaderBytes, static_cast<size_t>(row_bytes));
+    if (!owns_expert(recv_expert_[i])) {
+      return Status(ErrorCode::invalid_argument, "rank " + std::to_string(comm_->rank()) +
+                                                     " got rows for expert " +
+                                                     std::to_string(recv_expert_[i]) +
+                                                     " it does not own (ranks disagree on the placement)");
+    }
+    ++stats_.expert_rows[static_cast<size_t>(recv_expert_[i])];
+  }
+  const RoutedChoices received{x_recv.data(), n_recv, 1, d, recv_expert_.data(), w_recv.data()};
+  std::vector<char> y_recv(static_cast<size_t>(n_recv * row_bytes));
+  run_experts_here(received, placement_.n_experts(), run_local, groups_,
+                   reinterpret_cast<float*>(y_recv.data()));
+
+  // Combine: the outputs go back in the records' order; the sender puts each at its choice.
+  for (int r = 0; r < n_ranks; ++r) {
+    send_bytes[r] = static_cast<int>(recv_records_[r] * row_bytes);
+    recv_bytes[r] = static_cast<int>(send_records_[r] * row_bytes);
+  }
+  std::vector<char> y_back(static_cast<size_t>(n_choices * row_bytes));
+  DS_TRY(alltoallv(y_recv, send_bytes, y_back, recv_bytes));
+  for (int64_t i = 0; i < n_choices; ++i) {
+    std::memcpy(y_choice + send_order_[i] * d, y_back.data() + i * row_bytes, static_cast<size_t>(row_bytes));
+  }
+  return ok_status();
+}
+
+}  // namespace ds

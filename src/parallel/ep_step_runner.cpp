@@ -1,0 +1,88 @@
+#include "parallel/ep_step_runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace ds {
+
+namespace {
+// How long an idle rank waits between ticks when no rank has work: the latency a busy rank's step
+// can wait for an idle peer to join, against the CPU an idle server spends polling.
+constexpr auto kIdleTickInterval = std::chrono::microseconds(500);
+}  // namespace
+
+EpStepRunner::EpStepRunner(std::unique_ptr<ModelRunner> inner, const MpiComm& comm,
+                           MpiExpertExchange& exchange)
+    : inner_(std::move(inner)), comm_(comm), exchange_(exchange) {
+  pump_ = std::thread([this] { pump(); });
+}
+
+EpStepRunner::~EpStepRunner() {
+  stop_.store(true);
+  if (pump_.joinable()) pump_.join();
+}
+
+Result<bool> EpStepRunner::tick(bool has_rows) {
+  std::vector<int64_t> all;
+  DS_TRY(comm_.allgather_i64(has_rows ? 1 : 0, all));
+  return std::any_of(all.begin(), all.end(), [](int64_t v) { return v != 0; });
+}
+
+Status EpStepRunner::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
+  engine_waiting_.fetch_add(1);
+  std::lock_guard<std::mutex> lock(mu_);
+  engine_waiting_.fetch_sub(1);
+  DS_TRY(tick(true).status());
+  Status st = inner_->forward(requests, out);
+  if (st.ok() && !exchange_.status().ok()) return exchange_.status();
+  return st;
+}
+
+void EpStepRunner::pump() {
+  while (!stop_.load()) {
+    // The engine's step goes first: its tick counts as this rank's.
+    if (engine_waiting_.load() > 0) {
+      std::this_thread::yield();
+      continue;
+    }
+    bool any = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!pump_status_.ok()) return;
+      Result<bool> t = tick(false);
+      if (!t.ok()) {
+        pump_status_ = t.status();
+        return;
+      }
+      any = *t;
+      if (any) {
+        ++n_idle_steps_;
+        Status st = inner_->forward_idle();
+        if (st.ok()) st = exchange_.status();
+        if (!st.ok()) {
+          pump_status_ = st;
+          return;
+        }
+      }
+    }
+    if (!any) std::this_thread::sleep_for(kIdleTickInterval);
+  }
+}
+
+Status EpStepRunner::pump_status() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return pump_status_;
+}
+
+EpStats EpStepRunner::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exchange_.stats();
+}
+
+int64_t EpStepRunner::n_idle_steps() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return n_idle_steps_;
+}
+
+}  // namespace ds

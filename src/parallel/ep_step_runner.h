@@ -1,0 +1,71 @@
+// The model as `serve --expert-parallel` runs it (docs/expert-parallel.md): every rank has its own
+// engine and requests, and the ranks step in lockstep. Each step is a "tick": every rank joins one
+// allgather of "I have rows"; when any rank has, every rank runs a forward in that tick — its real
+// one (the engine's) or forward_idle() — so the MoE layers always meet. The engine's forward joins
+// a tick from the executor thread; a pump thread joins ticks while this rank's engine is idle.
+// One mutex serializes both threads' MPI calls (MPI_THREAD_SERIALIZED).
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "model/model_runner.h"
+#include "parallel/ep_exchange.h"
+#include "parallel/mpi_comm.h"
+
+namespace ds {
+
+class EpStepRunner final : public ModelRunner {
+ public:
+  // inner's MoE layers must use `exchange`; comm and exchange outlive the runner. Starts the pump.
+  EpStepRunner(std::unique_ptr<ModelRunner> inner, const MpiComm& comm, MpiExpertExchange& exchange);
+  ~EpStepRunner() override;  // stops and joins the pump
+  EpStepRunner(const EpStepRunner&) = delete;
+  EpStepRunner& operator=(const EpStepRunner&) = delete;
+
+  const ModelConfig& config() const override { return inner_->config(); }
+  KvCacheLayout kv_cache_layout() const override { return inner_->kv_cache_layout(); }
+  Status init_kv_cache(const KvCacheConfig& cfg) override { return inner_->init_kv_cache(cfg); }
+  const KvCacheConfig& kv_cache_config() const override { return inner_->kv_cache_config(); }
+  Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) override;
+  int64_t kv_block_bytes() const override { return inner_->kv_block_bytes(); }
+  std::string kv_layout_tag() const override { return inner_->kv_layout_tag(); }
+  Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override {
+    return inner_->export_kv_block(block_id, out);
+  }
+  Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override {
+    return inner_->import_kv_block(block_id, in);
+  }
+  bool has_mtp() const override { return inner_->has_mtp(); }
+  // No idle MTP step yet: MTP drafting is off under expert parallelism.
+  bool supports_mtp_drafting() const override { return false; }
+  Status forward_mtp(std::span<const MtpRequest>, LogitsOutput&) override {
+    return Status(ErrorCode::model_unsupported, "MTP forwards are not supported under --expert-parallel");
+  }
+
+  // The first MPI or exchange failure of the pump (the engine's forwards return theirs).
+  Status pump_status() const;
+  // A copy of the exchange's counters, taken between steps (any thread; for /metrics).
+  EpStats stats() const;
+  // Ticks in which this rank ran forward_idle() for the other ranks.
+  int64_t n_idle_steps() const;
+
+ private:
+  // One tick: allgather `has_rows`; true when any rank has rows. Call with mu_ held.
+  Result<bool> tick(bool has_rows);
+  void pump();
+
+  std::unique_ptr<ModelRunner> inner_;
+  const MpiComm& comm_;
+  MpiExpertExchange& exchange_;
+  mutable std::mutex mu_;  // guards every MPI call, inner_'s forwards and pump_status_
+  Status pump_status_;
+  int64_t n_idle_steps_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int> engine_waiting_{0};  // engine forwards waiting for mu_
+  std::thread pump_;
+};
+
+}  // namespace ds

@@ -1,0 +1,66 @@
+#include "parallel/expert_placement.h"
+
+#include <algorithm>
+#include <string>
+
+namespace ds {
+
+Result<ExpertPlacement> ExpertPlacement::contiguous(int64_t n_experts, int n_ranks) {
+  if (n_ranks < 1) return Status(ErrorCode::invalid_argument, "expert parallelism needs at least one rank");
+  if (n_experts < n_ranks) {
+    return Status(ErrorCode::invalid_argument,
+                  "expert parallelism over " + std::to_string(n_ranks) +
+                      " ranks needs at least as many routed experts (the model has " +
+                      std::to_string(n_experts) + ")");
+  }
+  ExpertPlacement p;
+  p.n_ranks = n_ranks;
+  p.holders.resize(static_cast<size_t>(n_experts));
+  const int64_t q = n_experts / n_ranks, r = n_experts % n_ranks;
+  int64_t e = 0;
+  for (int rank = 0; rank < n_ranks; ++rank) {
+    const int64_t n_own = q + (rank < r ? 1 : 0);
+    for (int64_t i = 0; i < n_own; ++i) p.holders[static_cast<size_t>(e++)] = {rank};
+  }
+  return p;
+}
+
+Result<ExpertPlacement> ExpertPlacement::from_eplb(const EplbPlacement& eplb, int64_t n_experts,
+                                                   int n_ranks) {
+  const int64_t n_slots = static_cast<int64_t>(eplb.slot_expert.size());
+  if (n_ranks < 1 || n_slots % n_ranks != 0) {
+    return Status(ErrorCode::invalid_argument,
+                  "EPLB slots do not divide over " + std::to_string(n_ranks) + " ranks");
+  }
+  ExpertPlacement p;
+  p.n_ranks = n_ranks;
+  p.holders.resize(static_cast<size_t>(n_experts));
+  for (int64_t s = 0; s < n_slots; ++s) {
+    const int32_t e = eplb.slot_expert[static_cast<size_t>(s)];
+    if (e < 0 || e >= n_experts)
+      return Status(ErrorCode::invalid_argument, "EPLB slot names an unknown expert");
+    p.holders[static_cast<size_t>(e)].push_back(static_cast<int32_t>(s / (n_slots / n_ranks)));
+  }
+  for (int64_t e = 0; e < n_experts; ++e) {
+    if (p.holders[static_cast<size_t>(e)].empty()) {
+      return Status(ErrorCode::invalid_argument,
+                    "EPLB placement leaves expert " + std::to_string(e) + " on no rank");
+    }
+  }
+  return p;
+}
+
+bool ExpertPlacement::holds(int rank, int32_t expert) const {
+  if (expert < 0 || expert >= n_experts()) return false;
+  const std::vector<int32_t>& h = holders[static_cast<size_t>(expert)];
+  return std::find(h.begin(), h.end(), rank) != h.end();
+}
+
+std::vector<int32_t> ExpertPlacement::local_experts(int rank) const {
+  std::vector<int32_t> out;
+  for (int64_t e = 0; e < n_experts(); ++e)
+    if (holds(rank, static_cast<int32_t>(e))) out.push_back(static_cast<int32_t>(e));
+  return out;
+}
+
+}  // namespace ds

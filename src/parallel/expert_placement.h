@@ -1,0 +1,36 @@
+// Which rank holds which routed expert (docs/expert-parallel.md). Pure bookkeeping, the same for
+// every MoE layer of a model, and the same on every rank (each computes it from the same inputs).
+// An expert may have several copies (EPLB's redundant experts); a routed row goes to one of them,
+// chosen by a key, and since the copies hold the same weights the choice never changes a result.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/status.h"
+#include "parallel/eplb.h"
+
+namespace ds {
+
+struct ExpertPlacement {
+  int n_ranks = 1;
+  std::vector<std::vector<int32_t>> holders;  // [n_experts] ranks holding a copy, in slot order
+
+  // Contiguous near-equal blocks, one copy each: with E = q·N + r, ranks 0..r-1 own q + 1
+  // experts, the rest q. invalid_argument when n_ranks < 1 or n_experts < n_ranks.
+  static Result<ExpertPlacement> contiguous(int64_t n_experts, int n_ranks);
+  // From an EPLB result: slot s on rank s / (n_physical / n_ranks).
+  static Result<ExpertPlacement> from_eplb(const EplbPlacement& eplb, int64_t n_experts, int n_ranks);
+
+  int64_t n_experts() const { return static_cast<int64_t>(holders.size()); }
+  bool holds(int rank, int32_t expert) const;
+  // The rank that computes expert `expert` for a row with this key (copies taken in turn).
+  int rank_for(int32_t expert, int64_t key) const {
+    const std::vector<int32_t>& h = holders[static_cast<size_t>(expert)];
+    return h[static_cast<size_t>(key % static_cast<int64_t>(h.size()))];
+  }
+  // The experts `rank` holds a copy of, ascending.
+  std::vector<int32_t> local_experts(int rank) const;
+};
+
+}  // namespace ds

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""`mpirun -np 2 deepinfer serve --expert-parallel` behind `deepinfer route` answers like one process.
+
+Usage: ep_serve_test.py DEEPINFER MPIRUN WORKDIR. One rank per HTTP front (--port + rank), each with
+its own engine; the ranks step in lockstep, an idle rank serving the others' experts. Concurrent
+greedy completions through the router (round robin over both ranks) and to each rank directly must
+give the texts a single-process server gives. Every server is stopped at the end.
+"""
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+DEEPINFER, MPIRUN, WORK = sys.argv[1:4]
+PROMPTS = ["Hello there", "Bonjour le monde", "Third prompt is longer than the others", "4", "Un, deux, trois"]
+WAIT_S = 60
+
+
+def free_ports(n):
+    """n consecutive free loopback ports (checked by binding; tolerable race)."""
+    for base in range(20000 + os.getpid() % 20000, 65000 - n, 7):
+        socks = []
+        try:
+            for p in range(base, base + n):
+                s = socket.socket()
+                s.bind(("127.0.0.1", p))
+                socks.append(s)
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    sys.exit("FAIL: no free ports")
+
+
+def wait_ready(port, proc):
+    deadline = time.time() + WAIT_S
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            sys.exit(f"FAIL: server exited early (rc {proc.returncode}):\n{proc.stderr.read()}")
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+            return
+        except Exception:
+            time.sleep(0.1)
+    sys.exit(f"FAIL: nothing answered on port {port} within {WAIT_S} s")
+
+
+def complete_all(ports):
+    out = [None] * len(PROMPTS)
+
+    def one(i):
+        body = json.dumps({"model": "m", "prompt": PROMPTS[i], "max_tokens": 8, "temperature": 0}).encode()
+        req = urllib.request.Request(f"http://127.0.0.1:{ports[i % len(ports)]}/v1/completions", body,
+                                     {"content-type": "application/json"})
+        out[i] = json.loads(urllib.request.urlopen(req, timeout=WAIT_S).read())["choices"][0]["text"]
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(PROMPTS))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if any(o is None for o in out):
+        sys.exit(f"FAIL: a request failed: {out}")
+    return out
+
+
+def parse_metrics(text):
+    """Prometheus text -> {"name{labels}": value}."""
+    out = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            out[key] = float(value)
+    return out
+
+
+def stop(proc):
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main():
+    shutil.rmtree(WORK, ignore_errors=True)
+    os.makedirs(WORK)
+    model = os.path.join(WORK, "model")
+    subprocess.run([DEEPINFER, "make-model", "--preset", "tiny", "--seed", "0", "--out", model], check=True,
+                   capture_output=True, timeout=WAIT_S)
+    procs = []
+    try:
+        port = free_ports(1)
+        single = subprocess.Popen([DEEPINFER, "serve", "--model", model, "--port", str(port), "--threads", "1"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(single)
+        wait_ready(port, single)
+        want = complete_all([port])
+        stop(single)
+
+        base = free_ports(3)
+        ep = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
+                               "--model", model, "--port", str(base), "--threads", "1"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(ep)
+        wait_ready(base, ep)
+        wait_ready(base + 1, ep)
+        got = complete_all([base, base + 1])
+        if got != want:
+            sys.exit(f"FAIL: ranks directly: {got}\nsingle process: {want}")
+        # One more request to rank 0 alone: rank 1 has nothing and must serve it with idle steps.
+        body = json.dumps({"model": "m", "prompt": PROMPTS[0], "max_tokens": 4, "temperature": 0}).encode()
+        urllib.request.urlopen(urllib.request.Request(f"http://127.0.0.1:{base}/v1/completions", body,
+                                                      {"content-type": "application/json"}), timeout=WAIT_S).read()
+        # Per-rank metrics: every routed row computed once, by a rank holding its expert; bytes moved.
+        metrics = [parse_metrics(urllib.request.urlopen(f"http://127.0.0.1:{p}/metrics", timeout=10).read().decode())
+                   for p in (base, base + 1)]
+        sent = sum(m.get("deepinfer:ep_rows_sent_total", 0) for m in metrics)
+        computed = sum(v for m in metrics for k, v in m.items() if k.startswith("deepinfer:ep_expert_rows_total{"))
+        if sent == 0 or sent != computed:
+            sys.exit(f"FAIL metrics: {sent} routed rows sent, {computed} computed: {metrics}")
+        if any(m.get('deepinfer:ep_alltoall_bytes_total{direction="sent"}', 0) <= 0 for m in metrics):
+            sys.exit(f"FAIL metrics: no all-to-all bytes: {metrics}")
+        if metrics[1].get("deepinfer:ep_idle_steps_total", 0) < 4:
+            sys.exit(f"FAIL metrics: rank 1 ran no idle steps for rank 0's request: {metrics[1]}")
+        router = subprocess.Popen([DEEPINFER, "route", "--model", model, "--port", str(base + 2), "--policy",
+                                   "round_robin", "--worker", f"http://127.0.0.1:{base}", "--worker",
+                                   f"http://127.0.0.1:{base + 1}"],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(router)
+        wait_ready(base + 2, router)
+        got = complete_all([base + 2])
+        if got != want:
+            sys.exit(f"FAIL: through the router: {got}\nsingle process: {want}")
+    finally:
+        for p in reversed(procs):
+            stop(p)
+    print("ep_serve: 2 ranks, directly and behind deepinfer route, answer like one process")
+
+
+if __name__ == "__main__":
+    main()
