@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "kernels/ref/matmul_ref.h"
 #include "tensor/dtype.h"
 
@@ -22,7 +24,6 @@ static void PrintTo(Isa isa, std::ostream* os) { *os << isa_name(isa); }
 
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::reference, Isa::avx2, Isa::avx512};
 constexpr WeightFormat kAllFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_e4m3_block};
 
 const char* format_name(WeightFormat f) {
@@ -506,6 +507,43 @@ TEST(Isa, NamesRoundTripAndBestIsSupported) {
   if (isa_supported(Isa::avx512)) {
     EXPECT_TRUE(isa_supported(Isa::avx2));
   }
+}
+
+// The one ISA list and the per-path tables: every supported path has a complete table naming
+// itself, and supported_isas() is exactly the supported entries of kAllIsas, reference first.
+TEST(Isa, EverySupportedPathHasACompleteTable) {
+  const std::vector<Isa> supported = supported_isas();
+  ASSERT_FALSE(supported.empty());
+  EXPECT_EQ(supported.front(), Isa::reference);
+  EXPECT_EQ(supported.back(), best_isa());
+  size_t n_supported = 0;
+  for (Isa isa : kAllIsas) {
+    if (!isa_supported(isa)) {
+      std::printf("[ SKIPPED  ] %s: not supported by this CPU\n", isa_name(isa).data());
+      continue;
+    }
+    ++n_supported;
+    const KernelTable& t = kernel_table(isa);
+    EXPECT_EQ(t.isa, isa);
+    const void* entries[] = {reinterpret_cast<const void*>(t.matmul_cols),
+                             reinterpret_cast<const void*>(t.rmsnorm),
+                             reinterpret_cast<const void*>(t.rmsnorm_f64),
+                             reinterpret_cast<const void*>(t.rope_rotate),
+                             reinterpret_cast<const void*>(t.silu_mul),
+                             reinterpret_cast<const void*>(t.softmax),
+                             reinterpret_cast<const void*>(t.mla_attention_absorbed),
+                             reinterpret_cast<const void*>(t.mha_attention),
+                             reinterpret_cast<const void*>(t.hadamard_rows),
+                             reinterpret_cast<const void*>(t.quant_sim_rows),
+                             reinterpret_cast<const void*>(t.compressor_entry),
+                             reinterpret_cast<const void*>(t.indexer_scores_range),
+                             reinterpret_cast<const void*>(t.sparse_attention_heads)};
+    for (const void* e : entries) EXPECT_NE(e, nullptr) << isa_name(isa);
+    EXPECT_GE(t.gemm_tile_m, 1);
+    EXPECT_GE(t.gemm_tile_n, 1);
+    EXPECT_GE(t.gemv_tile_n, 1);
+  }
+  EXPECT_EQ(n_supported, supported.size());
 }
 
 TEST(MatmulPlan, TilesAndTasksFollowShape) {

@@ -260,7 +260,7 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
       }
     }
   });
-  v4_rmsnorm(num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
+  v4_rmsnorm(ctx_.isa, num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
 
   const int64_t R = out.row_begin.back();
   out.hidden.reshape(Shape{R, d});  // [R, d] the rows that get logits
