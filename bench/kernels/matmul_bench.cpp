@@ -150,7 +150,7 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
         "--\n");
     ThreadPool pool1(1);
     for (WeightFormat f : opt.formats) {
-      const WeightSet ws(f, kBaselineShape.rows, kBaselineShape.cols, 1, opt.seed);
+      const WeightSet ws(f, kBaselineShape.rows, kBaselineShape.cols, 1, opt.seed, opt.fp8_pow2_scales);
       for (int64_t m : {int64_t{1}, int64_t{4}}) {
         const MatmulResult ref =
             run_case({&kBaselineShape, &ws, Isa::reference, &pool1, m, false, 3}, opt, peaks);
@@ -173,7 +173,8 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
       probe.format = f;
       probe.rows = shape.rows;
       probe.cols = shape.cols;
-      const WeightSet ws(f, shape.rows, shape.cols, copies_for_bytes(probe, opt.stream_bytes), opt.seed);
+      const WeightSet ws(f, shape.rows, shape.cols, copies_for_bytes(probe, opt.stream_bytes), opt.seed,
+                         opt.fp8_pow2_scales);
       for (Isa isa : opt.isas) {
         for (int t : opt.thread_counts) {
           for (int64_t m : opt.ms) {
