@@ -25,6 +25,8 @@ struct KernelTable {
 
   // matmul.h: single-threaded, output columns [n_begin, n_end); the plan's register tiles.
   void (*matmul_cols)(const MatmulArgs& args, int64_t n_begin, int64_t n_end) = nullptr;
+  // bf16 weights with MatmulArgs::bf16_activations (x rounded to bf16 first).
+  void (*matmul_cols_bf16x)(const MatmulArgs& args, int64_t n_begin, int64_t n_end) = nullptr;
   int gemm_tile_m = 1;  // rows of x per GEMM tile (m > 1)
   int gemm_tile_n = 1;  // rows of W per GEMM tile (m > 1)
   int gemv_tile_n = 1;  // rows of W per GEMV tile (m == 1)

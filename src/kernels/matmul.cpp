@@ -51,7 +51,10 @@ void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end
                 (args.w->scales_e8m0 != nullptr && args.w->block_rows == 1 && args.w->block_cols == 32 &&
                  args.w->cols % 32 == 0),
             "fp4 weight without E8M0 scales, with a block other than 1x32 or cols not a multiple of 32");
-  kernel_table(isa).matmul_cols(args, n_begin, n_end);
+  const KernelTable& table = kernel_table(isa);
+  if (args.bf16_activations && args.w->format == WeightFormat::bf16)
+    return table.matmul_cols_bf16x(args, n_begin, n_end);
+  table.matmul_cols(args, n_begin, n_end);
 }
 
 void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& args) {

@@ -1,5 +1,6 @@
 // The reference path's kernel table: the scalar definitions every vector path is tested against.
 #include "kernels/kernel_table.h"
+#include "kernels/matmul_bf16x.h"
 #include "kernels/ref/attention_ref.h"
 #include "kernels/ref/matmul_ref.h"
 #include "kernels/ref/ops_ref.h"
@@ -8,6 +9,10 @@
 
 namespace ds {
 namespace {
+
+void matmul_cols_bf16x_reference(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
+  matmul_cols_with_bf16_x(matmul_cols_ref, args, n_begin, n_end);
+}
 
 void sparse_attention_heads_ref(const SparseAttentionArgs& a, int64_t i, int32_t h_begin, int32_t h_end,
                                 float* scratch) {
@@ -18,6 +23,7 @@ void sparse_attention_heads_ref(const SparseAttentionArgs& a, int64_t i, int32_t
 constexpr KernelTable kTable{
     .isa = Isa::reference,
     .matmul_cols = matmul_cols_ref,
+    .matmul_cols_bf16x = matmul_cols_bf16x_reference,
     .rmsnorm = ref::rmsnorm,
     .rmsnorm_f64 = ref::rmsnorm_f64,
     .rope_rotate = ref::rope_rotate,

@@ -1,6 +1,7 @@
 // The avx2 path's kernel table. Compiled with avx2 flags, but building the table runs no vector
 // instruction (it is constant-initialised); its entries run only where isa_supported(Isa::avx2).
 #include "kernels/kernel_table.h"
+#include "kernels/matmul_bf16x.h"
 #include "kernels/ref/v4_rows_ref.h"
 #include "kernels/x86/avx2/attention_avx2.h"
 #include "kernels/x86/avx2/matmul_avx2.h"
@@ -10,6 +11,10 @@
 
 namespace ds {
 namespace {
+
+void matmul_cols_bf16x_avx2(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
+  matmul_cols_with_bf16_x(matmul_cols_avx2, args, n_begin, n_end);
+}
 
 constexpr int64_t kLanes = 8;
 
@@ -29,6 +34,7 @@ void quant_sim_rows_avx2(float* x, int64_t n_rows, int64_t n, int64_t ld, const 
 constexpr KernelTable kTable{
     .isa = Isa::avx2,
     .matmul_cols = matmul_cols_avx2,
+    .matmul_cols_bf16x = matmul_cols_bf16x_avx2,
     .gemm_tile_m = kAvx2TileM,
     .gemm_tile_n = kAvx2TileN,
     .gemv_tile_n = kAvx2GemvTileN,

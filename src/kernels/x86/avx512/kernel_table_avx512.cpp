@@ -4,6 +4,7 @@
 #include "kernels/ref/v4_rows_ref.h"
 #include "kernels/x86/avx512/attention_avx512.h"
 #include "kernels/x86/avx512/matmul_avx512.h"
+#include "kernels/x86/avx512/matmul_bf16dot_avx512.h"
 #include "kernels/x86/avx512/ops_avx512.h"
 #include "kernels/x86/avx512/v4_attention_avx512.h"
 #include "kernels/x86/avx512/v4_rows_avx512.h"
@@ -29,6 +30,7 @@ void quant_sim_rows_avx512(float* x, int64_t n_rows, int64_t n, int64_t ld, cons
 constexpr KernelTable kTable{
     .isa = Isa::avx512,
     .matmul_cols = matmul_cols_avx512,
+    .matmul_cols_bf16x = matmul_cols_bf16dot_avx512,
     .gemm_tile_m = kAvx512TileM,
     .gemm_tile_n = kAvx512TileN,
     .gemv_tile_n = kAvx512GemvTileN,
