@@ -48,6 +48,7 @@ DeepSeekV3::DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
+  ctx_.bf16_activations = opts.bf16_activations;
 }
 
 Result<std::unique_ptr<DeepSeekV3>> DeepSeekV3::load(const std::string& dir, const ModelOptions& opts) {

@@ -46,6 +46,7 @@ DeepSeekV4::DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   pool_ = std::make_unique<ThreadPool>(std::max(1, opts.n_threads));
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
+  ctx_.bf16_activations = opts.bf16_activations;
 }
 
 Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(const std::string& dir, const ModelOptions& opts,

@@ -27,6 +27,9 @@ struct ModelOptions {
   // The model's numerics options as `--numerics` spells them ("" = production); each model's
   // factory (model_registry.cpp) parses its own (V4: v4_numerics_options.h; docs/numerics.md).
   std::string numerics;
+  // `bf16_activations=on` in --numerics, taken out of the text by the registry for every model:
+  // bf16-weight linears round x to bf16 (vdpbf16ps on AVX-512 BF16). Off by default.
+  bool bf16_activations = false;
 };
 
 }  // namespace ds
