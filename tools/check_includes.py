@@ -17,7 +17,7 @@ ALLOWED = {
     "weights": {"base", "tensor"},
     "kvcache": {"base"},
     "tokenizer": {"base"},
-    "sampling": {"base", "tensor"},
+    "sampling": {"base", "tensor", "kernels"},  # kernels/isa.h only: the per-ISA loop tables
     "grammar": {"base", "tokenizer"},
     "model": {"base", "tensor", "kernels", "weights"},
     "engine": {"base", "tensor", "model", "kvcache", "tokenizer", "sampling", "grammar"},

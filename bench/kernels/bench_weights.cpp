@@ -1,6 +1,7 @@
 #include "bench_weights.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace ds::bench {
@@ -58,7 +59,8 @@ int64_t code_bytes(WeightFormat f, int64_t n) {
 
 }  // namespace
 
-WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copies, uint64_t seed) {
+WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copies, uint64_t seed,
+                     bool fp8_pow2_scales) {
   SplitMix64 rng(seed);
   const int64_t n = rows * cols;
   for (int c = 0; c < std::max(1, n_copies); ++c) {
@@ -88,7 +90,10 @@ WeightSet::WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copi
     w.data = data.data();
     if (format == WeightFormat::fp8_e4m3_block) {
       AlignedBuffer<float> scales(static_cast<size_t>(w.scale_rows() * w.scale_cols()));
-      for (size_t i = 0; i < scales.size(); ++i) scales[i] = 1e-3f * (1.5f + rng.next_signed_unit());
+      for (size_t i = 0; i < scales.size(); ++i) {
+        scales[i] = fp8_pow2_scales ? std::ldexp(1.0f, -11 + static_cast<int>(rng.next() & 3u))
+                                    : 1e-3f * (1.5f + rng.next_signed_unit());
+      }
       w.scales = scales.data();
       scales_.push_back(std::move(scales));
     }

@@ -39,7 +39,10 @@ void fill_signed_unit(float* x, int64_t n, uint64_t seed);
 // makes every call stream its weights from DRAM, as in decode.
 class WeightSet {
  public:
-  WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copies, uint64_t seed);
+  // fp8_pow2_scales: fp8 block scales that are powers of two (2^-11 .. 2^-8, V4's E8M0 scales),
+  // else any f32 around 1.5e-3 (V3's weight_scale_inv).
+  WeightSet(WeightFormat format, int64_t rows, int64_t cols, int n_copies, uint64_t seed,
+            bool fp8_pow2_scales = false);
 
   const std::vector<WeightMatrix>& matrices() const { return matrices_; }
   int64_t bytes_per_matrix() const { return matrices_.empty() ? 0 : matrices_[0].stored_bytes(); }

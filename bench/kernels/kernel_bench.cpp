@@ -73,6 +73,13 @@ int main(int argc, char** argv) try {
                "also the DeepSeek-V4 kernels (Hadamard, quant sims, compressor, indexer, sparse attention)");
   app.add_flag("--skip-matmul", skip_matmul, "norm/softmax/attention only");
   app.add_option("--seed", seed, "seed of the random weights and activations");
+  bool fp8_pow2_scales = false;
+  bool bf16_activations = false;
+  app.add_flag(
+      "--bf16-activations", bf16_activations,
+      "bf16 weights with x rounded to bf16 (vdpbf16ps on AVX-512 BF16); %FMA = of the bf16 dot peak");
+  app.add_flag("--fp8-pow2-scales", fp8_pow2_scales,
+               "fp8 block scales as powers of two (V4's E8M0 scales; the AVX-512 GEMV folds them into x)");
   CLI11_PARSE(app, argc, argv);
 
   const ds::bench::MachinePeaks peaks =
@@ -96,6 +103,8 @@ int main(int argc, char** argv) try {
     }
     mo.formats = parse_formats(format_names);
     mo.isas = isas;
+    mo.fp8_pow2_scales = fp8_pow2_scales;
+    mo.bf16_activations = bf16_activations;
     mo.ms = !ms.empty() ? ms : quick ? std::vector<int64_t>{1, 64} : std::vector<int64_t>{1, 4, 16, 64, 512};
     mo.thread_counts = thread_counts;
     mo.seed = seed;

@@ -60,6 +60,7 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
           a.w = &c.weights->matrices()[i];
           a.y = y.data();
           a.ldy = w0.rows;
+          a.bf16_activations = opt.bf16_activations;
           matmul(c.isa, *c.pool, a);
         }
       });
@@ -75,7 +76,10 @@ MatmulResult run_case(const CaseSpec& c, const MatmulBenchOptions& opt, const Ma
   r.weight_gbps = static_cast<double>(w0.stored_bytes()) / r.median_s * 1e-9;
   r.gflops = 2.0 * static_cast<double>(c.m * w0.rows * w0.cols) / r.median_s * 1e-9;
   const double bw = peaks.read_gbps.peak_at(r.n_threads);
-  const double fma = peaks.fp32_fma_roofline_gflops(r.n_threads);
+  const bool dot_peak = opt.bf16_activations && w0.format == WeightFormat::bf16 &&
+                        peaks.bf16_dot_roofline_gflops(r.n_threads) > 0 && c.isa == Isa::avx512;
+  const double fma =
+      dot_peak ? peaks.bf16_dot_roofline_gflops(r.n_threads) : peaks.fp32_fma_roofline_gflops(r.n_threads);
   r.pct_read_peak = bw > 0 ? 100.0 * r.weight_gbps / bw : 0;
   r.pct_fma_peak = fma > 0 ? 100.0 * r.gflops / fma : 0;
   return r;
@@ -150,7 +154,7 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
         "--\n");
     ThreadPool pool1(1);
     for (WeightFormat f : opt.formats) {
-      const WeightSet ws(f, kBaselineShape.rows, kBaselineShape.cols, 1, opt.seed);
+      const WeightSet ws(f, kBaselineShape.rows, kBaselineShape.cols, 1, opt.seed, opt.fp8_pow2_scales);
       for (int64_t m : {int64_t{1}, int64_t{4}}) {
         const MatmulResult ref =
             run_case({&kBaselineShape, &ws, Isa::reference, &pool1, m, false, 3}, opt, peaks);
@@ -173,7 +177,8 @@ std::vector<MatmulResult> run_matmul_bench(const MatmulBenchOptions& opt, const 
       probe.format = f;
       probe.rows = shape.rows;
       probe.cols = shape.cols;
-      const WeightSet ws(f, shape.rows, shape.cols, copies_for_bytes(probe, opt.stream_bytes), opt.seed);
+      const WeightSet ws(f, shape.rows, shape.cols, copies_for_bytes(probe, opt.stream_bytes), opt.seed,
+                         opt.fp8_pow2_scales);
       for (Isa isa : opt.isas) {
         for (int t : opt.thread_counts) {
           for (int64_t m : opt.ms) {

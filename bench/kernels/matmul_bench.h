@@ -39,7 +39,11 @@ struct MatmulBenchOptions {
   int n_warmup = 1;
   int n_runs = 5;  // at most this many timed runs per case, median reported
   int min_runs = 2;
-  double budget_s = 0.4;           // stop after min_runs once the timed runs took this long
+  double budget_s = 0.4;  // stop after min_runs once the timed runs took this long
+  bool fp8_pow2_scales = false;
+  // bf16 weights with activations rounded to bf16 (MatmulArgs::bf16_activations); %FMA then is of
+  // the bf16 dot-product (vdpbf16ps) peak where the CPU has one.
+  bool bf16_activations = false;   // fp8 block scales as powers of two (V4's E8M0), else any f32
   bool reference_baseline = true;  // scalar reference vs vector paths on one small shape, m = 1, 4
   uint64_t seed = 42;
 };

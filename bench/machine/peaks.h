@@ -83,6 +83,14 @@ struct MachinePeaks {
     if (n_threads <= 1) return r.one_thread_best;
     return std::max(r.all_threads_best, n_threads * r.one_thread_best);
   }
+  // The same for the bf16 dot product (vdpbf16ps), the peak of the bf16-activation GEMM; 0 where
+  // the CPU has no AVX512_BF16.
+  double bf16_dot_roofline_gflops(int n_threads) const {
+    const Rate& r = bf16_dot_gflops;
+    if (!r.available) return 0;
+    if (n_threads <= 1) return r.one_thread_best;
+    return std::max(r.all_threads_best, n_threads * r.one_thread_best);
+  }
 };
 
 // Measures every peak above with a pool of n_threads (>= 1) threads; takes a few seconds.

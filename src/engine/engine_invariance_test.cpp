@@ -25,13 +25,32 @@ namespace {
 
 // A tiny checkpoint private to this test process, removed at exit.
 // One generated tiny checkpoint per architecture, shared by the tests of this file.
+// The parameter is an architecture, optionally with numerics after a colon
+// ("deepseek_v3:bf16_activations=on": the bf16-activation matmul option must keep the invariance too).
+std::string arch_of(const std::string& param) { return param.substr(0, param.find(':')); }
+std::string numerics_of(const std::string& param) {
+  const size_t colon = param.find(':');
+  return colon == std::string::npos ? "" : param.substr(colon + 1);
+}
+
 struct Fixture : modelgen::TinyModel {
-  explicit Fixture(const std::string& arch)
-      : TinyModel({.arch = arch,
+  explicit Fixture(const std::string& param)
+      : TinyModel({.arch = arch_of(param),
                    .seed = 11,
                    .max_seq_len = 256,
                    .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
-                   .tag = "engine_invariance"}) {}
+                   .tag = numerics_of(param).empty() ? "engine_invariance" : "engine_invariance_numerics"}) {
+    if (numerics_of(param).empty() || model == nullptr) return;
+    // The same checkpoint loaded again with the numerics option (TinyModel loads production).
+    ModelOptions mo;
+    mo.isa = best_isa();
+    mo.n_threads = 2;
+    mo.max_seq_len = 256;
+    mo.numerics = numerics_of(param);
+    Result<std::unique_ptr<ModelRunner>> m = load_model_runner(dir(), mo);
+    EXPECT_TRUE(m.ok()) << m.status().to_string();
+    model = m.ok() ? std::move(m).value() : nullptr;
+  }
 };
 
 Fixture& fixture(const std::string& arch) {
@@ -179,7 +198,17 @@ TEST_P(EngineInvariance, SeededSamplingIsBitIdenticalAcrossBatchesSlotsAndChunks
   expect_invariant(f, r);
 }
 
-INSTANTIATE_TEST_SUITE_P(Arch, EngineInvariance, ::testing::Values("deepseek_v3", "deepseek_v4"));
+// The numerics parameter really reaches the model: bf16 activations change the log-probabilities.
+TEST(EngineInvarianceNumerics, Bf16ActivationsChangeTheRows) {
+  Fixture& plain = fixture("deepseek_v3");
+  Fixture& rounded = fixture("deepseek_v3:bf16_activations=on");
+  ASSERT_TRUE(plain.model && rounded.model);
+  const Scenario alone = {"alone, one chunk, sync", false, 2048, 0, 0};
+  EXPECT_NE(run(plain, alone, target_request()).logprobs, run(rounded, alone, target_request()).logprobs);
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, EngineInvariance,
+                         ::testing::Values("deepseek_v3", "deepseek_v4", "deepseek_v3:bf16_activations=on"));
 
 }  // namespace
 }  // namespace ds

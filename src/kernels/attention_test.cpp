@@ -579,7 +579,7 @@ TEST_P(AttentionIsaTest, NonFiniteCacheRowOnlyReachesLaterQueries) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionIsaTest, testing::Values(Isa::reference, Isa::avx2, Isa::avx512),
+INSTANTIATE_TEST_SUITE_P(AllIsas, AttentionIsaTest, testing::ValuesIn(kAllIsas),
                          [](const testing::TestParamInfo<Isa>& info) {
                            return std::string(name_of(info.param));
                          });

@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "base/assert.h"
-#include "kernels/ref/v4_attention_ref.h"
-#include "kernels/x86/avx2/v4_attention_avx2.h"
-#include "kernels/x86/avx512/v4_attention_avx512.h"
+#include "kernels/kernel_table.h"
 
 namespace ds {
 
@@ -20,16 +18,8 @@ void compressor_pool(Isa isa, ThreadPool& pool, const CompressorArgs& a) {
   DS_ASSERT(a.d_c >= 1 && a.ld >= (a.overlap ? 2 : 1) * int64_t{a.d_c}, "compressor row stride too small");
   const int64_t n_entries = compressor_n_entries(a);
   if (n_entries == 0) return;
-  auto run = [&](int64_t entry) {
-    switch (isa) {
-      case Isa::avx512:
-        return avx512::compressor_entry(a, entry);
-      case Isa::avx2:
-        return avx2::compressor_entry(a, entry);
-      case Isa::reference:
-        return ref::compressor_entry(a, entry);
-    }
-  };
+  const auto entry_fn = kernel_table(isa).compressor_entry;
+  auto run = [&](int64_t entry) { entry_fn(a, entry); };
   if (n_entries == 1) return run(0);
   pool.parallel_for(n_entries, run);
 }

@@ -4,23 +4,14 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/ref/v4_attention_ref.h"
+#include "kernels/kernel_table.h"
 #include "kernels/topk.h"
-#include "kernels/x86/avx2/v4_attention_avx2.h"
-#include "kernels/x86/avx512/v4_attention_avx512.h"
 
 namespace ds {
 namespace {
 
 void scores_range_flat(Isa isa, const IndexerArgs& a, int64_t i, int64_t t_begin, int64_t t_end, float* row) {
-  switch (isa) {
-    case Isa::avx512:
-      return avx512::indexer_scores_range(a, i, t_begin, t_end, row);
-    case Isa::avx2:
-      return avx2::indexer_scores_range(a, i, t_begin, t_end, row);
-    case Isa::reference:
-      return ref::indexer_scores_range(a, i, t_begin, t_end, row);
-  }
+  kernel_table(isa).indexer_scores_range(a, i, t_begin, t_end, row);
 }
 
 // Paged keys: the range is cut at block boundaries and each span runs the flat path on its

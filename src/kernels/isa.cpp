@@ -5,6 +5,7 @@
 #include <cpuid.h>
 
 #include <cstdint>
+#include <iterator>
 
 namespace ds {
 namespace {
@@ -89,9 +90,18 @@ bool isa_supported(Isa isa) {
 }
 
 Isa best_isa() {
-  if (isa_supported(Isa::avx512)) return Isa::avx512;
-  if (isa_supported(Isa::avx2)) return Isa::avx2;
+  for (auto it = std::rbegin(kAllIsas); it != std::rend(kAllIsas); ++it) {
+    if (isa_supported(*it)) return *it;
+  }
   return Isa::reference;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : kAllIsas) {
+    if (isa_supported(isa)) isas.push_back(isa);
+  }
+  return isas;
 }
 
 bool cpu_has_avx512_bf16() { return has_avx512_path(features()) && features().avx512_bf16; }
@@ -111,7 +121,7 @@ std::string_view isa_name(Isa isa) {
 }
 
 std::optional<Isa> isa_from_name(std::string_view name) {
-  for (Isa isa : {Isa::reference, Isa::avx2, Isa::avx512}) {
+  for (Isa isa : kAllIsas) {
     if (isa_name(isa) == name) return isa;
   }
   return std::nullopt;

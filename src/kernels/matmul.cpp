@@ -4,9 +4,7 @@
 #include <algorithm>
 
 #include "base/assert.h"
-#include "kernels/ref/matmul_ref.h"
-#include "kernels/x86/avx2/matmul_avx2.h"
-#include "kernels/x86/avx512/matmul_avx512.h"
+#include "kernels/kernel_table.h"
 
 namespace ds {
 namespace {
@@ -20,20 +18,9 @@ constexpr int64_t kMinFmasPerTask = int64_t{1} << 16;
 MatmulPlan plan_matmul(Isa isa, int64_t m, const WeightMatrix& w, int n_threads) {
   MatmulPlan plan;
   plan.isa = isa;
-  switch (isa) {
-    case Isa::reference:
-      plan.tile_m = 1;
-      plan.tile_n = 1;
-      break;
-    case Isa::avx2:
-      plan.tile_m = m == 1 ? 1 : kAvx2TileM;
-      plan.tile_n = m == 1 ? kAvx2GemvTileN : kAvx2TileN;
-      break;
-    case Isa::avx512:
-      plan.tile_m = m == 1 ? 1 : kAvx512TileM;
-      plan.tile_n = m == 1 ? kAvx512GemvTileN : kAvx512TileN;
-      break;
-  }
+  const KernelTable& table = kernel_table(isa);
+  plan.tile_m = m == 1 ? 1 : table.gemm_tile_m;
+  plan.tile_n = m == 1 ? table.gemv_tile_n : table.gemm_tile_n;
   plan.n_grain = plan.tile_n;
   if (m <= 0 || w.rows <= 0) {
     plan.n_tasks = 0;
@@ -64,17 +51,10 @@ void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end
                 (args.w->scales_e8m0 != nullptr && args.w->block_rows == 1 && args.w->block_cols == 32 &&
                  args.w->cols % 32 == 0),
             "fp4 weight without E8M0 scales, with a block other than 1x32 or cols not a multiple of 32");
-  switch (isa) {
-    case Isa::reference:
-      matmul_cols_ref(args, n_begin, n_end);
-      return;
-    case Isa::avx2:
-      matmul_cols_avx2(args, n_begin, n_end);
-      return;
-    case Isa::avx512:
-      matmul_cols_avx512(args, n_begin, n_end);
-      return;
-  }
+  const KernelTable& table = kernel_table(isa);
+  if (args.bf16_activations && args.w->format == WeightFormat::bf16)
+    return table.matmul_cols_bf16x(args, n_begin, n_end);
+  table.matmul_cols(args, n_begin, n_end);
 }
 
 void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& args) {

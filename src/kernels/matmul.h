@@ -35,6 +35,11 @@ struct MatmulArgs {
   const WeightMatrix* w = nullptr;
   float* y = nullptr;  // [m, w.rows], row stride ldy (elements)
   int64_t ldy = 0;
+  // Numerics option (docs/numerics.md "bf16 activations"): for bf16 weights, x is rounded to bf16
+  // (nearest even) first and the AVX-512 path uses vdpbf16ps where the CPU has AVX512_BF16 (lane
+  // order in x86/avx512/matmul_bf16dot_avx512.h). Other weight formats ignore it. Batch invariant
+  // like the default: the choice depends on the option and the format, never on m.
+  bool bf16_activations = false;
 };
 
 // Multithreaded over output columns. Any shape (m = 0, cols not a multiple of the vector width

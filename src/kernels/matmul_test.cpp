@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ostream>
 #include <random>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/kernel_table.h"
 #include "kernels/ref/matmul_ref.h"
 #include "tensor/dtype.h"
 
@@ -22,7 +24,6 @@ static void PrintTo(Isa isa, std::ostream* os) { *os << isa_name(isa); }
 
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::reference, Isa::avx2, Isa::avx512};
 constexpr WeightFormat kAllFormats[] = {WeightFormat::f32, WeightFormat::bf16, WeightFormat::fp8_e4m3_block};
 
 const char* format_name(WeightFormat f) {
@@ -492,6 +493,44 @@ TEST_P(MatmulIsaTest, Fp8PowerOfTwoScalesV4LikeShapes) {
   }
 }
 
+// The AVX-512 fp8 GEMV moves power-of-two block factors onto x (x86/avx512/matmul_avx512.cpp,
+// gemv_fp8) only where that is exact; block rows where x·scale·2^120 would overflow, or whose
+// scales are below 2^-117 or not powers of two, take the general tile. Every row must still follow
+// the documented lane order bit for bit, whichever the block row took, and column ranges that cut
+// block rows and tiles anywhere give the same bits.
+TEST_P(MatmulIsaTest, Fp8GemvFoldedAndUnfoldedBlockRowsKeepTheLaneOrder) {
+  const Isa isa = GetParam();
+  if (isa == Isa::reference) GTEST_SKIP() << "checks the vector paths' lane order";
+  const int lanes = isa == Isa::avx512 ? 16 : 8;
+  const int64_t rows = 512, cols = 384;
+  TestWeights t = make_weights(WeightFormat::fp8_e4m3_block, rows, cols, 901, 128, 128);
+  // Block row 0: powers of two (folds); 1: one scale 2^-120 (too small: general); 2: 2^7, with
+  // x large enough below that x·2^127 overflows (general); 3: not powers of two (general).
+  for (int64_t kb = 0; kb < 3; ++kb) {
+    t.scales[0 * 3 + kb] = std::ldexp(1.0f, -9 - static_cast<int>(kb));
+    t.scales[1 * 3 + kb] = kb == 1 ? std::ldexp(1.0f, -120) : std::ldexp(1.0f, -5);
+    t.scales[2 * 3 + kb] = std::ldexp(1.0f, 7);
+    t.scales[3 * 3 + kb] = 0.0137f * static_cast<float>(kb + 1);
+  }
+  t.w.scales = t.scales.data();
+  std::vector<float> x = random_normal(static_cast<size_t>(cols), 902);
+  x[200] = 3.0e3f;  // x·2^7·2^120 = 2^127·3000 overflows f32
+  ThreadPool pool(2);
+  const std::vector<float> y = run_matmul(isa, pool, x, 1, t.w);
+  for (int64_t n = 0; n < rows; ++n) {
+    ASSERT_TRUE(bit_equal(y[n], lane_order_model(x.data(), t.w, n, lanes))) << "row " << n;
+  }
+  expect_close(y, run_reference(x, 1, t.w), x, 1, t.w, describe(isa, t.w.format, 1, rows, cols) + " fold");
+  // Column ranges that start and end inside tiles and block rows.
+  std::vector<float> y_cut(static_cast<size_t>(rows), -1.0f);
+  MatmulArgs args{x.data(), 1, cols, &t.w, y_cut.data(), rows};
+  for (int64_t b : {int64_t{0}, int64_t{3}, int64_t{125}, int64_t{133}, int64_t{260}, int64_t{509}}) {
+    const int64_t e = std::min<int64_t>(rows, b + 131);
+    matmul_cols(isa, args, b, e);
+    for (int64_t n = b; n < e; ++n) ASSERT_TRUE(bit_equal(y_cut[n], y[n])) << "range " << b << " row " << n;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, MatmulIsaTest, ::testing::ValuesIn(kAllIsas),
                          [](const ::testing::TestParamInfo<Isa>& p) {
                            return std::string(isa_name(p.param));
@@ -506,6 +545,43 @@ TEST(Isa, NamesRoundTripAndBestIsSupported) {
   if (isa_supported(Isa::avx512)) {
     EXPECT_TRUE(isa_supported(Isa::avx2));
   }
+}
+
+// The one ISA list and the per-path tables: every supported path has a complete table naming
+// itself, and supported_isas() is exactly the supported entries of kAllIsas, reference first.
+TEST(Isa, EverySupportedPathHasACompleteTable) {
+  const std::vector<Isa> supported = supported_isas();
+  ASSERT_FALSE(supported.empty());
+  EXPECT_EQ(supported.front(), Isa::reference);
+  EXPECT_EQ(supported.back(), best_isa());
+  size_t n_supported = 0;
+  for (Isa isa : kAllIsas) {
+    if (!isa_supported(isa)) {
+      std::printf("[ SKIPPED  ] %s: not supported by this CPU\n", isa_name(isa).data());
+      continue;
+    }
+    ++n_supported;
+    const KernelTable& t = kernel_table(isa);
+    EXPECT_EQ(t.isa, isa);
+    const void* entries[] = {reinterpret_cast<const void*>(t.matmul_cols),
+                             reinterpret_cast<const void*>(t.rmsnorm),
+                             reinterpret_cast<const void*>(t.rmsnorm_f64),
+                             reinterpret_cast<const void*>(t.rope_rotate),
+                             reinterpret_cast<const void*>(t.silu_mul),
+                             reinterpret_cast<const void*>(t.softmax),
+                             reinterpret_cast<const void*>(t.mla_attention_absorbed),
+                             reinterpret_cast<const void*>(t.mha_attention),
+                             reinterpret_cast<const void*>(t.hadamard_rows),
+                             reinterpret_cast<const void*>(t.quant_sim_rows),
+                             reinterpret_cast<const void*>(t.compressor_entry),
+                             reinterpret_cast<const void*>(t.indexer_scores_range),
+                             reinterpret_cast<const void*>(t.sparse_attention_heads)};
+    for (const void* e : entries) EXPECT_NE(e, nullptr) << isa_name(isa);
+    EXPECT_GE(t.gemm_tile_m, 1);
+    EXPECT_GE(t.gemm_tile_n, 1);
+    EXPECT_GE(t.gemv_tile_n, 1);
+  }
+  EXPECT_EQ(n_supported, supported.size());
 }
 
 TEST(MatmulPlan, TilesAndTasksFollowShape) {

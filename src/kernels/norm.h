@@ -13,4 +13,10 @@ namespace ds {
 void rmsnorm(Isa isa, const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps,
              float* y, int64_t ldy);
 
+// V4's RMSNorm (the f64 form, one rounding per output: to bf16 when to_bf16, else to f32; exact
+// semantics in kernels/ref/ops_ref.h). Every Isa gives the same bits. x, y: [n_rows, dim]
+// contiguous, not aliased; w: [dim].
+void rmsnorm_f64(Isa isa, const float* x, int64_t n_rows, int64_t dim, const float* w, double eps,
+                 bool to_bf16, float* y);
+
 }  // namespace ds

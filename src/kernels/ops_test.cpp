@@ -91,6 +91,59 @@ class IsaTest : public testing::TestWithParam<Isa> {
 
 // ---------------------------------------------------------------- rmsnorm
 
+// V4's f64 norm: every path must give the reference's bits (same index-order f64 sum, then exact
+// f64 products rounded once). Rows of random values at several scales, plus edge rows whose
+// outputs land near f32/bf16 ties, in the subnormal range, at overflow, and NaN/±Inf inputs.
+TEST_P(IsaTest, RmsnormF64MatchesReferenceBitwise) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> log_scale(-20.0f, 20.0f);
+  for (int64_t dim : kSizes) {
+    for (int64_t n_rows : {int64_t{1}, int64_t{3}}) {
+      std::vector<float> x = random_vec(n_rows * dim, static_cast<uint32_t>(dim * 31 + n_rows));
+      std::vector<float> w = random_vec(dim, static_cast<uint32_t>(dim + 5));
+      for (auto& v : w) v *= std::exp2(log_scale(rng));  // weights spanning 2^±20: outputs of every magnitude
+      if (dim >= 4) {
+        w[0] = 3e38f;        // overflows f32 after the scaling
+        w[1] = 1e-38f;       // subnormal outputs
+        w[2] = kNaN;         // NaN output
+        w[3] = -kInf;        // ±Inf (or NaN for a zero input)
+        x[1] = 1.00390625f;  // 1 + 2^-8: a bf16 tie before the norm's scaling
+      }
+      for (bool to_bf16 : {false, true}) {
+        std::vector<float> want(x.size()), got(x.size(), -1.0f);
+        rmsnorm_f64(Isa::reference, x.data(), n_rows, dim, w.data(), 1e-6, to_bf16, want.data());
+        rmsnorm_f64(GetParam(), x.data(), n_rows, dim, w.data(), 1e-6, to_bf16, got.data());
+        for (size_t i = 0; i < x.size(); ++i) {
+          ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
+              << "dim " << dim << " rows " << n_rows << " bf16 " << to_bf16 << " i " << i << ": got "
+              << got[i] << " want " << want[i];
+        }
+      }
+    }
+  }
+}
+
+// The reference against its definition: f64 math rounded once, checked on one row by hand.
+TEST(RmsnormF64, ReferenceRoundsOnceFromDouble) {
+  const std::vector<float> x = {1.0f, -2.0f, 3.0f, 0.5f};
+  const std::vector<float> w = {1.0f, 0.75f, -1.25f, 2.0f};
+  double sum_sq = 0;
+  for (float v : x) sum_sq += static_cast<double>(v) * v;
+  const double inv = 1.0 / std::sqrt(sum_sq / 4.0 + 1e-6);
+  std::vector<float> y32(4), y16(4);
+  rmsnorm_f64(Isa::reference, x.data(), 1, 4, w.data(), 1e-6, false, y32.data());
+  rmsnorm_f64(Isa::reference, x.data(), 1, 4, w.data(), 1e-6, true, y16.data());
+  for (size_t i = 0; i < 4; ++i) {
+    const double exact = static_cast<double>(w[i]) * (static_cast<double>(x[i]) * inv);
+    EXPECT_EQ(y32[i], static_cast<float>(exact));
+    // bf16: the nearest of the two bf16 neighbours of the exact value (8 significant bits).
+    uint32_t bits;
+    std::memcpy(&bits, &y16[i], 4);
+    EXPECT_EQ(bits & 0xffffu, 0u);
+    EXPECT_LE(std::fabs(y16[i] - exact), std::fabs(exact) * std::exp2(-8.0));
+  }
+}
+
 // Tolerance: every path sums x² in f64 (exact products, error ≤ n·2^-53 relative, far below one
 // f32 ulp), then does the same three f32 roundings (1/rms, x·r, ·w). The only difference is a
 // possible 1-ulp flip of 1/rms when the f64 sums differ in their last bits: ≤ 1 ulp + 2 half-ulp
@@ -505,7 +558,7 @@ TEST(Topk, HandWorkedExample) {
   topk(Isa::reference, s.data(), 0, 0, idx.data(), val.data());  // zero-length
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, IsaTest, testing::Values(Isa::reference, Isa::avx2, Isa::avx512),
+INSTANTIATE_TEST_SUITE_P(AllIsas, IsaTest, testing::ValuesIn(kAllIsas),
                          [](const testing::TestParamInfo<Isa>& info) {
                            return std::string(name_of(info.param));
                          });

@@ -3,9 +3,7 @@
 #include <algorithm>
 
 #include "base/assert.h"
-#include "kernels/ref/v4_rows_ref.h"
-#include "kernels/x86/avx2/v4_rows_avx2.h"
-#include "kernels/x86/avx512/v4_rows_avx512.h"
+#include "kernels/kernel_table.h"
 #include "tensor/dtype.h"
 
 namespace ds {
@@ -34,17 +32,7 @@ float quant_sim_block_scale(const QuantSimSpec& spec, float amax) {
 
 void quant_sim_rows(Isa isa, float* x, int64_t n_rows, int64_t n, int64_t ld, const QuantSimSpec& spec) {
   DS_ASSERT(spec.block > 0 && n % spec.block == 0, "quant_sim_rows: n must be a multiple of the block");
-  switch (isa) {
-    case Isa::avx512:
-      if (spec.block % 16 == 0) return avx512::quant_sim_rows(x, n_rows, n, ld, spec);
-      break;
-    case Isa::avx2:
-      if (spec.block % 8 == 0) return avx2::quant_sim_rows(x, n_rows, n, ld, spec);
-      break;
-    case Isa::reference:
-      break;
-  }
-  ref::quant_sim_rows(x, n_rows, n, ld, spec);
+  kernel_table(isa).quant_sim_rows(x, n_rows, n, ld, spec);
 }
 
 }  // namespace ds

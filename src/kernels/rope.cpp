@@ -4,9 +4,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "kernels/ref/ops_ref.h"
-#include "kernels/x86/avx2/ops_avx2.h"
-#include "kernels/x86/avx512/ops_avx512.h"
+#include "kernels/kernel_table.h"
 
 namespace ds {
 
@@ -57,20 +55,11 @@ void rope_interleaved(Isa isa, float* x, int64_t n_tokens, int64_t token_stride,
   if (n_tokens <= 0 || n_heads <= 0 || n_pairs == 0) return;
   std::vector<float> cos_v(static_cast<size_t>(n_pairs));
   std::vector<float> sin_v(static_cast<size_t>(n_pairs));
+  const auto rotate = kernel_table(isa).rope_rotate;
   for (int64_t t = 0; t < n_tokens; ++t) {
     rope_cos_sin(pos[t], inv_freq.data(), n_pairs, inverse, cos_v.data(), sin_v.data());
     float* xt = x + t * token_stride + offset;
-    switch (isa) {
-      case Isa::avx512:
-        avx512::rope_rotate(xt, n_heads, head_stride, cos_v.data(), sin_v.data(), n_pairs);
-        break;
-      case Isa::avx2:
-        avx2::rope_rotate(xt, n_heads, head_stride, cos_v.data(), sin_v.data(), n_pairs);
-        break;
-      case Isa::reference:
-        ref::rope_rotate(xt, n_heads, head_stride, cos_v.data(), sin_v.data(), n_pairs);
-        break;
-    }
+    rotate(xt, n_heads, head_stride, cos_v.data(), sin_v.data(), n_pairs);
   }
 }
 

@@ -3,9 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "kernels/ref/v4_attention_ref.h"
-#include "kernels/x86/avx2/v4_attention_avx2.h"
-#include "kernels/x86/avx512/v4_attention_avx512.h"
+#include "kernels/kernel_table.h"
 
 namespace ds {
 namespace {
@@ -23,20 +21,13 @@ void sparse_attention(Isa isa, ThreadPool& pool, const SparseAttentionArgs& a) {
   const int32_t n_head_grains = (a.n_heads + kHeadsPerGrain - 1) / kHeadsPerGrain;
   const bool split_heads = a.n_q < pool.n_threads() && n_head_grains > 1;
   const int64_t n_tasks = split_heads ? a.n_q * n_head_grains : a.n_q;
+  const auto heads_fn = kernel_table(isa).sparse_attention_heads;
   pool.parallel_for(n_tasks, [&](int64_t task) {
     std::vector<float> scratch(static_cast<size_t>(kHeadsPerGrain * std::max<int64_t>(1, n_slots)));
     const int64_t i = split_heads ? task / n_head_grains : task;
     const int32_t h0 = split_heads ? static_cast<int32_t>(task % n_head_grains) * kHeadsPerGrain : 0;
     const int32_t h1 = split_heads ? std::min(a.n_heads, h0 + kHeadsPerGrain) : a.n_heads;
-    switch (isa) {
-      case Isa::avx512:
-        return avx512::sparse_attention_heads(a, i, h0, h1, scratch.data());
-      case Isa::avx2:
-        return avx2::sparse_attention_heads(a, i, h0, h1, scratch.data());
-      case Isa::reference:
-        for (int32_t h = h0; h < h1; ++h) ref::sparse_attention_head(a, i, h, scratch.data());
-        return;
-    }
+    heads_fn(a, i, h0, h1, scratch.data());
   });
 }
 

@@ -23,8 +23,6 @@ static void PrintTo(Isa isa, std::ostream* os) { *os << isa_name(isa); }
 
 namespace {
 
-constexpr Isa kAllIsas[] = {Isa::reference, Isa::avx2, Isa::avx512};
-
 std::vector<float> random_normal(size_t n, uint32_t seed, float sigma = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, sigma);

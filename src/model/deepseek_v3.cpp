@@ -49,6 +49,7 @@ DeepSeekV3::DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
   ctx_.expert_exchange = opts.expert_exchange;
+  ctx_.bf16_activations = opts.bf16_activations;
 }
 
 Result<std::unique_ptr<DeepSeekV3>> DeepSeekV3::load(const std::string& dir, const ModelOptions& opts) {

@@ -43,6 +43,7 @@ DeepSeekV4::DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptio
   ctx_.isa = opts.isa;
   ctx_.pool = pool_.get();
   ctx_.expert_exchange = opts.expert_exchange;
+  ctx_.bf16_activations = opts.bf16_activations;
 }
 
 Result<std::unique_ptr<DeepSeekV4>> DeepSeekV4::load(const std::string& dir, const ModelOptions& opts,
@@ -276,7 +277,7 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
       }
     }
   });
-  v4_rmsnorm(num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
+  v4_rmsnorm(ctx_.isa, num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
 
   const int64_t R = out.row_begin.back();
   out.hidden.reshape(Shape{R, d});  // [R, d] the rows that get logits

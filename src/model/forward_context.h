@@ -14,6 +14,9 @@ struct ForwardContext {
   ThreadPool* pool = nullptr;  // never null during a forward
   // Set under expert parallelism (not owned; outlives the model): where routed experts run.
   ExpertExchange* expert_exchange = nullptr;
+  // Numerics option `bf16_activations=on` (docs/numerics.md): bf16-weight linears round their input
+  // to bf16 and use the bf16 dot product (MatmulArgs::bf16_activations).
+  bool bf16_activations = false;
 };
 
 }  // namespace ds

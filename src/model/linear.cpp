@@ -26,6 +26,7 @@ void linear(const ForwardContext& ctx, const WeightMatrix& w, const float* x, in
   args.w = &w;
   args.y = y;
   args.ldy = ldy;
+  args.bf16_activations = ctx.bf16_activations;
   matmul(matmul_isa(ctx.isa, w), *ctx.pool, args);
 }
 

@@ -38,6 +38,9 @@ struct ModelOptions {
   // Expert parallelism (docs/expert-parallel.md): not owned, outlives the model. When set, only
   // the experts it owns are loaded and every MoE layer runs its routed experts through it.
   ExpertExchange* expert_exchange = nullptr;
+  // `bf16_activations=on` in --numerics, taken out of the text by the registry for every model:
+  // bf16-weight linears round x to bf16 (vdpbf16ps on AVX-512 BF16). Off by default.
+  bool bf16_activations = false;
 };
 
 }  // namespace ds

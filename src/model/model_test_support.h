@@ -150,11 +150,6 @@ inline void expect_sane(const std::vector<float>& logits) {
   EXPECT_GT(var / static_cast<double>(logits.size()), 1e-6) << "logits are constant";
 }
 
-inline std::vector<Isa> supported_isas() {
-  std::vector<Isa> isas;
-  for (Isa i : {Isa::reference, Isa::avx2, Isa::avx512})
-    if (isa_supported(i)) isas.push_back(i);
-  return isas;
-}
+using ds::supported_isas;  // the kernels' one list (kernels/isa.h), not a copy
 
 }  // namespace ds::model_test

@@ -206,7 +206,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   float* qr = scratch_of(scratch.qr, n * q_lora_);
   float* q = scratch_of(scratch.q, n * hd);
   linear(ctx, wq_a_.w, x, n, hidden_, qa, q_lora_);
-  v4_rmsnorm(num, Bf16Point::q_norm, qa, n, q_lora_, q_norm_.data(), eps_, qr);
+  v4_rmsnorm(ctx.isa, num, Bf16Point::q_norm, qa, n, q_lora_, q_norm_.data(), eps_, qr);
   linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
   for (int64_t r = 0; r < (q_head_norm(num) ? n * H : 0); ++r) {  // per-head RMS norm, no weight, not rounded
     float* v = q + r * D;
@@ -220,7 +220,7 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   float* kva = scratch_of(scratch.kva, n * D);
   float* kv = scratch_of(scratch.kv, n * D);
   linear(ctx, wkv_.w, x, n, hidden_, kva, D);
-  v4_rmsnorm(num, Bf16Point::kv_norm, kva, n, D, kv_norm_.data(), eps_, kv);
+  v4_rmsnorm(ctx.isa, num, Bf16Point::kv_norm, kva, n, D, kv_norm_.data(), eps_, kv);
   rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
   v4_cache_quant_sim(ctx.isa, num, window_quant_, kv, n, D, rd);
 

@@ -44,7 +44,7 @@ void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, cons
       std::copy(own_pre.begin(), own_pre.end(), carried);
     }
   });
-  v4_rmsnorm(num, Bf16Point::sub_norm, x, n, d, norm_w.data(), eps_, x_norm);
+  v4_rmsnorm(ctx.isa, num, Bf16Point::sub_norm, x, n, d, norm_w.data(), eps_, x_norm);
 }
 
 void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,

@@ -106,7 +106,7 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
   if (pre_rope != nullptr) pre_rope->clear();
   if (n_new == 0) return;
   float* out = new_entries.data();  // out: [n_new, d_c]
-  v4_rmsnorm(num, Bf16Point::comp_norm, pooled.data(), n_new, d_c, norm_.data(), dims_.eps, out);
+  v4_rmsnorm(ctx.isa, num, Bf16Point::comp_norm, pooled.data(), n_new, d_c, norm_.data(), dims_.eps, out);
   if (pre_rope != nullptr) pre_rope->assign(out, out + n_new * d_c);
   rope_interleaved(ctx.isa, out, n_new, d_c, 1, d_c, d_c - dims_.rope_dim, entry_pos.data(), inv_freq);
   if (dims_.index_keys) hadamard_rows(ctx.isa, out, n_new, d_c, d_c, hadamard_default_scale(d_c));

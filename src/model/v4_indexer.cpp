@@ -184,7 +184,8 @@ void V41IndexKeys::make(const ForwardContext& ctx, const V4Numerics& num, const 
   if (n == 0) return;
   std::vector<float> projected(static_cast<size_t>(n * index_dim_));  // [n, index_dim]
   linear(ctx, wk_.w, latent, n, head_dim_, projected.data(), index_dim_);
-  v4_rmsnorm(num, Bf16Point::comp_norm, projected.data(), n, index_dim_, k_norm_.data(), eps_, keys.data());
+  v4_rmsnorm(ctx.isa, num, Bf16Point::comp_norm, projected.data(), n, index_dim_, k_norm_.data(), eps_,
+             keys.data());
   rope_interleaved(ctx.isa, keys.data(), n, index_dim_, 1, index_dim_, index_dim_ - rope_dim_, entry_pos,
                    inv_freq);
   v4_cache_quant_sim(ctx.isa, num, quant_, keys.data(), n, index_dim_, rope_dim_);

@@ -29,9 +29,9 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
   // e: [n, d] enorm(embedding); hx: [n·hc, d] hnorm per stream; h0: [n, hc, d]
   std::vector<float> e(static_cast<size_t>(n * d)), en(e.size()), ep(e.size());
   embed.lookup(next_tokens, n, e.data(), d);
-  v4_rmsnorm(num, Bf16Point::mtp_norm, e.data(), n, d, enorm_.data(), eps_, en.data());
+  v4_rmsnorm(ctx.isa, num, Bf16Point::mtp_norm, e.data(), n, d, enorm_.data(), eps_, en.data());
   std::vector<float> hx(static_cast<size_t>(n * hc * d)), h0(hx.size());
-  v4_rmsnorm(num, Bf16Point::mtp_norm, main_streams, n * hc, d, hnorm_.data(), eps_, hx.data());
+  v4_rmsnorm(ctx.isa, num, Bf16Point::mtp_norm, main_streams, n * hc, d, hnorm_.data(), eps_, hx.data());
   linear(ctx, e_proj_.w, en.data(), n, d, ep.data(), d);
   linear(ctx, h_proj_.w, hx.data(), n * hc, d, h0.data(), d);
   for (int64_t t = 0; t < n; ++t)
@@ -44,7 +44,7 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
   block_.forward(ctx, num, h0.data(), n, pos, next_tokens, {&rows, 1}, scratch);
   std::vector<float> col(static_cast<size_t>(n * d));
   for (int64_t t = 0; t < n; ++t) head_.collapse(num, h0.data() + t * hc * d, col.data() + t * d);
-  v4_rmsnorm(num, Bf16Point::final_norm, col.data(), n, d, norm_.data(), eps_, h_out);
+  v4_rmsnorm(ctx.isa, num, Bf16Point::final_norm, col.data(), n, d, norm_.data(), eps_, h_out);
 }
 
 }  // namespace ds

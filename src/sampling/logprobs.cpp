@@ -4,7 +4,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "base/target_clones.h"
+#include "sampling/sampler_loops.h"
 #include "sampling/sampling_rule.h"
 
 namespace ds {
@@ -13,18 +13,12 @@ namespace {
 
 float finite_or_max(float l) { return l == INFINITY ? FLT_MAX : l; }
 
-// terms[i] = exp(l[i] - max), 0 for NaN and -inf; cloned per ISA like the sampler's weight loop.
-DS_TARGET_CLONES void exp_terms(const float* logits, float* terms, size_t n, float max_logit) {
-  for (size_t i = 0; i < n; ++i) {
-    const float l = logits[i];
-    const float e = sampling_rule::exp_approx(finite_or_max(l) - max_logit);
-    terms[i] = std::isnan(l) || l == -INFINITY ? 0.0f : e;
-  }
-}
-
 }  // namespace
 
-double log_sum_exp(std::span<const float> logits) {
+double log_sum_exp(std::span<const float> logits) { return log_sum_exp(best_isa(), logits); }
+
+double log_sum_exp(Isa isa, std::span<const float> logits) {
+  const auto exp_terms = sampler_loops(isa).exp_terms;  // terms[i] = exp(l[i] - max), per-ISA loop
   float max_logit = sampling_rule::max_value(logits);
   if (max_logit == -INFINITY) return -INFINITY;
   max_logit = finite_or_max(max_logit);

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <span>
 
+#include "kernels/isa.h"
+
 namespace ds {
 
 struct TokenLogprob {
@@ -16,6 +18,8 @@ struct TokenLogprob {
 // (l_i - max) summed in double, so the result is good to about 1e-6 absolute for any row.
 // Returns -inf for an empty or all -inf row.
 double log_sum_exp(std::span<const float> logits);
+// The same on a chosen path (every supported path gives the same bits); the form above uses best_isa().
+double log_sum_exp(Isa isa, std::span<const float> logits);
 
 // The n (<= out.size()) largest logits, descending, ties to the lower id; writes {id, logit} to
 // out[0..returned) and returns how many (n or the count of non-NaN logits, whichever is smaller).

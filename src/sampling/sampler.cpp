@@ -5,28 +5,15 @@
 #include <limits>
 
 #include "base/assert.h"
-#include "base/target_clones.h"
 #include "sampling/logits_processors.h"
 #include "sampling/philox.h"
+#include "sampling/sampler_loops.h"
 
 namespace ds {
 
 namespace rule = sampling_rule;
 
-namespace {
-
-// w[i] = weight(scaled_logit(l[i], T), z_max) over the row: the sampler's hottest loop. Cloned per
-// ISA by the compiler (function multi-versioning, resolved once at load time) so AVX2 / AVX-512
-// machines run it 8 / 16 wide; ds_sampling is built with -ffp-contract=off and the loop has only
-// elementwise IEEE operations, so every clone computes the same floats (reference_sampler_test
-// compares this path with the reference's scalar inline code bit for bit).
-DS_TARGET_CLONES void weights_of_row(const float* logits, float* weights, size_t vocab, float temperature,
-                                     float z_max) {
-  for (size_t i = 0; i < vocab; ++i)
-    weights[i] = rule::weight(rule::scaled_logit(logits[i], temperature), z_max);
-}
-
-}  // namespace
+Sampler::Sampler(Isa isa) : isa_(isa), loops_(&sampler_loops(isa)) { bucket_slot_.fill(-1); }
 
 int32_t argmax(std::span<const float> logits) {
   // A vectorised max, then the first index holding it (ties to the lower index).
@@ -52,7 +39,9 @@ void Sampler::compute_weights(std::span<const float> processed, float temperatur
   n_survivors_ = 0;
   survivor_mass_ = 0;
   if (z_max == -INFINITY) return;
-  weights_of_row(processed.data(), weights_.data(), vocab, temperature, z_max);
+  // w[i] = weight(scaled_logit(l[i], T), z_max) over the row: the sampler's hottest loop, 8 / 16
+  // wide on AVX2 / AVX-512 (sampler_loops.h: every path computes the same floats).
+  loops_->weights_of_row(processed.data(), weights_.data(), vocab, temperature, z_max);
   // Histogram into two interleaved copies (even and odd ids), so that runs of tokens in the same
   // bucket do not serialise on one counter; non-survivors (w = 0) land in bucket 0. Tokens of the
   // top buckets are also listed (a rarely taken branch on a peaked row).
@@ -259,7 +248,7 @@ void Sampler::fill_logprobs(std::span<const float> raw, std::span<const float> p
   if (params.logprobs_mode == LogprobsMode::raw || params.is_greedy()) {
     // log_softmax of a full row: the raw logits, or at temperature 0 the biased and penalised ones.
     const std::span<const float> row = params.logprobs_mode == LogprobsMode::raw ? raw : processed;
-    const double lse = log_sum_exp(row);
+    const double lse = log_sum_exp(isa_, row);
     const auto logprob_of = [lse](float l) {
       return static_cast<float>(static_cast<double>(std::min(l, std::numeric_limits<float>::max())) - lse);
     };

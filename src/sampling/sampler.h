@@ -41,12 +41,15 @@
 #include <span>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "sampling/logprobs.h"
 #include "sampling/penalty_state.h"
 #include "sampling/sampling_params.h"
 #include "sampling/sampling_rule.h"
 
 namespace ds {
+
+struct SamplerLoops;
 
 struct SampleResult {
   int32_t token_id = 0;
@@ -64,7 +67,8 @@ int32_t argmax(std::span<const float> logits);
 
 class Sampler {
  public:
-  Sampler() { bucket_slot_.fill(-1); }
+  // isa: the path of the vocabulary loops (every supported path draws the same tokens).
+  explicit Sampler(Isa isa = best_isa());
 
   // Preconditions: params.validate(logits.size()) is ok and logits is non-empty.
   // position: the output token's index in its sequence (the RNG counter); draft_slot separates
@@ -109,7 +113,9 @@ class Sampler {
   std::vector<float> weights_;  // [vocab] w = expf(z - z_max); 0 for non-survivors
   std::array<uint64_t, sampling_rule::kWeightBuckets> bucket_mass_{};  // Σ fixed_weight per bucket
   std::array<int64_t, sampling_rule::kWeightBuckets> bucket_count_{};  // survivors per bucket
-  std::array<int32_t, sampling_rule::kWeightBuckets> bucket_slot_{};   // index into ranges_, or -1
+  Isa isa_;
+  const SamplerLoops* loops_;
+  std::array<int32_t, sampling_rule::kWeightBuckets> bucket_slot_{};  // index into ranges_, or -1
   // compute_weights' scratch: the histogram over even and odd token ids.
   std::array<std::array<uint64_t, sampling_rule::kWeightBuckets>, 2> half_mass_{};
   std::array<std::array<int64_t, sampling_rule::kWeightBuckets>, 2> half_count_{};

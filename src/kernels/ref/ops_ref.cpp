@@ -6,6 +6,8 @@
 #include <numeric>
 #include <vector>
 
+#include "tensor/dtype.h"
+
 namespace ds::ref {
 
 void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
@@ -20,6 +22,21 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
     for (int64_t i = 0; i < dim; ++i) {
       const float v = xr[i] * inv_rms;
       yr[i] = w ? v * w[i] : v;
+    }
+  }
+}
+
+void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
+                 float* y) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    double sum_sq = 0;
+    for (int64_t i = 0; i < dim; ++i) sum_sq += static_cast<double>(xr[i]) * xr[i];
+    const double inv_rms = 1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps);
+    for (int64_t i = 0; i < dim; ++i) {
+      const double v = static_cast<double>(w[i]) * (xr[i] * inv_rms);
+      yr[i] = to_bf16 ? round_to_bf16(v) : static_cast<float>(v);
     }
   }
 }

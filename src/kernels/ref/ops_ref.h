@@ -12,6 +12,14 @@ namespace ds::ref {
 void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
              int64_t ldy);
 
+// V4's RMSNorm: sum of squares in f64 in index order, inv = 1/sqrt(sum/dim + eps) in f64, then
+// y = w·(x·inv) in f64 rounded once: to bf16 (ties to even, through f32 rounded to odd, as
+// tensor/dtype.h's round_to_bf16(double)) when to_bf16, else to f32. x, y: [n_rows, dim]
+// contiguous, not aliased. The vector paths keep the index-order sum (it decides inv's last bits)
+// and vectorise the f64 scaling and rounding, so every path gives the same bits.
+void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
+                 float* y);
+
 // Rotation with a precomputed per-token table (see rope_cos_sin in rope.h):
 //   re' = re·cos − im·sin, im' = re·sin + im·cos (f32 products and sums, no FMA).
 void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,

@@ -36,6 +36,39 @@ double hsum(__m256d v) {
   return (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
 }
 
+// f32 bits -> bf16 bits (in the top half), ties to even; NaN quieted, as tensor/dtype.h.
+__m128i bf16_round_bits(__m128i bits) {
+  const __m128i abs = _mm_and_si128(bits, _mm_set1_epi32(0x7fffffff));
+  const __m128i nan = _mm_cmpgt_epi32(abs, _mm_set1_epi32(0x7f800000));
+  const __m128i lsb = _mm_and_si128(_mm_srli_epi32(bits, 16), _mm_set1_epi32(1));
+  const __m128i rounded = _mm_add_epi32(bits, _mm_add_epi32(_mm_set1_epi32(0x7fff), lsb));
+  const __m128i quiet = _mm_or_si128(bits, _mm_set1_epi32(0x400000));
+  return _mm_and_si128(_mm_blendv_epi8(rounded, quiet, nan), _mm_set1_epi32(static_cast<int>(0xffff0000u)));
+}
+
+// The low 32 bits of each 64-bit lane mask, packed into 4 lanes.
+__m128i pack_mask(__m256d m) {
+  const __m256i picked =
+      _mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6));
+  return _mm256_castsi256_si128(picked);
+}
+
+// 4 doubles rounded once: to f32 (nearest even), or to bf16 through f32 rounded to odd: the
+// nearest f32, moved one step toward zero where that overshot |v| (giving the truncation), then
+// the last bit set where inexact.
+__m128 round_f64x4(__m256d v, bool to_bf16) {
+  const __m128 nearest = _mm256_cvtpd_ps(v);
+  if (!to_bf16) return nearest;
+  const __m256d back = _mm256_cvtps_pd(nearest);
+  const __m256d sign = _mm256_set1_pd(-0.0);
+  const __m128i inexact = pack_mask(_mm256_cmp_pd(back, v, _CMP_NEQ_UQ));
+  const __m128i overshot =
+      pack_mask(_mm256_cmp_pd(_mm256_andnot_pd(sign, back), _mm256_andnot_pd(sign, v), _CMP_GT_OQ));
+  __m128i bits = _mm_add_epi32(_mm_castps_si128(nearest), overshot);  // overshot lanes are -1
+  bits = _mm_or_si128(bits, _mm_and_si128(inexact, _mm_set1_epi32(1)));
+  return _mm_castsi128_ps(bf16_round_bits(bits));
+}
+
 }  // namespace
 
 void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
@@ -60,6 +93,28 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
       __m256 v = _mm256_mul_ps(load(xr + i, m, dim - i), rv);
       if (w) v = _mm256_mul_ps(v, load(w + i, m, dim - i));
       store(yr + i, m, dim - i, v);
+    }
+  }
+}
+
+void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
+                 float* y) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    double sum_sq = 0;  // index order, as the reference: it decides inv_rms's last bits
+    for (int64_t i = 0; i < dim; ++i) sum_sq += static_cast<double>(xr[i]) * xr[i];
+    const double inv = 1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps);
+    const __m256d inv_rms = _mm256_set1_pd(inv);
+    int64_t i = 0;
+    for (; i + 4 <= dim; i += 4) {
+      const __m256d xv = _mm256_cvtps_pd(_mm_loadu_ps(xr + i));
+      const __m256d wv = _mm256_cvtps_pd(_mm_loadu_ps(w + i));
+      _mm_storeu_ps(yr + i, round_f64x4(_mm256_mul_pd(wv, _mm256_mul_pd(xv, inv_rms)), to_bf16));
+    }
+    for (; i < dim; ++i) {  // tail through the same vector rounding, one lane used
+      const __m256d v = _mm256_set1_pd(static_cast<double>(w[i]) * (xr[i] * inv));
+      yr[i] = _mm_cvtss_f32(round_f64x4(v, to_bf16));
     }
   }
 }

@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <vector>
 
 namespace ds {
 namespace {
@@ -293,9 +294,90 @@ void strip_for_rows(int mr, const MatmulArgs& a, const float* x, int64_t n_begin
 }
 static_assert(kAvx512TileM == 6, "strip_for_rows handles heights 1..6");
 
+// fp8 GEMV with power-of-two block scales (V4's E8M0 scales): the block factor S = scale · 2^120
+// moves from the weights onto x, once per (block row, k-block) instead of once per W chunk, which
+// drops a multiply from the 5 vector ops per 16 weights. Bit-identical where it runs: the general
+// tile computes fma(x, fl(w·S), acc) and this one fma(w, fl(x·S), acc); both products are exact
+// (w·S is fp8 · scale, exact when the scale is a power of two ≥ 2^-117 so the result stays normal;
+// x·S is exact because S ≥ 1 is a power of two, unless it overflows), so both round
+// x·w·S + acc once. A block row whose scales or x fail the conditions takes the general tile.
+bool fold_block_row(const MatmulArgs& a, int64_t block_row, float* xs) {
+  const WeightMatrix& w = *a.w;
+  const int64_t n_blocks = w.scale_cols();
+  const float* srow = w.scales + block_row * n_blocks;
+  __mmask16 overflow = 0;
+  for (int64_t kb = 0; kb < n_blocks; ++kb) {
+    const float scale = srow[kb];
+    uint32_t bits;
+    __builtin_memcpy(&bits, &scale, 4);
+    // A positive power of two in [2^-117, 2^8): S = scale · 2^120 in [8, 2^128).
+    const uint32_t exponent = (bits >> 23) & 0xffu;
+    if ((bits & 0x807fffffu) != 0 || exponent < 127 - 117 || exponent >= 127 + 8) return false;
+    const __m512 sv = _mm512_set1_ps(scale * kFp8Fold);
+    const int64_t k_end = std::min(w.cols, (kb + 1) * w.block_cols);
+    for (int64_t k = kb * w.block_cols; k < k_end; k += kLanes) {
+      const __mmask16 m = k_end - k >= kLanes ? static_cast<__mmask16>(0xFFFF)
+                                              : static_cast<__mmask16>((1u << (k_end - k)) - 1u);
+      const __m512 xv = _mm512_maskz_loadu_ps(m, a.x + k);
+      const __m512 p = _mm512_mul_ps(xv, sv);
+      // x·S overflowed to ±inf from a finite x (an infinite or NaN x gives NaN on both paths).
+      overflow |= _mm512_mask_fpclass_ps_mask(m, p, 0x18) & ~_mm512_mask_fpclass_ps_mask(m, xv, 0x18);
+      _mm512_mask_storeu_ps(xs + k, m, p);
+    }
+  }
+  return overflow == 0;
+}
+
+template <int NR>
+void gemv_fp8_folded_rows(const MatmulArgs& a, const float* xs, int64_t n0, int64_t n1) {
+  constexpr WeightFormat F = WeightFormat::fp8_e4m3_block;
+  const int64_t cols = a.w->cols;
+  const float* const xr[1] = {xs};
+  const int64_t prefetch_bytes = int64_t{NR} * cols;
+  NoScale none;
+  for (int64_t n = n0; n < n1; n += NR) {
+    const uint8_t* wr[NR];
+    for (int j = 0; j < NR; ++j) wr[j] = static_cast<const uint8_t*>(a.w->data) + (n + j) * cols;
+    __m512 acc[1][NR];
+    for (int j = 0; j < NR; ++j) acc[0][j] = _mm512_setzero_ps();
+    chunk_loop<F, 1, NR, true>(acc, xr, wr, cols, none, prefetch_bytes);
+    for (int j = 0; j < NR; ++j) a.y[n + j] = hsum16(acc[0][j]);
+  }
+}
+
+// The m = 1 fp8 strip: block row by block row, folded where the conditions hold.
+void gemv_fp8(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
+  constexpr int NR = kAvx512GemvTileN;
+  const WeightMatrix& w = *a.w;
+  if (w.block_cols % kLanes != 0 || w.block_rows % NR != 0) {  // tiny test shapes: the general tile
+    row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
+    return;
+  }
+  std::vector<float> xs(static_cast<size_t>(w.cols));
+  int64_t n = n_begin;
+  while (n < n_end) {
+    const int64_t block_row = n / w.block_rows;
+    const int64_t row_end = std::min(n_end, (block_row + 1) * w.block_rows);
+    // Whole NR tiles inside this block row fold; the rest (a range's ragged ends) does not.
+    const int64_t fold_begin = std::min(row_end, (n + NR - 1) / NR * NR);
+    const int64_t fold_end = fold_begin + (row_end - fold_begin) / NR * NR;
+    if (fold_end > fold_begin && fold_block_row(a, block_row, xs.data())) {
+      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n, fold_begin, a.y, /*prefetch_w=*/true);
+      gemv_fp8_folded_rows<NR>(a, xs.data(), fold_begin, fold_end);
+      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, fold_end, row_end, a.y, /*prefetch_w=*/true);
+    } else {
+      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n, row_end, a.y, /*prefetch_w=*/true);
+    }
+    n = row_end;
+  }
+}
+
 template <WeightFormat F>
 void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   using T = typename Format<F>::T;
+  if constexpr (F == WeightFormat::fp8_e4m3_block) {
+    if (a.m == 1) return gemv_fp8(a, n_begin, n_end);
+  }
   if (a.m == 1) {
     row_strip<F, 1, kAvx512GemvTileN>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
     return;

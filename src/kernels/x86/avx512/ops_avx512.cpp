@@ -43,6 +43,28 @@ void add_values(__m512 v, __m512d& acc_lo, __m512d& acc_hi) {
   acc_hi = _mm512_add_pd(acc_hi, _mm512_cvtps_pd(_mm512_extractf32x8_ps(v, 1)));
 }
 
+// f32 bits -> bf16 bits (in the top half), ties to even; NaN quieted, as tensor/dtype.h.
+__m256i bf16_round_bits(__m256i bits) {
+  const __m256i abs = _mm256_and_si256(bits, _mm256_set1_epi32(0x7fffffff));
+  const __mmask8 nan = _mm256_cmpgt_epi32_mask(abs, _mm256_set1_epi32(0x7f800000));
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(bits, 16), _mm256_set1_epi32(1));
+  const __m256i rounded = _mm256_add_epi32(bits, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+  const __m256i quiet = _mm256_or_si256(bits, _mm256_set1_epi32(0x400000));
+  return _mm256_and_si256(_mm256_mask_blend_epi32(nan, rounded, quiet),
+                          _mm256_set1_epi32(static_cast<int>(0xffff0000u)));
+}
+
+// 8 doubles rounded once: to f32 (nearest even), or to bf16 through f32 rounded to odd
+// (truncate, then set the last bit when inexact).
+__m256 round_f64x8(__m512d v, bool to_bf16) {
+  if (!to_bf16) return _mm512_cvtpd_ps(v);
+  const __m256 truncated = _mm512_cvt_roundpd_ps(v, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __mmask8 inexact = _mm512_cmp_pd_mask(_mm512_cvtps_pd(truncated), v, _CMP_NEQ_UQ);
+  __m256i bits = _mm256_castps_si256(truncated);
+  bits = _mm256_mask_or_epi32(bits, inexact, bits, _mm256_set1_epi32(1));
+  return _mm256_castsi256_ps(bf16_round_bits(bits));
+}
+
 }  // namespace
 
 void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
@@ -64,6 +86,24 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
       __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, xr + i), rv);
       if (w) v = _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, w + i));
       _mm512_mask_storeu_ps(yr + i, m, v);
+    }
+  }
+}
+
+void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
+                 float* y) {
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const float* xr = x + r * dim;
+    float* yr = y + r * dim;
+    double sum_sq = 0;  // index order, as the reference: it decides inv_rms's last bits
+    for (int64_t i = 0; i < dim; ++i) sum_sq += static_cast<double>(xr[i]) * xr[i];
+    const __m512d inv_rms = _mm512_set1_pd(1.0 / std::sqrt(sum_sq / static_cast<double>(dim) + eps));
+    for (int64_t i = 0; i < dim; i += 8) {
+      const __mmask8 m =
+          dim - i >= 8 ? static_cast<__mmask8>(0xff) : static_cast<__mmask8>((1u << (dim - i)) - 1u);
+      const __m512d xv = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, xr + i));
+      const __m512d wv = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, w + i));
+      _mm256_mask_storeu_ps(yr + i, m, round_f64x8(_mm512_mul_pd(wv, _mm512_mul_pd(xv, inv_rms)), to_bf16));
     }
   }
 }

@@ -8,6 +8,8 @@ namespace ds::avx512 {
 
 void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const float* w, float eps, float* y,
              int64_t ldy);
+void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
+                 float* y);
 void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
                  int64_t n_pairs);
 void silu_mul(const float* gate, const float* up, int64_t n, float* out, float limit);
