@@ -17,16 +17,16 @@
 #include <algorithm>
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/clock.h"
 #include "engine/engine.h"
+#include "engine/model_loader.h"
 #include "grammar/grammar_compiler.h"
 #include "kernels/isa.h"
-#include "model/model_registry.h"
+#include "token_timing.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -73,59 +73,30 @@ struct Cell {
 
 Cell run_once(Engine& engine, const std::vector<int32_t>& prompt, int n, Mode mode,
               const std::shared_ptr<const grammar::CompiledGrammar>& grammar, int32_t max_tokens) {
-  struct Track {
-    std::mutex mu;
-    SteadyTime first{}, last{};
-    int64_t n_tokens = 0;
-    bool done = false;
-    bool constrained = false;
-  };
-  std::vector<std::unique_ptr<Track>> tracks;
+  std::vector<std::unique_ptr<bench::TokenTiming>> timings;
+  std::vector<bool> constrained;
   const double t0 = now_seconds();
   for (int i = 0; i < n; ++i) {
-    tracks.push_back(std::make_unique<Track>());
-    Track* t = tracks.back().get();
+    timings.push_back(std::make_unique<bench::TokenTiming>());
     Request r;
     r.prompt_tokens = prompt;
     r.stop.max_tokens = max_tokens;
     r.stop.ignore_eos = true;
     r.detokenize = false;
-    t->constrained = mode == Mode::all || (mode == Mode::mixed && i % 2 == 0);
-    if (t->constrained) r.grammar = grammar;
-    check(engine
-              .submit(std::move(r),
-                      [t](TokenEvent&& e) {
-                        std::lock_guard<std::mutex> lock(t->mu);
-                        const SteadyTime now = std::chrono::steady_clock::now();
-                        if (!e.tokens.empty()) {
-                          if (t->n_tokens == 0) t->first = now;
-                          t->last = now;
-                          t->n_tokens += static_cast<int64_t>(e.tokens.size());
-                        }
-                        if (e.finished) t->done = true;
-                      })
-              .status(),
-          "submit");
+    constrained.push_back(mode == Mode::all || (mode == Mode::mixed && i % 2 == 0));
+    if (constrained.back()) r.grammar = grammar;
+    check(engine.submit(std::move(r), timings.back()->sink()).status(), "submit");
   }
-  for (auto& t : tracks) {
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(t->mu);
-        if (t->done) break;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  }
+  for (auto& t : timings) t->wait();
   Cell c;
   const double wall = now_seconds() - t0;
   double sum = 0, free_sum = 0;
   int n_free = 0;
-  for (auto& t : tracks) {
-    c.tokens += t->n_tokens;
-    const double s = std::chrono::duration<double>(t->last - t->first).count();
-    const double speed = s > 0 ? static_cast<double>(t->n_tokens - 1) / s : 0.0;
+  for (size_t i = 0; i < timings.size(); ++i) {
+    c.tokens += timings[i]->n_tokens();
+    const double speed = timings[i]->per_user_tok_s();
     sum += speed;
-    if (!t->constrained) {
+    if (!constrained[i]) {
       free_sum += speed;
       ++n_free;
     }
@@ -166,7 +137,7 @@ int main(int argc, char** argv) {
     mo.isa = best_isa();
     mo.n_threads = a.n_threads;
     mo.max_seq_len = 1024;
-    Result<std::unique_ptr<ModelRunner>> model = load_model_runner(a.model_dir, mo);
+    Result<std::unique_ptr<ModelRunner>> model = load_model(a.model_dir, mo);
     check(model.status(), "load");
     Result<Tokenizer> tok = Tokenizer::load(a.model_dir);
     check(tok.status(), "tokenizer");

@@ -14,7 +14,6 @@
 #include <chrono>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -25,6 +24,7 @@
 #include "engine/model_loader.h"
 #include "kernels/isa.h"
 #include "machine/bench_timing.h"
+#include "token_timing.h"
 #include "tokenizer/tokenizer.h"
 
 namespace {
@@ -77,55 +77,26 @@ struct Cell {
 };
 
 Cell run_once(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, int n, int32_t max_tokens) {
-  struct Track {
-    std::mutex mu;
-    SteadyTime first{}, last{};
-    int64_t n_tokens = 0;
-    bool done = false;
-  };
-  std::vector<std::unique_ptr<Track>> tracks;
+  std::vector<std::unique_ptr<bench::TokenTiming>> timings;
   const EngineStats before = engine.stats();
   const double t0 = now_seconds();
   for (int i = 0; i < n; ++i) {
-    tracks.push_back(std::make_unique<Track>());
-    Track* t = tracks.back().get();
+    timings.push_back(std::make_unique<bench::TokenTiming>());
     Request r;
     r.prompt_tokens = prompts[static_cast<size_t>(i) % prompts.size()];
     r.stop.max_tokens = max_tokens;
     r.stop.ignore_eos = true;  // every request decodes max_tokens: equal work with and without drafts
     r.detokenize = false;
-    check(engine
-              .submit(std::move(r),
-                      [t](TokenEvent&& e) {
-                        std::lock_guard<std::mutex> lock(t->mu);
-                        const SteadyTime now = std::chrono::steady_clock::now();
-                        if (!e.tokens.empty()) {
-                          if (t->n_tokens == 0) t->first = now;
-                          t->last = now;
-                          t->n_tokens += static_cast<int64_t>(e.tokens.size());
-                        }
-                        if (e.finished) t->done = true;
-                      })
-              .status(),
-          "submit");
+    check(engine.submit(std::move(r), timings.back()->sink()).status(), "submit");
   }
-  for (auto& t : tracks) {
-    while (true) {
-      {
-        std::lock_guard<std::mutex> lock(t->mu);
-        if (t->done) break;
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-  }
+  for (auto& t : timings) t->wait();
   Cell c;
   const double wall = now_seconds() - t0;
   int64_t total = 0;
   double per_user_sum = 0;
-  for (auto& t : tracks) {
-    total += t->n_tokens;
-    const double s = std::chrono::duration<double>(t->last - t->first).count();
-    per_user_sum += s > 0 ? static_cast<double>(t->n_tokens - 1) / s : 0.0;
+  for (auto& t : timings) {
+    total += t->n_tokens();
+    per_user_sum += t->per_user_tok_s();
   }
   c.per_user_tok_s = per_user_sum / n;
   c.output_tok_s = static_cast<double>(total) / wall;
