@@ -99,6 +99,23 @@ class KvTier {
   // Stores an entry (replacing one with the same key); evicts the least recently used entries
   // when over capacity.
   virtual Status write(const TierEntry& entry) = 0;
+  // The batched forms the tier store's writer uses (a remote tier answers each in one round trip;
+  // these defaults loop). contains_each: which of `keys` the tier holds. write_batch: stores every
+  // entry; the first failure's status (the others are still attempted).
+  virtual std::vector<bool> contains_each(std::span<const uint64_t> keys) {
+    std::vector<bool> held;
+    held.reserve(keys.size());
+    for (const uint64_t key : keys) held.push_back(contains(key));
+    return held;
+  }
+  virtual Status write_batch(std::span<const TierEntry* const> entries) {
+    Status first;
+    for (const TierEntry* e : entries) {
+      Status st = write(*e);
+      if (first.ok() && !st.ok()) first = std::move(st);
+    }
+    return first;
+  }
   // Deletes every entry of this tier's namespace whose scope matches, including entries other
   // processes sharing the tier wrote; returns how many. Slow (a scan of the tier): admin only.
   virtual Result<int64_t> remove_matching(const TierScopeFilter& filter) = 0;

@@ -97,32 +97,34 @@ redisContext* RedisTier::connect_locked(Connection& c) {
   return c.ctx;
 }
 
-int64_t RedisTier::count_prefix(std::span<const uint64_t> keys) {
-  if (keys.empty()) return 0;
+std::vector<bool> RedisTier::contains_each(std::span<const uint64_t> keys) {
+  std::vector<bool> held(keys.size(), false);
+  if (keys.empty()) return held;
   std::lock_guard<std::mutex> lock(lookup_.mu);
   redisContext* ctx = connect_locked(lookup_);
-  if (ctx == nullptr) return 0;
+  if (ctx == nullptr) return held;
   std::vector<std::string> names;
   names.reserve(keys.size());
   for (const uint64_t key : keys) {
     names.push_back(redis_key(key));
     redisAppendCommand(ctx, "EXISTS %b", names.back().data(), names.back().size());
   }
-  int64_t n = 0;
-  bool counting = true;
   for (size_t i = 0; i < keys.size(); ++i) {
     void* raw = nullptr;
     if (redisGetReply(ctx, &raw) != REDIS_OK) {
       fail_locked(lookup_);
-      return 0;
+      return std::vector<bool>(keys.size(), false);
     }
     const Reply reply(static_cast<redisReply*>(raw));
-    if (counting && reply->type == REDIS_REPLY_INTEGER && reply->integer == 1) {
-      ++n;
-    } else {
-      counting = false;
-    }
+    held[i] = reply->type == REDIS_REPLY_INTEGER && reply->integer == 1;
   }
+  return held;
+}
+
+int64_t RedisTier::count_prefix(std::span<const uint64_t> keys) {
+  const std::vector<bool> held = contains_each(keys);
+  int64_t n = 0;
+  while (n < static_cast<int64_t>(held.size()) && held[static_cast<size_t>(n)]) ++n;
   return n;
 }
 
@@ -172,40 +174,60 @@ Result<TierEntry> RedisTier::read(uint64_t key) {
 }
 
 Status RedisTier::write(const TierEntry& entry) {
+  const TierEntry* one[] = {&entry};
+  return write_batch(one);
+}
+
+Status RedisTier::write_batch(std::span<const TierEntry* const> entries) {
   const int64_t start_ns = now_ns();
-  const std::vector<std::byte> bytes = encode_tier_entry(cfg_.namespace_id, entry);
-  const std::string name = redis_key(entry.key);
-  // The entry's own expiry (its traffic class's TTL) when it has one, else the tier's.
-  int64_t ttl_s = cfg_.ttl_s;
-  if (entry.expires_at_unix_s != 0) {
-    const int64_t now_s =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-            .count();
-    if (entry.expires_at_unix_s <= now_s) return ok_status();  // already expired: nothing to keep
-    ttl_s = entry.expires_at_unix_s - now_s;
-  }
-  const std::string ttl = std::to_string(ttl_s);
+  const int64_t now_s =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count();
+  Status first;
+  int64_t n_written = 0, bytes_written = 0;
   {
     std::lock_guard<std::mutex> lock(io_.mu);
     redisContext* ctx = connect_locked(io_);
     if (ctx == nullptr) return unavailable("down; retried later");
-    Reply reply(static_cast<redisReply*>(redisCommand(ctx, "SET %b %b EX %s", name.data(), name.size(),
-                                                      bytes.data(), bytes.size(), ttl.c_str())));
-    if (!reply) {
-      fail_locked(io_);
-      return unavailable("SET failed");
+    std::vector<size_t> sizes;  // of the entries sent, in order
+    for (const TierEntry* entry : entries) {
+      // The entry's own expiry (its traffic class's TTL) when it has one, else the tier's.
+      int64_t ttl_s = cfg_.ttl_s;
+      if (entry->expires_at_unix_s != 0) {
+        if (entry->expires_at_unix_s <= now_s) continue;  // already expired: nothing to keep
+        ttl_s = entry->expires_at_unix_s - now_s;
+      }
+      const std::vector<std::byte> bytes = encode_tier_entry(cfg_.namespace_id, *entry);
+      const std::string name = redis_key(entry->key);
+      const std::string ttl = std::to_string(ttl_s);
+      redisAppendCommand(ctx, "SET %b %b EX %s", name.data(), name.size(), bytes.data(), bytes.size(),
+                         ttl.c_str());
+      sizes.push_back(bytes.size());
     }
-    if (reply->type == REDIS_REPLY_ERROR) {
-      count_error();
-      return unavailable(std::string("SET: ") + reply->str);
+    for (const size_t size : sizes) {
+      void* raw = nullptr;
+      if (redisGetReply(ctx, &raw) != REDIS_OK) {
+        fail_locked(io_);
+        return unavailable("SET failed");
+      }
+      const Reply reply(static_cast<redisReply*>(raw));
+      if (reply->type == REDIS_REPLY_ERROR) {
+        count_error();
+        if (first.ok()) first = unavailable(std::string("SET: ") + reply->str);
+        continue;
+      }
+      ++n_written;
+      bytes_written += static_cast<int64_t>(size);
     }
   }
+  const int64_t elapsed_ns = now_ns() - start_ns;
   std::lock_guard<std::mutex> stats_lock(stats_mu_);
-  ++stats_.n_writes;
-  stats_.bytes_written += static_cast<int64_t>(bytes.size());
-  stats_.write_ns_total += now_ns() - start_ns;
-  stats_.write_latency.add(now_ns() - start_ns);
-  return ok_status();
+  stats_.n_writes += n_written;
+  stats_.bytes_written += bytes_written;
+  stats_.write_ns_total += elapsed_ns;
+  // One latency observation per entry stored: the batch's time split evenly over them.
+  for (int64_t i = 0; i < n_written; ++i) stats_.write_latency.add(elapsed_ns / n_written);
+  return first;
 }
 
 Result<int64_t> RedisTier::remove_matching(const TierScopeFilter& filter) {

@@ -45,6 +45,9 @@ class RedisTier final : public KvTier {
   bool contains(uint64_t key) override;
   Result<TierEntry> read(uint64_t key) override;
   Status write(const TierEntry& entry) override;
+  // Pipelined: one EXISTS per key, one SET per entry, each batch in one round trip.
+  std::vector<bool> contains_each(std::span<const uint64_t> keys) override;
+  Status write_batch(std::span<const TierEntry* const> entries) override;
   // SCAN over this namespace's keys, GETRANGE of each entry's head, DEL of the matching ones.
   Result<int64_t> remove_matching(const TierScopeFilter& filter) override;
   TierStats stats() const override;

@@ -108,6 +108,28 @@ TEST(RedisTier, RemoveMatchingScansEveryPageOfTheNamespace) {
   EXPECT_TRUE(other_model->contains(1)) << "another model's namespace is untouched";
 }
 
+TEST(RedisTier, BatchedLookupsAndWritesStoreEveryEntryAndSkipExpiredOnes) {
+  testing::RedisServer redis;
+  ASSERT_TRUE(redis.ok()) << "redis-server did not start";
+  auto a = open_tier(redis.url());
+  std::vector<TierEntry> entries;
+  for (uint64_t key = 100; key < 140; ++key) entries.push_back(make_entry(key, 2000));
+  entries[3].expires_at_unix_s = 1;  // long past: not stored
+  std::vector<const TierEntry*> batch;
+  for (const TierEntry& e : entries) batch.push_back(&e);
+  ASSERT_TRUE(a->write_batch(batch).ok());
+  EXPECT_EQ(a->stats().n_writes, 39);
+  EXPECT_EQ(a->stats().write_latency.counts.size(), kTierLatencyBoundsS.size() + 1);
+  int64_t observed = 0;
+  for (const int64_t c : a->stats().write_latency.counts) observed += c;
+  EXPECT_EQ(observed, 39) << "one latency observation per stored entry";
+  const uint64_t keys[] = {99, 100, 103, 139, 140};
+  EXPECT_EQ(a->contains_each(keys), (std::vector<bool>{false, true, false, true, false}));
+  Result<TierEntry> got = a->read(120);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_TRUE(got->bytes == entries[20].bytes);
+}
+
 TEST(RedisTier, ADeadServerIsSkippedAtOnceAndRetriedLater) {
   testing::RedisServer redis;
   ASSERT_TRUE(redis.ok());

@@ -94,7 +94,10 @@ class TierStore {
   };
   void write_loop();
   void restore_loop();
-  void write_blocks(const std::vector<TierBlockRef>& blocks, std::vector<std::byte>& scratch);
+  // Blocks per batched tier lookup and write (bounds the entries held in memory at once).
+  static constexpr size_t kWriteBatchBlocks = 16;
+  void write_blocks(const std::vector<TierBlockRef>& blocks, std::vector<TierEntry>& batch);
+  void write_batch(std::span<const TierBlockRef> blocks, std::vector<TierEntry>& batch);
   int32_t restore_blocks(const std::vector<TierBlockRef>& blocks);
 
   std::vector<std::shared_ptr<KvTier>> tiers_;
