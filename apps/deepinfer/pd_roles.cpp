@@ -31,6 +31,9 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
       ->capture_default_str();
   g->add_option("--kv-transit-mib", o.transit_mib, "Blocks in transit kept at most (outbox / landing)")
       ->capture_default_str();
+  g->add_option("--kv-prefill-peer", o.prefill_peers,
+                "Decode role: a prefill server URL this server may take KV from (repeatable; the router's "
+                "--prefill URLs). A request naming another one is prefilled here");
 }
 
 Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std::string& model_dir,
@@ -48,6 +51,10 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   if (o.lease_timeout_ms < 1)
     return Status(ErrorCode::invalid_argument, "--kv-lease-timeout-ms must be >= 1");
   if (o.transit_mib < 1) return Status(ErrorCode::invalid_argument, "--kv-transit-mib must be >= 1");
+  if (r->role_ == pd::PdRole::decode && o.prefill_peers.empty())
+    return Status(ErrorCode::invalid_argument,
+                  "--role decode needs --kv-prefill-peer URL (the prefill servers it may call; a request "
+                  "header alone never names one)");
   r->identity_ = std::make_shared<pd::PdIdentity>();
   DS_ASSIGN_OR_RETURN(r->identity_->secret, pd::load_transfer_secret(o.secret_file));
   DS_ASSIGN_OR_RETURN(r->identity_->model_fingerprint, checkpoint_fingerprint(model_dir));
@@ -141,9 +148,26 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       kBuckets);
   dc.observe_import = [import_h](double s) { import_h->observe(s); };
   decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, pool_, dc, log);
-  generate.kv_import = [d = decode_.get()](std::string peer, Request request,
-                                           std::function<bool()> client_gone,
-                                           std::function<void(Request, std::shared_ptr<void>)> resume) {
+  Counter* unknown_peers = &registry.counter(
+      "deepinfer:pd_unknown_peers_total",
+      "Requests naming a prefill server not in --kv-prefill-peer (prefilled here, no connection made).");
+  generate.kv_import = [d = decode_.get(), allowed = options_.prefill_peers, log, unknown_peers](
+                           std::string peer, Request request, std::function<bool()> client_gone,
+                           std::function<void(Request, std::shared_ptr<void>)> resume) {
+    const auto strip = [](std::string u) {
+      while (u.ends_with('/')) u.pop_back();
+      return u;
+    };
+    bool known = false;
+    for (const std::string& a : allowed) known = known || strip(a) == strip(peer);
+    if (!known) {
+      unknown_peers->inc();
+      if (log != nullptr)
+        log->log(LogLevel::warn,
+                 "pd decode: prefill peer '{}' is not one of --kv-prefill-peer; prefilling here",
+                 peer.substr(0, 200));
+      return resume(std::move(request), nullptr);
+    }
     d->start(std::move(peer), std::move(request), std::move(client_gone), std::move(resume));
   };
   Counter* imports =

@@ -27,6 +27,10 @@ struct PdOptions {
   std::string transfer_host = "127.0.0.1";
   int64_t lease_timeout_ms = 30'000;
   int64_t transit_mib = 1024;  // outbox / landing tier capacity
+  // Decode role: the prefill servers it may call (the router's --prefill URLs). A request naming
+  // any other server in its prefill-peer header is prefilled here: a request never chooses where
+  // this server connects to.
+  std::vector<std::string> prefill_peers;
 };
 
 void add_pd_options(CLI::App* sub, PdOptions& o);

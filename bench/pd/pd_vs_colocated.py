@@ -123,7 +123,8 @@ def main():
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
         pp, purl = start(serve + ["--role", "prefill", "--kv-transfer-secret-file", secret], "prefill")
-        dp, durl = start(serve + ["--role", "decode", "--kv-transfer-secret-file", secret], "decode")
+        dp, durl = start(serve + ["--role", "decode", "--kv-transfer-secret-file", secret,
+                                  "--kv-prefill-peer", purl], "decode")
         rp, rurl = start([a.deepinfer, "route", "--port", "0", "--policy", "round_robin", "--prefill", purl,
                           "--decode", durl], "router")
         procs += [pp, dp, rp]

@@ -166,7 +166,8 @@ def expect_nothing_held(*procs):
 class Cluster:
     def __init__(self, p_secret, d_secret, d_extra=(), route_extra=(), p_model=None):
         self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret, model=p_model)
-        self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret, *d_extra)
+        self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret,
+                       "--kv-prefill-peer", self.p.url(), *d_extra)
         self.r = Proc(["route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode",
                        self.d.url(), "--prefill", self.p.url(), "--health-period-ms", "200", *route_extra], "router")
         wait_for(lambda: ready(self.r), "the router to see the decode server")
@@ -201,6 +202,18 @@ def case_equal():
                     got, usage = completion(c.r.url(), k, n, sampling, stream)
                     check(got == want, f"prompt {k} ({n} tokens) {sampling} stream={stream}: P/D {got!r} != {want!r}")
                     n_transfers += 1 if (n - 1) // BLOCK > 0 else 0
+        # A request straight to the decode server naming a prefill server it was not given: prefilled
+        # there (the same answer), no connection made, counted and logged.
+        body = {"model": "tiny", "prompt": prompt(1, 200), "max_tokens": 12, **GREEDY}
+        req = urllib.request.Request(c.d.url() + "/v1/completions", method="POST", data=json.dumps(body).encode())
+        req.add_header("content-type", "application/json")
+        req.add_header("X-DeepInfer-Prefill-Peer", "http://127.0.0.1:9")
+        with urllib.request.urlopen(req, timeout=60) as res:
+            direct = json.loads(res.read().decode())["choices"][0]["text"]
+        want1, _ = completion(s.url(), 1, 200, GREEDY)
+        check(direct == want1, "a request naming an unknown prefill server is answered by the decode server")
+        check(metrics(c.d)["deepinfer:pd_unknown_peers_total"] == 1, "the unknown peer was not counted")
+        check("is not one of --kv-prefill-peer" in c.d.log(), "the unknown peer was not logged")
         dm, pm = metrics(c.d), metrics(c.p)
         check(dm["deepinfer:pd_imports_total"] == n_transfers,
               f"decode imported {dm['deepinfer:pd_imports_total']} requests, expected {n_transfers}")
