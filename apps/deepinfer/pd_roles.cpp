@@ -31,6 +31,9 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
       ->capture_default_str();
   g->add_option("--kv-transit-mib", o.transit_mib, "Blocks in transit kept at most (outbox / landing)")
       ->capture_default_str();
+  g->add_option("--kv-decode-peer", o.decode_peers,
+                "Prefill role: an address of a decode server's UCX listeners (its --kv-transfer-host) this "
+                "server may connect to (repeatable); a request naming another is refused");
   g->add_option("--kv-prefill-peer", o.prefill_peers,
                 "Decode role: a prefill server URL this server may take KV from (repeatable; the router's "
                 "--prefill URLs). A request naming another one is prefilled here");
@@ -51,6 +54,10 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   if (o.lease_timeout_ms < 1)
     return Status(ErrorCode::invalid_argument, "--kv-lease-timeout-ms must be >= 1");
   if (o.transit_mib < 1) return Status(ErrorCode::invalid_argument, "--kv-transit-mib must be >= 1");
+  if (r->role_ == pd::PdRole::prefill && o.decode_peers.empty())
+    return Status(ErrorCode::invalid_argument,
+                  "--role prefill needs --kv-decode-peer HOST (the decode servers' --kv-transfer-host it may "
+                  "connect to; a request body alone never names one)");
   if (r->role_ == pd::PdRole::decode && o.prefill_peers.empty())
     return Status(ErrorCode::invalid_argument,
                   "--role decode needs --kv-prefill-peer URL (the prefill servers it may call; a request "
@@ -110,6 +117,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
         &registry.histogram("deepinfer:pd_put_seconds",
                             "Per transfer: UCX puts + flush into the decode server's blocks.", kBuckets);
     pd::PrefillServiceConfig pc;
+    pc.allowed_decode_hosts = options_.decode_peers;
     pc.observe = [prefill_h, put_h](double prefill_s, double put_s) {
       prefill_h->observe(prefill_s);
       put_h->observe(put_s);
@@ -127,6 +135,9 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     Counter* transfer_s =
         &registry.counter("deepinfer:pd_transfer_seconds_total", "Put + flush time of the transfers.");
     Gauge* running = &registry.gauge("deepinfer:pd_prefill_transfers_running", "KV transfers in progress.");
+    Counter* refused_hosts = &registry.counter(
+        "deepinfer:pd_refused_decode_hosts_total",
+        "Prefill requests naming a decode_host outside --kv-decode-peer (refused before any connection).");
     registry.add_collector([=, s = prefill_.get()] {
       const pd::PrefillStats& st = s->stats();
       running->set(static_cast<double>(s->n_running()));
@@ -135,6 +146,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       bytes->set_total(static_cast<double>(st.bytes_sent.load()));
       prefill_s->set_total(static_cast<double>(st.prefill_ns.load()) * 1e-9);
       transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
+      refused_hosts->set_total(static_cast<double>(st.refused_hosts.load()));
     });
     return ok_status();
   }

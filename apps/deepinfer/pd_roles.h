@@ -31,6 +31,8 @@ struct PdOptions {
   // any other server in its prefill-peer header is prefilled here: a request never chooses where
   // this server connects to.
   std::vector<std::string> prefill_peers;
+  // Prefill role: the addresses of the decode servers' UCX listeners it may connect to.
+  std::vector<std::string> decode_peers;
 };
 
 void add_pd_options(CLI::App* sub, PdOptions& o);

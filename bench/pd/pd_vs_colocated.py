@@ -122,7 +122,8 @@ def main():
         results["colocated"] = run_workload(url, a)
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
-        pp, purl = start(serve + ["--role", "prefill", "--kv-transfer-secret-file", secret], "prefill")
+        pp, purl = start(serve + ["--role", "prefill", "--kv-transfer-secret-file", secret,
+                                  "--kv-decode-peer", "127.0.0.1"], "prefill")
         dp, durl = start(serve + ["--role", "decode", "--kv-transfer-secret-file", secret,
                                   "--kv-prefill-peer", purl], "decode")
         rp, rurl = start([a.deepinfer, "route", "--port", "0", "--policy", "round_robin", "--prefill", purl,

@@ -165,7 +165,8 @@ def expect_nothing_held(*procs):
 
 class Cluster:
     def __init__(self, p_secret, d_secret, d_extra=(), route_extra=(), p_model=None):
-        self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret, model=p_model)
+        self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret,
+                       "--kv-decode-peer", "127.0.0.1", model=p_model)
         self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret,
                        "--kv-prefill-peer", self.p.url(), *d_extra)
         self.r = Proc(["route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode",
@@ -214,6 +215,11 @@ def case_equal():
         check(direct == want1, "a request naming an unknown prefill server is answered by the decode server")
         check(metrics(c.d)["deepinfer:pd_unknown_peers_total"] == 1, "the unknown peer was not counted")
         check("is not one of --kv-prefill-peer" in c.d.log(), "the unknown peer was not logged")
+        # And the prefill server connects only to the decode hosts it was given.
+        status, text = post(c.p.url(), "/v1/pd/prefill",
+                            {"request_id": 7, "tokens": [1, 2, 3], "decode_host": "192.0.2.1", "decode_port": 9})
+        check(status == 400 and "--kv-decode-peer" in text, f"a foreign decode_host: {status} {text[:200]}")
+        check(metrics(c.p)["deepinfer:pd_refused_decode_hosts_total"] == 1, "the foreign decode_host was not counted")
         dm, pm = metrics(c.d), metrics(c.p)
         check(dm["deepinfer:pd_imports_total"] == n_transfers,
               f"decode imported {dm['deepinfer:pd_imports_total']} requests, expected {n_transfers}")

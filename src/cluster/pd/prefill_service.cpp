@@ -204,6 +204,16 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
       [this](server::ServerRequest req, std::shared_ptr<server::ResponseChannel> out) {
         Result<Job> job = parse_job(req.body, config_.max_wait);
         if (!job.ok()) return out->send_error(job.status());
+        if (std::find(config_.allowed_decode_hosts.begin(), config_.allowed_decode_hosts.end(),
+                      job->decode_host) == config_.allowed_decode_hosts.end()) {
+          stats_.refused_hosts.fetch_add(1);
+          log_->log(LogLevel::warn, "pd prefill: decode_host '{}' is not one of --kv-decode-peer; refused",
+                    job->decode_host.substr(0, 200));
+          return out->send_error(Status(
+              ErrorCode::invalid_argument,
+              fmt::format("/v1/pd/prefill: decode_host '{}' is not one of this server's --kv-decode-peer",
+                          job->decode_host.substr(0, 200))));
+        }
         auto shared_job = std::make_shared<Job>(std::move(job).value());
         const bool started = jobs_.start(
             [this, shared_job, out] {

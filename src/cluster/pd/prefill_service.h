@@ -29,8 +29,9 @@ struct PrefillStats {
   std::atomic<int64_t> failures{0};
   std::atomic<int64_t> blocks_sent{0};
   std::atomic<int64_t> bytes_sent{0};
-  std::atomic<int64_t> prefill_ns{0};   // engine time of the transfers' prefills
-  std::atomic<int64_t> transfer_ns{0};  // puts + flush
+  std::atomic<int64_t> prefill_ns{0};     // engine time of the transfers' prefills
+  std::atomic<int64_t> transfer_ns{0};    // puts + flush
+  std::atomic<int64_t> refused_hosts{0};  // requests naming a decode_host outside the allowlist
 };
 
 struct PrefillServiceConfig {
@@ -38,6 +39,9 @@ struct PrefillServiceConfig {
   std::chrono::milliseconds max_wait{60'000};  // cap on a transfer's whole run
   // Called once per transfer: the prefill (engine queue + compute + outbox) and the puts + flush.
   std::function<void(double prefill_seconds, double put_seconds)> observe;
+  // The addresses of the decode servers' UCX listeners this server may connect to (their
+  // --kv-transfer-host); a request naming another decode_host is refused before anything runs.
+  std::vector<std::string> allowed_decode_hosts;
 };
 
 class PrefillService {
