@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "bench_chat.h"
 #include "engine/engine.h"
 #include "engine/model_loader.h"
 #include "grammar/grammar_compiler.h"
@@ -46,20 +47,8 @@ struct Args {
   int64_t kv_cache_mib = 512;
 };
 
-void check(const Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(fmt::format("{}: {}", what, s.to_string()));
-}
-
-std::vector<int32_t> encode_chat(const Tokenizer& tok, const std::string& text) {
-  std::vector<int32_t> ids;
-  if (tok.bos_id() >= 0) ids.push_back(tok.bos_id());
-  for (const std::string& part : {std::string("<｜User｜>"), text, std::string("<｜Assistant｜>")}) {
-    Result<std::vector<int32_t>> p = tok.encode(part, /*parse_special=*/part != text);
-    check(p.status(), "encode");
-    ids.insert(ids.end(), p->begin(), p->end());
-  }
-  return ids;
-}
+using bench::check;
+using bench::encode_chat;
 
 enum class Mode { off, all, mixed };
 const char* mode_name(Mode m) { return m == Mode::off ? "off" : m == Mode::all ? "all" : "mixed"; }

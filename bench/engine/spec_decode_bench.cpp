@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "bench_chat.h"
 #include "engine/engine.h"
 #include "engine/model_loader.h"
 #include "kernels/isa.h"
@@ -55,20 +56,8 @@ const std::vector<std::string> kDefaultPrompts = {
     "Write a short sentence about the sea.",
 };
 
-void check(const Status& s, const char* what) {
-  if (!s.ok()) throw std::runtime_error(fmt::format("{}: {}", what, s.to_string()));
-}
-
-std::vector<int32_t> encode_chat(const Tokenizer& tok, const std::string& text) {
-  std::vector<int32_t> ids;
-  if (tok.bos_id() >= 0) ids.push_back(tok.bos_id());
-  for (const std::string& part : {std::string("<｜User｜>"), text, std::string("<｜Assistant｜>")}) {
-    Result<std::vector<int32_t>> p = tok.encode(part, /*parse_special=*/part != text);
-    check(p.status(), "encode");
-    ids.insert(ids.end(), p->begin(), p->end());
-  }
-  return ids;
-}
+using bench::check;
+using bench::encode_chat;
 
 struct Cell {
   double per_user_tok_s = 0;  // mean over requests of (tokens - 1) / (last token - first token)

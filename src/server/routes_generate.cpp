@@ -216,10 +216,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
         cancel_engine(index);
       }
     }
-    const bool failed =
-        ev.finished && !c.stopped &&
-        (ev.finish_reason == FinishReason::error || ev.finish_reason == FinishReason::deadline);
-    if (index == 0 && !sibling_requests_.empty() && !failed) submit_siblings();
+    if (index == 0 && !sibling_requests_.empty() && !(ev.finished && ends_in_error(c, ev))) submit_siblings();
     if (ev.finished) finish(index, ev);
   }
 
@@ -265,6 +262,13 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
     if (id != 0) config_.engine->cancel(id);
   }
 
+  // A choice's last event is an error (unless a stop sequence had already ended it: then the
+  // engine's cancel is the expected end).
+  static bool ends_in_error(const Choice& c, const TokenEvent& ev) {
+    return !c.stopped &&
+           (ev.finish_reason == FinishReason::error || ev.finish_reason == FinishReason::deadline);
+  }
+
   // The whole response fails (a choice failed, or a sibling could not be submitted): the error in
   // the API's shape, and every other choice cancelled.
   void fail(const Status& error) {
@@ -280,8 +284,7 @@ class GenerationCall : public std::enable_shared_from_this<GenerationCall> {
   void finish(size_t index, const TokenEvent& ev) {
     record_metrics(choices_[index], ev);
     Choice& c = choices_[index];
-    const bool failed = ev.finish_reason == FinishReason::error || ev.finish_reason == FinishReason::deadline;
-    if (failed && !c.stopped) return fail(ev.error);
+    if (ends_in_error(c, ev)) return fail(ev.error);
     std::vector<recipe::OutputDelta> tail = c.parser.finish();
     c.reason = c.parser.finish_reason(generation_end(ev.finish_reason));
     c.usage = response_usage(ev.usage);
