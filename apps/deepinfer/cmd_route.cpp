@@ -34,6 +34,7 @@ struct RouteOptions {
   int port = 8080;
   std::vector<std::string> workers;
   std::vector<std::string> worker_events;    // WORKER_URL=ENDPOINT
+  std::vector<std::string> worker_replays;   // WORKER_URL=ENDPOINT (after worker_events)
   std::vector<std::string> decode_workers;   // P/D decode servers (workers that import KV)
   std::vector<std::string> prefill_workers;  // P/D prefill servers (never sent client requests)
   int64_t pd_min_prompt_tokens = 0;
@@ -74,6 +75,7 @@ Result<std::vector<cluster::WorkerAddress>> configured_workers(const RouteOption
     out.insert(out.end(), more.begin(), more.end());
   }
   for (const std::string& spec : o.worker_events) DS_TRY(cluster::attach_worker_events(out, spec));
+  for (const std::string& spec : o.worker_replays) DS_TRY(cluster::attach_worker_replay(out, spec));
   return out;
 }
 
@@ -211,8 +213,13 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option(
       "--worker-events", o->worker_events,
       "WORKER_URL=tcp://HOST:PORT: the worker's KV event stream (serve --kv-events-endpoint; repeatable)");
-  sub->add_option("--workers-file", o->workers_file,
-                  "File of workers, one 'URL [events=ENDPOINT]' per line; re-read on SIGHUP");
+  sub->add_option(
+      "--worker-events-replay", o->worker_replays,
+      "WORKER_URL=tcp://HOST:PORT: the worker's replay socket (serve --kv-events-replay-endpoint; "
+      "fills gaps in its event stream; repeatable)");
+  sub->add_option(
+      "--workers-file", o->workers_file,
+      "File of workers, one 'URL [events=ENDPOINT] [replay=ENDPOINT]' per line; re-read on SIGHUP");
   sub->add_option(
       "--decode", o->decode_workers,
       "P/D decode server URL (serve --role decode; repeatable): a worker that imports the prompt KV");

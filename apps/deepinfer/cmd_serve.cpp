@@ -61,6 +61,8 @@ struct ServeOptions {
   std::string admin_api_key_file;
   std::string kv_events_endpoint;  // "" = no KV events
   std::string kv_events_topic;
+  std::string kv_events_replay_endpoint;  // "" = no replay socket
+  size_t kv_events_buffer_steps = 10000;
   std::string served_model_name;  // "" = the model directory's name
   int64_t max_model_len = 4096;   // prompt + output tokens per request (capped by the checkpoint)
   int64_t default_max_tokens = 4096;
@@ -199,6 +201,8 @@ int run_serve(const ServeOptions& o) {
     KvEventPublisherConfig pc;
     pc.endpoint = o.kv_events_endpoint;
     pc.topic = o.kv_events_topic;
+    pc.replay_endpoint = o.kv_events_replay_endpoint;
+    pc.replay_buffer_batches = o.kv_events_buffer_steps;
     pc.format.block_size_tokens = engine_config.block_size_tokens > 0
                                       ? engine_config.block_size_tokens
                                       : default_block_size_tokens((*model)->kv_cache_layout());
@@ -286,7 +290,10 @@ int run_serve(const ServeOptions& o) {
         return nlohmann::ordered_json{{"endpoint", pub->endpoint()},
                                       {"batches_published", s.batches_published},
                                       {"events_published", s.events_published},
-                                      {"batches_dropped", s.batches_dropped}};
+                                      {"batches_dropped", s.batches_dropped},
+                                      {"replay_endpoint", pub->replay_endpoint()},
+                                      {"replay_requests", s.replay_requests},
+                                      {"batches_replayed", s.batches_replayed}};
       };
     }
     if (Status st = server::add_cache_admin_routes(router, admin); !st.ok()) return report_error(cmd, st);
@@ -344,11 +351,18 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--admin-api-key", o->admin_api_keys,
                   "Admin key (repeatable) for GET /v1/cache/stats and DELETE /v1/cache; client keys get 403");
   sub->add_option("--admin-api-key-file", o->admin_api_key_file, "File of admin keys, one per line");
-  sub->add_option(
+  CLI::Option* kv_events_opt = sub->add_option(
       "--kv-events-endpoint", o->kv_events_endpoint,
       "Publish KV events (vLLM's schema) on a ZeroMQ PUB socket bound here, e.g. tcp://127.0.0.1:5557");
   sub->add_option("--kv-events-topic", o->kv_events_topic, "Topic frame of every KV event message")
       ->capture_default_str();
+  sub->add_option("--kv-events-replay-endpoint", o->kv_events_replay_endpoint,
+                  "ZeroMQ ROUTER socket bound here answers replay requests for missed KV event batches "
+                  "(vLLM's protocol), e.g. tcp://127.0.0.1:5558")
+      ->needs(kv_events_opt);
+  sub->add_option("--kv-events-buffer-steps", o->kv_events_buffer_steps, "KV event batches kept for replay")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
   sub->add_option("--served-model-name", o->served_model_name,
                   "Model id in responses (default: directory name)");
   sub->add_option("--max-model-len", o->max_model_len, "Prompt + output tokens per request")

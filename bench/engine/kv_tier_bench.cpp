@@ -4,13 +4,19 @@
 //      entry file, i.e. from the device);
 //   2. restore GB/s (the tier's reads) against the disk's bandwidth measured in the same run on the
 //      same entry files, with pread and with io_uring (queue depth 32);
-//   3. decode throughput with the tier write path on vs no tiers.
+//   3. with --redis URL (a running redis-server): TTFT with the prefix restored from the Redis tier
+//      by a fresh engine, and the tier's read GB/s;
+//   4. decode throughput with the tier write path on vs no tiers, and the process CPU time of each
+//      run (getrusage: other processes' load does not count), so the write path's CPU cost is a
+//      measured fraction of the run's even when wall times are noisy.
 // Fixed seeds; medians over --runs.
 //   kv_tier_bench --model DIR [--threads N] [--prefix-tokens 4096] [--runs 2] [--disk-dir DIR]
+//                 [--redis redis://127.0.0.1:PORT]
 //                 [--decode-requests 8] [--decode-prompt-tokens 256] [--decode-tokens 64]
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <liburing.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -28,6 +34,7 @@
 #include "engine/model_loader.h"
 #include "kernels/isa.h"
 #include "kvcache/disk_tier.h"
+#include "kvcache/redis_tier.h"
 #include "kvcache/tier_key.h"
 
 namespace {
@@ -42,6 +49,7 @@ struct Args {
   int32_t prefix_tokens = 4096;
   int runs = 2;
   std::string disk_dir = "/tmp/ds_kv_tier_bench";
+  std::string redis_url;  // "" = no Redis row
   int decode_requests = 8;
   int32_t decode_prompt_tokens = 256;
   int32_t decode_tokens = 64;
@@ -72,12 +80,26 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// User + system CPU seconds of this process, all threads.
+double process_cpu_s() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) {
+    return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec);
+  };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
 struct TierEngine {
   std::unique_ptr<Engine> engine;
   std::shared_ptr<DiskTier> disk;
+  std::shared_ptr<RedisTier> redis;
 };
 
-TierEngine make_engine(ModelRunner& model, const Args& a, const std::string* disk_dir, bool writes = true) {
+// An engine with no tier, the SSD tier in `disk_dir`, or (redis_url set) only the Redis tier under a
+// namespace salted with `disk_dir` (so each run starts empty).
+TierEngine make_engine(ModelRunner& model, const Args& a, const std::string* disk_dir,
+                       const std::string& redis_url = {}) {
   EngineConfig cfg;
   cfg.scheduler.max_running = 16;
   cfg.kv_cache_bytes = a.kv_cache_mib << 20;
@@ -88,8 +110,18 @@ TierEngine make_engine(ModelRunner& model, const Args& a, const std::string* dis
     check(secret.status(), "secret");
     cfg.kv_tiers.model_fingerprint = 1;
     cfg.kv_tiers.secret = *secret;
-    cfg.kv_tiers.writes = writes;
-    cfg.kv_tiers.open = [&t, disk_dir](uint64_t ns) -> Result<std::vector<std::shared_ptr<KvTier>>> {
+    cfg.kv_tiers.open = [&t, disk_dir,
+                         redis_url](uint64_t ns) -> Result<std::vector<std::shared_ptr<KvTier>>> {
+      if (!redis_url.empty()) {
+        RedisTierConfig rc;
+        rc.url = redis_url;
+        rc.namespace_id = ns;
+        rc.ttl_s = 3600;
+        rc.io_timeout_ms = 5000;  // a 4k-token prefix is ~60 MB in one batch of values
+        DS_ASSIGN_OR_RETURN(std::unique_ptr<RedisTier> r, RedisTier::open(rc));
+        t.redis = std::move(r);
+        return std::vector<std::shared_ptr<KvTier>>{t.redis};
+      }
       DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> d,
                           DiskTier::open({*disk_dir, int64_t{64} << 30, ns, {}}));
       d->wait_for_scan();
@@ -186,8 +218,8 @@ double read_uring(const std::vector<std::string>& files, std::vector<std::vector
 
 void bench_ttft(ModelRunner& model, const Args& a, int vocab) {
   fmt::print("== TTFT of a {}-token prompt, median of {} ==\n", a.prefix_tokens + 1, a.runs);
-  std::vector<double> cold, pool, ssd_cached, ssd_device, tier_gbs;
-  int64_t hit_pool = 0, hit_ssd = 0, hit_device = 0, block_bytes = 0, n_entries = 0;
+  std::vector<double> cold, pool, ssd_cached, ssd_device, tier_gbs, redis_ms, redis_gbs;
+  int64_t hit_pool = 0, hit_ssd = 0, hit_device = 0, hit_redis = 0, block_bytes = 0, n_entries = 0;
   std::vector<std::string> files;
   for (int run = 0; run < a.runs; ++run) {
     const std::vector<int32_t> prompt =
@@ -221,6 +253,21 @@ void bench_ttft(ModelRunner& model, const Args& a, int vocab) {
       n_entries = s.n_entries;
       block_bytes = model.kv_block_bytes();
     }
+    if (!a.redis_url.empty()) {
+      // The Redis tier alone: written by one engine, restored by a fresh one (the secret file in
+      // `dir` is shared, so both compute the same keys).
+      {
+        TierEngine writer = make_engine(model, a, &dir, a.redis_url);
+        (void)ttft_ms(*writer.engine, prompt, &cached);
+        writer.engine->shutdown();
+      }
+      TierEngine reader = make_engine(model, a, &dir, a.redis_url);
+      redis_ms.push_back(ttft_ms(*reader.engine, prompt, &hit_redis));
+      const TierStats s = reader.redis->stats();
+      redis_gbs.push_back(
+          s.read_ns_total > 0 ? static_cast<double>(s.bytes_read) / static_cast<double>(s.read_ns_total) : 0);
+      if (s.n_errors > 0) fmt::print("  (Redis tier errors: {})\n", s.n_errors);
+    }
   }
   const double c = median(cold);
   fmt::print("  cold recompute            {:9.1f} ms\n", c);
@@ -230,6 +277,9 @@ void bench_ttft(ModelRunner& model, const Args& a, int vocab) {
              c / median(ssd_cached));
   fmt::print("  SSD, device ({:5})       {:9.1f} ms  {:6.1f}x\n", hit_device, median(ssd_device),
              c / median(ssd_device));
+  if (!redis_ms.empty())
+    fmt::print("  Redis ({:5})             {:9.1f} ms  {:6.1f}x; tier reads {:.2f} GB/s (median)\n",
+               hit_redis, median(redis_ms), c / median(redis_ms), median(redis_gbs));
   fmt::print("  {} entries of {:.2f} MB; tier reads from the device: {:.2f} GB/s (median)\n", n_entries,
              static_cast<double>(block_bytes) / 1e6, median(tier_gbs));
 
@@ -252,10 +302,18 @@ void bench_ttft(ModelRunner& model, const Args& a, int vocab) {
              read_pread(files, bufs), read_uring(files, bufs));
 }
 
+struct DecodeRun {
+  double tok_s = 0;  // decode tokens per second (wall)
+  double cpu_s = 0;  // process CPU from the first submit to the engine's shutdown (writes drained)
+};
+
 // Decode tok/s of a concurrent batch: the tokens after each request's first, over the time from the
-// last first token (every prompt prefilled) to the end, so prefill does not dilute the figure.
-double decode_tok_s(ModelRunner& model, const Args& a, int vocab, const std::string* dir, uint64_t seed) {
+// last first token (every prompt prefilled) to the end, so prefill does not dilute the figure. The
+// CPU time covers the whole run (prefill, decode and every tier write), so on - off is the write
+// path's own CPU.
+DecodeRun decode_run(ModelRunner& model, const Args& a, int vocab, const std::string* dir, uint64_t seed) {
   TierEngine e = make_engine(model, a, dir);
+  const double cpu0 = process_cpu_s();
   std::vector<RequestStream> streams(static_cast<size_t>(a.decode_requests));
   for (int i = 0; i < a.decode_requests; ++i) {
     check(e.engine
@@ -272,26 +330,44 @@ double decode_tok_s(ModelRunner& model, const Args& a, int vocab, const std::str
     check(ev.error, "request");
     last_first = std::max(last_first, ev.first_token_at);
   }
+  DecodeRun r;
   const double decode_s = std::chrono::duration<double>(Clock::now() - last_first).count();
-  const double tok_s = a.decode_requests * (a.decode_tokens - 1) / decode_s;
-  if (e.disk) fmt::print("    (tier wrote {} entries)\n", e.disk->stats().n_writes);
-  return tok_s;
+  r.tok_s = a.decode_requests * (a.decode_tokens - 1) / decode_s;
+  e.engine->shutdown();  // drains the tier writes
+  r.cpu_s = process_cpu_s() - cpu0;
+  if (e.disk) {
+    const TierStats st = e.disk->stats();
+    fmt::print("    (tier wrote {} entries, {:.1f} MB)\n", st.n_writes,
+               static_cast<double>(st.bytes_written) / 1e6);
+  }
+  return r;
 }
 
 void bench_decode(ModelRunner& model, const Args& a, int vocab) {
   fmt::print("\n== decode: {} requests x {} tokens ({}-token unique prompts), write path on vs no tiers ==\n",
              a.decode_requests, a.decode_tokens, a.decode_prompt_tokens);
   const std::string dir = a.disk_dir + "/decode";
-  std::vector<double> off, on;
+  std::vector<double> off, on, cpu_off, cpu_on;
   for (int run = 0; run < std::max(a.runs, 2); ++run) {
-    fmt::print("  run {}\n", run);
     fs::remove_all(dir);
     fs::create_directories(dir);
-    off.push_back(decode_tok_s(model, a, vocab, nullptr, 10 + static_cast<uint64_t>(run)));
-    on.push_back(decode_tok_s(model, a, vocab, &dir, 20 + static_cast<uint64_t>(run)));
+    const uint64_t seed = 10 + static_cast<uint64_t>(run);  // the same prompts both ways
+    const DecodeRun r_off = decode_run(model, a, vocab, nullptr, seed);
+    const DecodeRun r_on = decode_run(model, a, vocab, &dir, seed);
+    fmt::print("  run {}: no tiers {:.1f} tok/s, {:.2f} CPU-s; write path on {:.1f} tok/s, {:.2f} CPU-s\n",
+               run, r_off.tok_s, r_off.cpu_s, r_on.tok_s, r_on.cpu_s);
+    off.push_back(r_off.tok_s);
+    on.push_back(r_on.tok_s);
+    cpu_off.push_back(r_off.cpu_s);
+    cpu_on.push_back(r_on.cpu_s);
   }
-  fmt::print("  no tiers {:.1f} tok/s, write path on {:.1f} tok/s: {:+.1f}% (medians)\n", median(off),
+  fmt::print("  no tiers {:.1f} tok/s, write path on {:.1f} tok/s: {:+.1f}% wall (medians)\n", median(off),
              median(on), 100.0 * (median(on) / median(off) - 1.0));
+  fmt::print(
+      "  process CPU per run: no tiers {:.3f} s, write path on {:.3f} s: write path {:+.2f}% of the run's "
+      "CPU "
+      "(medians)\n",
+      median(cpu_off), median(cpu_on), 100.0 * (median(cpu_on) / median(cpu_off) - 1.0));
 }
 
 }  // namespace
@@ -304,6 +380,7 @@ int main(int argc, char** argv) {
   app.add_option("--prefix-tokens", a.prefix_tokens);
   app.add_option("--runs", a.runs);
   app.add_option("--disk-dir", a.disk_dir, "folder on the disk to measure (removed at the end)");
+  app.add_option("--redis", a.redis_url, "redis://HOST:PORT of a running redis-server: adds the Redis row");
   app.add_option("--decode-requests", a.decode_requests);
   app.add_option("--decode-prompt-tokens", a.decode_prompt_tokens);
   app.add_option("--decode-tokens", a.decode_tokens);

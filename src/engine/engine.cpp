@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "engine/mtp_drafter.h"
+#include "kvcache/kv_tier.h"
 #include "kvcache/tier_key.h"
 
 namespace ds {
@@ -309,6 +310,12 @@ void Engine::drain_kv_events() {
     if (it == active_.end()) return std::nullopt;
     return std::pair<std::string, std::string>{it->second->request.cache_salt, it->second->request.cache_key};
   });
+  for (KvCacheEvent& ev : events) {  // the salt tag a router needs to keep tenants apart
+    if (ev.kind != KvCacheEvent::Kind::stored) continue;
+    auto it = active_.find(ev.seq_id);
+    if (it != active_.end() && !it->second->request.cache_salt.empty())
+      ev.salt_tag = tier_salt_tag(it->second->request.cache_salt);
+  }
   if (config_.kv_event_sink) config_.kv_event_sink(std::move(events));
 }
 

@@ -70,6 +70,10 @@ struct KvCacheEvent {
   std::optional<uint64_t> parent_hash;  // stored: the block before the first (none at position 0)
   std::vector<TokenId> token_ids;       // stored: the blocks' tokens, block_size_tokens per block
   SeqId seq_id = 0;                     // stored: the sequence that committed them
+  // stored: tier_salt_tag (kv_tier.h) of the committing request's cache salt, none when unsalted;
+  // filled by the engine (the manager sees only the salt's hash key). Published at position 0 as
+  // vLLM's extra_keys (kv_event_encoding.h), so a router keeps tenants' blocks apart.
+  std::optional<uint64_t> salt_tag;
 };
 
 // What open() would match, without changing anything (admission checks).

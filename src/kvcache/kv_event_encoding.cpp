@@ -1,5 +1,6 @@
 #include "kvcache/kv_event_encoding.h"
 
+#include <fmt/format.h>
 #include <msgpuck.h>
 
 namespace ds {
@@ -37,8 +38,9 @@ void write_hashes(MsgpackWriter& w, const std::vector<uint64_t>& hashes) {
 
 void write_event(MsgpackWriter& w, const KvCacheEvent& ev, const KvEventBatchFormat& format) {
   switch (ev.kind) {
-    case KvCacheEvent::Kind::stored:
-      w.map(8);
+    case KvCacheEvent::Kind::stored: {
+      const bool salted_root = ev.salt_tag.has_value() && !ev.parent_hash.has_value();
+      w.map(salted_root ? 9 : 8);
       w.str("type");
       w.str("BlockStored");
       w.str("block_hashes");
@@ -60,7 +62,15 @@ void write_event(MsgpackWriter& w, const KvCacheEvent& ev, const KvEventBatchFor
       w.str(format.medium);
       w.str("lora_name");
       w.nil();
+      if (salted_root) {
+        w.str("extra_keys");
+        w.array(static_cast<uint32_t>(ev.block_hashes.size()));
+        w.array(1);
+        w.str(fmt::format("salt_tag:{:016x}", *ev.salt_tag));
+        for (size_t b = 1; b < ev.block_hashes.size(); ++b) w.nil();
+      }
       return;
+    }
     case KvCacheEvent::Kind::removed:
       w.map(3);
       w.str("type");

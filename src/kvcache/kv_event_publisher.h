@@ -6,6 +6,14 @@
 // publish() never blocks the engine thread: batches go to a bounded queue that a sender thread
 // drains; past the bound a batch is dropped and counted (its sequence number is skipped, so
 // subscribers notice). A PUB socket itself drops for slow subscribers (ZeroMQ's high-water mark).
+//
+// Replay (`--kv-events-replay-endpoint`, vLLM's `replay_endpoint`): the sender keeps the last
+// `replay_buffer_batches` sent batches and answers on a ZeroMQ ROUTER socket, in vLLM's protocol:
+// a request [identity, "", start_seq (8 bytes, big-endian)] (a DEALER without the empty delimiter
+// works too) gets [identity, "", seq, payload] for every kept batch with seq >= start_seq, in
+// order, then the end marker [identity, "", 0xFF x 8, ""]. A subscriber that saw a gap fetches
+// what it missed this way; what is no longer kept (or was dropped from the full queue) is absent
+// from the reply, so the subscriber can tell.
 #pragma once
 
 #include <atomic>
@@ -29,12 +37,17 @@ struct KvEventPublisherConfig {
   std::string topic;     // first frame of every message ("" as vLLM's default)
   KvEventBatchFormat format;
   size_t max_queued_batches = 4096;
+  std::string replay_endpoint;           // ROUTER socket for missed batches ("" = none; port 0 = free)
+  size_t replay_buffer_batches = 10000;  // batches kept for replay (vLLM's buffer_steps)
 };
 
 struct KvEventPublisherStats {
   int64_t batches_published = 0;
   int64_t events_published = 0;
-  int64_t batches_dropped = 0;  // the queue was full
+  int64_t batches_dropped = 0;   // the queue was full
+  int64_t replay_requests = 0;   // well-formed replay requests answered
+  int64_t batches_replayed = 0;  // batches sent in those answers
+  int64_t replay_bad_requests = 0;
 };
 
 class KvEventPublisher {
@@ -47,17 +60,22 @@ class KvEventPublisher {
 
   // Any thread, never blocks (beyond a short lock).
   void publish(std::vector<KvCacheEvent> events);
-  const std::string& endpoint() const { return endpoint_; }  // as bound (the real port)
+  const std::string& endpoint() const { return endpoint_; }                // as bound (the real port)
+  const std::string& replay_endpoint() const { return replay_endpoint_; }  // as bound; "" = none
   KvEventPublisherStats stats() const;
 
  private:
   struct Impl;
-  KvEventPublisher(KvEventPublisherConfig config, std::unique_ptr<Impl> impl, std::string endpoint);
+  KvEventPublisher(KvEventPublisherConfig config, std::unique_ptr<Impl> impl, std::string endpoint,
+                   std::string replay_endpoint);
   void run();
+  void send_batch(uint64_t seq, const std::vector<KvCacheEvent>& events);
+  void serve_replay_requests();
 
   KvEventPublisherConfig config_;
   std::unique_ptr<Impl> impl_;  // the ZeroMQ context and socket (sender thread only after start)
   std::string endpoint_;
+  std::string replay_endpoint_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::vector<KvCacheEvent>> queue_;  // guarded by mu_

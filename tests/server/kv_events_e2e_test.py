@@ -8,6 +8,9 @@ independent msgpack implementation (python3-msgpack) and checked against vLLM's 
 ids (/v1/completions), so the expected blocks are known exactly. The pool is small, so the workload
 evicts: replaying stored - removed must equal what GET /v1/cache/stats reports, evictions included.
 Then DELETE /v1/cache by salt, by key prefix and "all" (AllBlocksCleared), and the admin key rules.
+Last, the replay socket (`--kv-events-replay-endpoint`, vLLM's protocol) through a real ZeroMQ DEALER:
+every batch from 0 on, byte-identical to what the SUB socket received, then the end marker; a late
+subscriber rebuilt from the replay holds exactly the live blocks.
 """
 import json
 import os
@@ -43,7 +46,8 @@ def start_server():
     proc = subprocess.Popen(
         [DEEPINFER, "serve", "--model", MODEL, "--host", "127.0.0.1", "--port", "0", "--threads", "1",
          "--max-model-len", "512", "--kv-cache-mib", "1", "--api-key", CLIENT_KEY, "--admin-api-key",
-         ADMIN_KEY, "--kv-events-endpoint", "tcp://127.0.0.1:0", "--kv-pin-max-blocks", "3"],
+         ADMIN_KEY, "--kv-events-endpoint", "tcp://127.0.0.1:0", "--kv-pin-max-blocks", "3",
+         "--kv-events-replay-endpoint", "tcp://127.0.0.1:0"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 60
     while time.time() < deadline:
@@ -82,15 +86,18 @@ def complete(port, i, extra=None):
 
 
 class Subscriber:
-    def __init__(self, endpoint):
-        self.ctx = zmq.Context()
-        self.sock = self.ctx.socket(zmq.SUB)
-        self.sock.setsockopt(zmq.SUBSCRIBE, b"")
-        self.sock.connect(endpoint)
+    def __init__(self, endpoint=None):
+        """endpoint None: no socket (state rebuilt from replayed payloads only)."""
+        if endpoint is not None:
+            self.ctx = zmq.Context()
+            self.sock = self.ctx.socket(zmq.SUB)
+            self.sock.setsockopt(zmq.SUBSCRIBE, b"")
+            self.sock.connect(endpoint)
         self.next_seq = 0
         self.live = {}  # hash -> token ids of the block
         self.n_removed = 0
         self.events = []
+        self.payloads = {}  # seq -> the payload bytes as received
 
     def drain(self, quiet_s=0.7):
         """Receives until nothing arrives for quiet_s."""
@@ -102,18 +109,28 @@ class Subscriber:
             seq = int.from_bytes(seq_bytes, "big")
             check(len(seq_bytes) == 8 and seq == self.next_seq, f"sequence {seq}, expected {self.next_seq}")
             self.next_seq += 1
-            batch = msgpack.unpackb(payload, raw=False)
-            check(isinstance(batch, list) and len(batch) == 2, f"EventBatch [ts, events]: {batch!r}"[:200])
-            ts, events = batch
-            check(isinstance(ts, float) and abs(ts - time.time()) < 120, f"ts {ts}")
-            for ev in events:
-                self.apply(ev)
+            self.payloads[seq] = payload
+            self.apply_payload(payload)
+
+    def apply_payload(self, payload):
+        batch = msgpack.unpackb(payload, raw=False)
+        check(isinstance(batch, list) and len(batch) == 2, f"EventBatch [ts, events]: {batch!r}"[:200])
+        ts, events = batch
+        check(isinstance(ts, float) and abs(ts - time.time()) < 120, f"ts {ts}")
+        for ev in events:
+            self.apply(ev)
 
     def apply(self, ev):
         self.events.append(ev)
         kind = ev["type"]
         if kind == "BlockStored":
-            check(set(ev) == STORED_KEYS, f"BlockStored fields {sorted(ev)}")
+            check(set(ev) - {"extra_keys"} == STORED_KEYS, f"BlockStored fields {sorted(ev)}")
+            if "extra_keys" in ev:  # a salted run from position 0: the salt's tag on its first block
+                extra = ev["extra_keys"]
+                check(ev["parent_block_hash"] is None and len(extra) == len(ev["block_hashes"]), str(ev)[:200])
+                check(len(extra[0]) == 1 and extra[0][0].startswith("salt_tag:") and len(extra[0][0]) == 25
+                      and all(c in "0123456789abcdef" for c in extra[0][0][9:]), f"salt tag {extra[0]}")
+                check(all(e is None for e in extra[1:]), f"extra keys past block 0: {extra}")
             check(ev["block_size"] == BLOCK and ev["medium"] == "CPU" and ev["lora_id"] is None, str(ev)[:200])
             hashes, tokens = ev["block_hashes"], ev["token_ids"]
             check(len(tokens) == BLOCK * len(hashes), "token_ids hold block_size tokens per block")
@@ -141,10 +158,51 @@ class Subscriber:
         return [by_tokens.get(tuple(b)) for b in blocks]
 
 
+def replay(endpoint, start):
+    """vLLM's replay request through a DEALER: [(seq, payload)] from `start` on, up to the end marker."""
+    ctx = zmq.Context()
+    dealer = ctx.socket(zmq.DEALER)
+    dealer.setsockopt(zmq.LINGER, 0)
+    dealer.connect(endpoint)
+    dealer.send_multipart([b"", start.to_bytes(8, "big")])
+    out = []
+    while True:
+        check(dealer.poll(10000), "a replay answer within 10 s")
+        frames = dealer.recv_multipart()
+        check(len(frames) == 3 and frames[0] == b"" and len(frames[1]) == 8, f"replay frames {frames!r}"[:200])
+        if frames[2] == b"":
+            check(frames[1] == b"\xff" * 8, "end marker -1")
+            break
+        out.append((int.from_bytes(frames[1], "big"), frames[2]))
+    dealer.close()
+    ctx.term()
+    return out
+
+
+def checks_the_replay(stats, sub):
+    endpoint = stats["kv_events"]["replay_endpoint"]
+    check(endpoint.startswith("tcp://127.0.0.1:") and endpoint != stats["kv_events"]["endpoint"], endpoint)
+    everything = replay(endpoint, 0)
+    check([seq for seq, _ in everything] == list(range(sub.next_seq)), "replay from 0: every batch, in order")
+    check(all(sub.payloads[seq] == payload for seq, payload in everything), "replayed bytes = published bytes")
+    late = Subscriber()
+    for _, payload in everything:
+        late.apply_payload(payload)
+    check(late.live == sub.live, "a subscriber rebuilt from the replay holds the live blocks")
+    tail = replay(endpoint, sub.next_seq - 2)
+    check([seq for seq, _ in tail] == [sub.next_seq - 2, sub.next_seq - 1], f"replay of the last two: {tail}"[:200])
+    check(replay(endpoint, sub.next_seq + 5) == [], "nothing past the end")
+    return len(everything)
+
+
 def refuses_a_bad_endpoint():
     r = subprocess.run([DEEPINFER, "serve", "--model", MODEL, "--port", "0", "--kv-events-endpoint", "tcp://nowhere"],
                        capture_output=True, text=True, timeout=60)
     check(r.returncode == 2 and "--kv-events-endpoint tcp://nowhere" in r.stderr, f"bad endpoint: {r.returncode} {r.stderr}")
+    r = subprocess.run([DEEPINFER, "serve", "--model", MODEL, "--port", "0", "--kv-events-replay-endpoint",
+                        "tcp://127.0.0.1:0"], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 2 and "--kv-events-replay-endpoint" in r.stderr and "--kv-events-endpoint" in r.stderr,
+          f"replay without events: {r.returncode} {r.stderr}")
 
 
 def main():
@@ -196,6 +254,12 @@ def main():
         sub.drain()
         salted, plain = sub.hashes_of(500), sub.hashes_of(501)
         check(None not in salted and None not in plain, "both stored")
+        runs = {tuple(ev["token_ids"][:BLOCK]): ev for ev in sub.events if ev["type"] == "BlockStored"}
+        tag = runs[tuple(prompt(500)[:BLOCK])].get("extra_keys")
+        check(tag is not None and tag[0][0].startswith("salt_tag:"), "the salted run carries its salt's tag")
+        tenant_x_salt_tag = tag[0][0]
+        check("extra_keys" not in runs[tuple(prompt(501)[:BLOCK])], "an unsalted run carries none")
+        check("tenant-x" not in repr(sub.events), "the salt itself is never published")
         n_events = len(sub.events)
         s, body = call(port, "DELETE", "/v1/cache", {"salt": "tenant-x"}, key=ADMIN_KEY)
         check(s == 200 and body["blocks_removed"] == 3 and body["blocks_in_use"] == 0, f"delete salt: {body}")
@@ -205,6 +269,9 @@ def main():
         check(None not in sub.hashes_of(501), "the unsalted prompt stays")
         usage = complete(port, 500, {"cache": {"salt": "tenant-x"}})
         check(usage["prompt_tokens_details"]["cached_tokens"] == 0, f"deleted prefix misses: {usage}")
+        sub.drain()
+        rerun = [ev for ev in sub.events if ev["type"] == "BlockStored" and ev["token_ids"][:BLOCK] == prompt(500)[:BLOCK]]
+        check(rerun[-1]["extra_keys"][0][0] == tenant_x_salt_tag, "the same salt, the same tag")
         again = complete(port, 501)
         check(again["prompt_tokens_details"]["cached_tokens"] == 3 * BLOCK, f"kept prefix hits: {again}")
 
@@ -220,6 +287,14 @@ def main():
         check(s == 200 and body["blocks_removed"] == 3 and body["pin_leases_released"] == 1, f"key prefix: {body}")
         sub.drain()
         check(all(h is None for h in sub.hashes_of(600)) and None not in sub.hashes_of(601), "only team-9 went")
+
+        # The replay socket, while blocks are live.
+        check(sub.live, "blocks are live before the replay check")
+        status, stats = call(port, "GET", "/v1/cache/stats", key=ADMIN_KEY)
+        n_replayed = checks_the_replay(stats, sub)
+        status, stats = call(port, "GET", "/v1/cache/stats", key=ADMIN_KEY)
+        check(stats["kv_events"]["replay_requests"] == 3 and stats["kv_events"]["batches_replayed"] == n_replayed + 2,
+              f"replay counters: {stats['kv_events']}")
 
         # DELETE all: nothing in use, so one AllBlocksCleared.
         s, body = call(port, "DELETE", "/v1/cache", {"all": True}, key=ADMIN_KEY)

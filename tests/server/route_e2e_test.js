@@ -414,6 +414,22 @@ async function caseKvEvents() {
     assert.ok(hit.estimated >= hit.cached && hit.estimated - hit.cached < 64,
               `the estimate from events (${hit.estimated}) is the worker's hit (${hit.cached}) to within a block`);
 
+    // The same prompt under a cache salt: the worker shares nothing across salts, and neither does the
+    // router (the salt's tag in the events' extra_keys, the request's cache.salt hashed the same way).
+    const salted = { ...p1, cache: { salt: 'tenant-q' } };
+    const storedMetric = ma('deepinfer_router:kv_event_blocks_total', ',change="stored"');
+    const stored1 = (await routerMetrics(router.base))[storedMetric] ?? 0;
+    const first = await routed(salted, a);
+    console.log(`P1 salted, first: router estimate ${first.estimated}, worker cached ${first.cached}`);
+    assert.equal(first.cached, 0, 'the worker has nothing under the new salt');
+    assert.equal(first.estimated, 0, 'nor does the router expect anything');
+    // (the pool is small: count stored blocks, not the index size, which evictions keep down)
+    await waitFor('salted P1\'s blocks stored', (m) => (m[storedMetric] ?? 0) >= stored1 + 9);
+    const again = await routed(salted, a);
+    console.log(`P1 salted, again: router estimate ${again.estimated}, worker cached ${again.cached}`);
+    assert.ok(again.cached >= 448 && again.estimated >= again.cached && again.estimated - again.cached < 64,
+              `under its salt the estimate (${again.estimated}) is the worker's hit (${again.cached})`);
+
     // Flood A's pool with other prompts (direct, no routing history involved): P1's blocks are evicted.
     const removedBefore = (await routerMetrics(router.base))[ma('deepinfer_router:kv_event_blocks_total', ',change="removed"')] ?? 0;
     for (let i = 0; i < 3; ++i) assert.equal((await post(a.base, '/v1/chat/completions', chat(prompt(`flood${i}`, 350)))).status, 200);

@@ -2,6 +2,7 @@
 
 #include <msgpuck.h>
 
+#include <charconv>
 #include <functional>
 #include <string>
 
@@ -54,6 +55,41 @@ Result<std::vector<uint64_t>> read_hashes(Reader& r, const char* field) {
   return out;
 }
 
+// extra_keys: nil, or one entry per block (nil or an array of keys); the first block's
+// "salt_tag:<16 hex>" key is the run's salt tag. Other keys (vLLM's LoRA names, multimodal hashes)
+// are skipped.
+Result<std::optional<uint64_t>> read_salt_tag(Reader& r) {
+  std::optional<uint64_t> tag;
+  if (r.type() == MP_NIL) {
+    r.skip();
+    return tag;
+  }
+  if (r.type() != MP_ARRAY) return bad("extra_keys is not an array or nil");
+  const uint32_t n_blocks = mp_decode_array(&r.p);
+  for (uint32_t b = 0; b < n_blocks; ++b) {
+    if (b > 0 || r.type() != MP_ARRAY) {
+      r.skip();
+      continue;
+    }
+    const uint32_t n_keys = mp_decode_array(&r.p);
+    for (uint32_t k = 0; k < n_keys; ++k) {
+      if (r.type() != MP_STR) {
+        r.skip();
+        continue;
+      }
+      const std::string_view key = r.str();
+      if (!key.starts_with("salt_tag:")) continue;
+      const std::string_view hex = key.substr(9);
+      uint64_t v = 0;
+      auto [end, ec] = std::from_chars(hex.data(), hex.data() + hex.size(), v, 16);
+      if (hex.size() != 16 || ec != std::errc() || end != hex.data() + hex.size())
+        return bad("extra_keys holds a salt_tag that is not 16 hex digits");
+      tag = v;
+    }
+  }
+  return tag;
+}
+
 // One tagged map; nullopt for an event type the router does not know.
 Result<std::optional<WorkerKvEvent>> read_event(Reader& r) {
   if (r.type() != MP_MAP) return bad("an event is not a map");
@@ -92,6 +128,8 @@ Result<std::optional<WorkerKvEvent>> read_event(Reader& r) {
       std::optional<int64_t> bs = r.integer();
       if (!bs || *bs < 1 || *bs > INT32_MAX) return bad("block_size is not a positive integer");
       ev.block_size = static_cast<int32_t>(*bs);
+    } else if (key == "extra_keys") {
+      DS_ASSIGN_OR_RETURN(ev.salt_tag, read_salt_tag(r));
     } else {
       r.skip();  // lora_id, medium, lora_name, newer fields
     }

@@ -24,6 +24,8 @@ struct WorkerKvEvent {
   std::optional<uint64_t> parent_hash;  // stored: the block before the first one; none at position 0
   std::vector<int32_t> token_ids;       // stored: block_size ids per block, in order
   int32_t block_size = 0;               // stored
+  // stored at position 0: the salt tag from extra_keys[0] ("salt_tag:<16 hex>"), none when unsalted
+  std::optional<uint64_t> salt_tag;
 };
 
 struct WorkerKvEventBatch {

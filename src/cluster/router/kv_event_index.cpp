@@ -32,7 +32,7 @@ KvEventApplyCounts KvEventIndex::apply(size_t worker, const WorkerKvEventBatch& 
 
 void KvEventIndex::store(size_t worker, WorkerBlocks& w, const WorkerKvEvent& ev,
                          KvEventApplyCounts& counts) {
-  uint64_t prev = kRootBlockHash;
+  uint64_t prev = root_block_hash(ev.salt_tag);
   if (ev.parent_hash) {
     const auto parent = w.router_hash_of.find(*ev.parent_hash);
     if (parent == w.router_hash_of.end()) {

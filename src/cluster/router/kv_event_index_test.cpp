@@ -1,5 +1,6 @@
 // KV event decoding (payloads written here with msgpuck, in the publisher's layout: docs/kvcache.md)
 // and KvEventIndex: what the events say a worker holds is what the prefix index matches.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <msgpuck.h>
 
@@ -169,6 +170,45 @@ TEST(KvEventIndex, TwinBlocksUnderTwoSaltsLeaveTogetherAndUnplaceableRunsAreDrop
   EXPECT_EQ(matched(index, prompt), 0u);
   events.clear(0);
   EXPECT_EQ(events.n_worker_blocks(0), 0u);
+}
+
+TEST(KvEventIndex, ASaltedRunMatchesOnlyPromptsUnderTheSameSalt) {
+  PrefixIndex index(1000);
+  KvEventIndex events(index, kBlock);
+  const std::vector<int32_t> prompt = ids(7, 12);
+  const uint64_t tag = salt_tag_of("tenant-a");
+  Pack p;
+  p.array(2).f64(0).array(2);
+  stored_salted(p, {1, 2}, std::vector<int32_t>(prompt.begin(), prompt.begin() + 8),
+                fmt::format("salt_tag:{:016x}", tag));
+  stored(p, {3}, 2,
+         std::vector<int32_t>(prompt.begin() + 8, prompt.end()));  // its child: salted via the parent
+  const WorkerKvEventBatch b = decode(p);
+  EXPECT_EQ(b.events[0].salt_tag, std::optional<uint64_t>(tag));
+  EXPECT_FALSE(b.events[1].salt_tag.has_value());
+  EXPECT_EQ(events.apply(0, b).blocks_stored, 3u);
+  auto match_under = [&](std::optional<uint64_t> salt) {
+    return index.match(block_hashes(prompt, kBlock, root_block_hash(salt)), 1)[0];
+  };
+  EXPECT_EQ(match_under(tag), 3u);
+  EXPECT_EQ(match_under(std::nullopt), 0u);             // the unsalted prompt shares nothing
+  EXPECT_EQ(match_under(salt_tag_of("tenant-b")), 0u);  // nor does another tenant
+  EXPECT_NE(root_block_hash(tag), root_block_hash(std::nullopt));
+  EXPECT_EQ(root_block_hash(std::nullopt), kRootBlockHash);  // unsalted hashes are unchanged
+
+  // Keys the router does not know are skipped; a salt tag that is not 16 hex digits is refused.
+  Pack other;
+  other.array(2).f64(0).array(1);
+  stored_salted(other, {9}, ids(50, 4), "lora:foo");
+  EXPECT_FALSE(decode(other).events[0].salt_tag.has_value());
+  for (const char* bad : {"salt_tag:12", "salt_tag:zzzzzzzzzzzzzzzz", "salt_tag:00000000000000001"}) {
+    Pack q;
+    q.array(2).f64(0).array(1);
+    stored_salted(q, {9}, ids(50, 4), bad);
+    Result<WorkerKvEventBatch> r = decode_kv_event_batch(q.bytes());
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("salt_tag"), std::string::npos);
+  }
 }
 
 // A random workload against a reference: prompts sharing prefixes are stored run by run (only the

@@ -1,5 +1,7 @@
 #include "cluster/router/prefix_index.h"
 
+#include <xxhash.h>
+
 #include <algorithm>
 
 namespace ds::cluster {
@@ -21,12 +23,18 @@ uint64_t chain_block_hash(uint64_t prev_hash, std::span<const int32_t> block_ids
   return h;
 }
 
-std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens) {
+uint64_t root_block_hash(std::optional<uint64_t> salt_tag) {
+  return salt_tag ? mix(kRootBlockHash ^ mix(*salt_tag)) : kRootBlockHash;
+}
+
+uint64_t salt_tag_of(std::string_view salt) { return XXH3_64bits(salt.data(), salt.size()); }
+
+std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens, uint64_t root) {
   std::vector<uint64_t> out;
   if (block_size_tokens <= 0) return out;
   const size_t bs = static_cast<size_t>(block_size_tokens);
   out.reserve(ids.size() / bs);
-  uint64_t h = kRootBlockHash;
+  uint64_t h = root;
   for (size_t start = 0; start + bs <= ids.size(); start += bs) {
     h = chain_block_hash(h, ids.subspan(start, bs));
     out.push_back(h);

@@ -15,7 +15,9 @@
 #include <cstdint>
 #include <list>
 #include <mutex>
+#include <optional>
 #include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -26,8 +28,16 @@ inline constexpr uint64_t kRootBlockHash = 0x6a09e667f3bcc909ull;
 // The hash of one block from the hash of the block before it (kRootBlockHash for block 0): how a KV
 // event's block (its parent's hash and its token ids) lands on the same key as a request's block.
 uint64_t chain_block_hash(uint64_t prev_hash, std::span<const int32_t> block_ids);
+// What block 0 chains from under a cache salt: kRootBlockHash without one, else a root derived from
+// the salt's tag (XXH3-64 of the salt, as the worker publishes it in its KV events' extra_keys and
+// as salt_tag_of() computes it from a request), so one tenant's blocks never match another's prompt.
+uint64_t root_block_hash(std::optional<uint64_t> salt_tag);
+// The tag of a request's cache salt: XXH3-64 of its bytes (kvcache's tier_salt_tag; the worker's
+// side of the same formula).
+uint64_t salt_tag_of(std::string_view salt);
 // The chained 64-bit hash of each whole block of `ids` (a trailing partial block has none).
-std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens);
+std::vector<uint64_t> block_hashes(std::span<const int32_t> ids, int block_size_tokens,
+                                   uint64_t root = kRootBlockHash);
 
 class PrefixIndex {
  public:

@@ -1,5 +1,6 @@
 #include "cluster/router/request_prompt.h"
 
+#include "cluster/router/prefix_index.h"
 #include "recipe/anthropic_messages_request.h"
 #include "recipe/chat_completions_request.h"
 #include "recipe/completions_request.h"
@@ -45,6 +46,8 @@ RequestPrompt request_prompt(server::ApiKind kind, std::string_view body, const 
   const recipe::Json j = recipe::Json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (j.is_discarded() || !j.is_object()) return out;
   out.session = session_of(j);
+  if (auto c = j.find("cache"); c != j.end() && c->is_object())
+    if (std::optional<std::string> salt = string_field(*c, "salt")) out.salt_tag = salt_tag_of(*salt);
   if (auto s = j.find("stream"); s != j.end() && s->is_boolean()) out.stream = s->get<bool>();
   if (rendering.tokenizer == nullptr) return out;
   if (kind == server::ApiKind::completions) {

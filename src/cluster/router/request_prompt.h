@@ -27,6 +27,7 @@ struct PromptRendering {
 struct RequestPrompt {
   std::vector<int32_t> token_ids;      // empty when the body does not convert (the worker answers the 400)
   std::optional<std::string> session;  // prompt_cache_key or user
+  std::optional<uint64_t> salt_tag;    // salt_tag_of(cache.salt) (our "cache" field), none unsalted
   bool stream = false;
 };
 

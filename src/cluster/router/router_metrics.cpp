@@ -29,6 +29,11 @@ RouterMetrics::RouterMetrics(server::MetricsRegistry& r, const WorkerPool& pool)
           {"worker", "reason"})),
       kv_event_errors(r.counter_family("deepinfer_router:kv_event_errors_total",
                                        "KV event messages that did not decode", {"worker"})),
+      kv_event_replays(r.counter_family(
+          "deepinfer_router:kv_event_replays_total",
+          "Replay requests for missed or earlier KV event batches: filled (all of them came), partial "
+          "(some were gone: the worker was forgotten where it had a gap), failed (no answer)",
+          {"worker", "outcome"})),
       index_blocks(r.gauge_family("deepinfer_router:index_blocks",
                                   "Blocks in each worker's prefix index (events or routing history)",
                                   {"worker"})),

@@ -24,6 +24,7 @@ class RouterMetrics {
   server::MetricFamily<server::Counter>& kv_event_blocks;       // {worker, change}: stored, removed, dropped
   server::MetricFamily<server::Counter>& kv_event_resets;       // {worker, reason}: gap, restart, all_cleared
   server::MetricFamily<server::Counter>& kv_event_errors;       // {worker}: undecodable messages
+  server::MetricFamily<server::Counter>& kv_event_replays;      // {worker, outcome}: filled, partial, failed
   server::MetricFamily<server::Gauge>& index_blocks;            // {worker}: blocks in its prefix index
   server::MetricFamily<server::Counter>& connections;           // {event}: reused, opened, dropped
   server::Counter& retries;

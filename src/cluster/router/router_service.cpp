@@ -110,7 +110,8 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   if (config_.routing.policy != PolicyKind::cache_aware && config_.pd_min_prompt_tokens == 0)
     rendering.tokenizer = nullptr;
   RequestPrompt prompt = request_prompt(kind, request.body, rendering);
-  r.prompt_blocks = block_hashes(prompt.token_ids, config_.routing.block_size_tokens);
+  r.prompt_blocks =
+      block_hashes(prompt.token_ids, config_.routing.block_size_tokens, root_block_hash(prompt.salt_tag));
   r.n_prompt_tokens = prompt.token_ids.size();
   r.session = std::move(prompt.session);
   // P/D: the worker imports the prompt's KV from this prefill server (serve --role decode).

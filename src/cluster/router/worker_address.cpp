@@ -60,20 +60,37 @@ Result<std::string> parse_events_endpoint(std::string_view endpoint, std::string
   return std::string(endpoint);
 }
 
-Status attach_worker_events(std::vector<WorkerAddress>& workers, std::string_view spec) {
+namespace {
+
+// `flag URL=ENDPOINT`: sets `field` of the configured worker URL.
+Status attach_worker_endpoint(std::vector<WorkerAddress>& workers, std::string_view spec,
+                              std::string_view flag, std::string WorkerAddress::*field) {
   const size_t eq = spec.find('=');  // worker URLs hold no '=' (no query allowed)
   if (eq == std::string_view::npos)
     return Status(ErrorCode::invalid_argument,
-                  fmt::format("--worker-events: '{}': expected WORKER_URL=ENDPOINT", spec));
-  DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(spec.substr(0, eq), "--worker-events"));
-  DS_ASSIGN_OR_RETURN(std::string endpoint, parse_events_endpoint(spec.substr(eq + 1), "--worker-events"));
+                  fmt::format("{}: '{}': expected WORKER_URL=ENDPOINT", flag, spec));
+  DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(spec.substr(0, eq), flag));
+  DS_ASSIGN_OR_RETURN(std::string endpoint, parse_events_endpoint(spec.substr(eq + 1), flag));
   for (WorkerAddress& w : workers) {
     if (w.url != a.url) continue;
-    w.events_endpoint = std::move(endpoint);
+    if (field == &WorkerAddress::replay_endpoint && w.events_endpoint.empty())
+      return Status(ErrorCode::invalid_argument,
+                    fmt::format("{}: '{}' has no --worker-events endpoint to replay", flag, a.url));
+    w.*field = std::move(endpoint);
     return ok_status();
   }
   return Status(ErrorCode::invalid_argument,
-                fmt::format("--worker-events: '{}' is not one of the configured workers", a.url));
+                fmt::format("{}: '{}' is not one of the configured workers", flag, a.url));
+}
+
+}  // namespace
+
+Status attach_worker_events(std::vector<WorkerAddress>& workers, std::string_view spec) {
+  return attach_worker_endpoint(workers, spec, "--worker-events", &WorkerAddress::events_endpoint);
+}
+
+Status attach_worker_replay(std::vector<WorkerAddress>& workers, std::string_view spec) {
+  return attach_worker_endpoint(workers, spec, "--worker-events-replay", &WorkerAddress::replay_endpoint);
 }
 
 Result<std::vector<WorkerAddress>> read_workers_file(const std::string& path) {
@@ -88,19 +105,31 @@ Result<std::vector<WorkerAddress>> read_workers_file(const std::string& path) {
     while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
     if (s.empty()) continue;
     const std::string where = fmt::format("{}:{}", path, lineno);
-    std::string_view events;
-    if (const size_t space = s.find_first_of(" \t"); space != std::string_view::npos) {
-      events = s.substr(space + 1);
-      s = s.substr(0, space);
-      while (!events.empty() && (events.front() == ' ' || events.front() == '\t')) events.remove_prefix(1);
-      if (!events.starts_with("events="))
+    std::string_view url = s.substr(0, s.find_first_of(" \t"));
+    std::string_view rest = s.substr(url.size());
+    std::string_view events, replay;
+    while (true) {
+      while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+      if (rest.empty()) break;
+      const std::string_view field = rest.substr(0, rest.find_first_of(" \t"));
+      rest.remove_prefix(field.size());
+      if (field.starts_with("events=") && events.empty()) {
+        events = field.substr(7);
+      } else if (field.starts_with("replay=") && replay.empty()) {
+        replay = field.substr(7);
+      } else {
         return Status(ErrorCode::invalid_argument,
-                      fmt::format("{}: '{}': expected URL [events=ENDPOINT]", where, line));
-      events.remove_prefix(7);
+                      fmt::format("{}: '{}': expected URL [events=ENDPOINT] [replay=ENDPOINT]", where, line));
+      }
     }
-    DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(s, where));
+    DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(url, where));
     if (!events.empty()) {
       DS_ASSIGN_OR_RETURN(a.events_endpoint, parse_events_endpoint(events, where));
+    }
+    if (!replay.empty()) {
+      if (events.empty())
+        return Status(ErrorCode::invalid_argument, fmt::format("{}: replay= needs events= as well", where));
+      DS_ASSIGN_OR_RETURN(a.replay_endpoint, parse_events_endpoint(replay, where));
     }
     out.push_back(std::move(a));
   }

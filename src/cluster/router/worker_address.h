@@ -18,6 +18,9 @@ struct WorkerAddress {
   // The worker's KV event stream (`serve --kv-events-endpoint`), "" when it has none: then the
   // router's routing history stands in for it (docs/router.md, KV events).
   std::string events_endpoint;
+  // The worker's replay socket (`serve --kv-events-replay-endpoint`), "" when none: a gap in the
+  // event stream is then filled from it instead of forgetting the worker's blocks.
+  std::string replay_endpoint;
 };
 
 // "http://HOST:PORT" with an optional trailing '/'; invalid_argument naming `what` otherwise (https,
@@ -28,8 +31,10 @@ Result<std::string> parse_events_endpoint(std::string_view endpoint, std::string
 // `--worker-events URL=ENDPOINT`: sets the events endpoint of the configured worker URL (which must
 // be one of `workers`).
 Status attach_worker_events(std::vector<WorkerAddress>& workers, std::string_view spec);
-// One worker per line, `URL [events=ENDPOINT]`; blank lines and '#' comments skipped; errors name
-// FILE:LINE.
+// `--worker-events-replay URL=ENDPOINT`: sets the replay endpoint likewise.
+Status attach_worker_replay(std::vector<WorkerAddress>& workers, std::string_view spec);
+// One worker per line, `URL [events=ENDPOINT] [replay=ENDPOINT]`; blank lines and '#' comments
+// skipped; errors name FILE:LINE (replay= without events= is one).
 Result<std::vector<WorkerAddress>> read_workers_file(const std::string& path);
 
 }  // namespace ds::cluster

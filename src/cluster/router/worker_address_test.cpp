@@ -84,5 +84,34 @@ TEST(WorkerAddress, EventsEndpointsFromTheFlagOrTheFile) {
   std::remove(path.c_str());
 }
 
+TEST(WorkerAddress, ReplayEndpointsFromTheFlagAndTheFile) {
+  auto a = parse_worker_url("http://127.0.0.1:8001", "--worker");
+  ASSERT_TRUE(a.ok());
+  std::vector<WorkerAddress> workers{*a};
+  const Status no_events = attach_worker_replay(workers, "http://127.0.0.1:8001=tcp://127.0.0.1:5558");
+  EXPECT_NE(no_events.message().find("no --worker-events"), std::string::npos) << no_events.message();
+  ASSERT_TRUE(attach_worker_events(workers, "http://127.0.0.1:8001=tcp://127.0.0.1:5557").ok());
+  ASSERT_TRUE(attach_worker_replay(workers, "http://127.0.0.1:8001=tcp://127.0.0.1:5558").ok());
+  EXPECT_EQ(workers[0].replay_endpoint, "tcp://127.0.0.1:5558");
+  const Status not_ours = attach_worker_replay(workers, "http://127.0.0.1:8009=tcp://127.0.0.1:1");
+  EXPECT_NE(not_ours.message().find("--worker-events-replay"), std::string::npos) << not_ours.message();
+
+  const std::string path = ::testing::TempDir() + "workers_replay_" + std::to_string(getpid()) + ".txt";
+  auto read_with = [&](const std::string& text) {
+    std::ofstream(path) << text;
+    return read_workers_file(path);
+  };
+  auto both = read_with("http://127.0.0.1:8001 replay=tcp://127.0.0.1:5558 events=tcp://127.0.0.1:5557\n");
+  ASSERT_TRUE(both.ok()) << both.status().message();
+  EXPECT_EQ((*both)[0].events_endpoint, "tcp://127.0.0.1:5557");
+  EXPECT_EQ((*both)[0].replay_endpoint, "tcp://127.0.0.1:5558");
+  auto alone = read_with("http://127.0.0.1:8001 replay=tcp://127.0.0.1:5558\n");
+  ASSERT_FALSE(alone.ok());
+  EXPECT_NE(alone.status().message().find("needs events="), std::string::npos) << alone.status().message();
+  EXPECT_FALSE(read_with("http://127.0.0.1:8001 events=tcp://h:1 events=tcp://h:2\n").ok());
+  EXPECT_FALSE(read_with("http://127.0.0.1:8001 events=tcp://h:1 replay=tcp://*:2\n").ok());
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace ds::cluster

@@ -50,6 +50,18 @@ inline void stored(Pack& p, const std::vector<uint64_t>& hashes, std::optional<u
   p.str("block_size").uint(static_cast<uint64_t>(block_size)).str("lora_id").nil();
   p.str("medium").str("CPU").str("lora_name").nil();
 }
+// A run from position 0 of a salted request: extra_keys [[salt_key], nil, ...] (salt_key is
+// "salt_tag:<16 hex>" as the publisher writes it, or anything else to test the decoder).
+inline void stored_salted(Pack& p, const std::vector<uint64_t>& hashes, const std::vector<int32_t>& ids,
+                          std::string_view salt_key, int block_size = 4) {
+  p.map(9).str("type").str("BlockStored").str("block_hashes").uints(hashes).str("parent_block_hash").nil();
+  p.str("token_ids").array(static_cast<uint32_t>(ids.size()));
+  for (int32_t id : ids) p.uint(static_cast<uint64_t>(id));
+  p.str("block_size").uint(static_cast<uint64_t>(block_size)).str("lora_id").nil();
+  p.str("medium").str("CPU").str("lora_name").nil();
+  p.str("extra_keys").array(static_cast<uint32_t>(hashes.size())).array(1).str(salt_key);
+  for (size_t i = 1; i < hashes.size(); ++i) p.nil();
+}
 inline void removed(Pack& p, const std::vector<uint64_t>& hashes) {
   p.map(3).str("type").str("BlockRemoved").str("block_hashes").uints(hashes).str("medium").str("CPU");
 }
