@@ -176,7 +176,10 @@ void Engine::shutdown() {
   executor_.reset();
   // After the loop nothing submits any more; queued writes still reach the tiers, so a server
   // stopped cleanly leaves its prefixes for the next one.
-  if (tiers_) tiers_->drain();
+  if (tiers_) {
+    tiers_->drain();
+    publish_stats();  // the final tier counters stay readable through stats()
+  }
   tiers_.reset();
 }
 
@@ -701,6 +704,7 @@ void Engine::publish_stats() {
     local_stats_.kv_tier_restored_tokens = sched.n_restored_tokens;
     local_stats_.kv_tier_blocks_written = tier.n_blocks_written;
     local_stats_.kv_tier_write_jobs_dropped = tier.n_write_jobs_dropped;
+    local_stats_.kv_tier_write_cpu_ns = tier.write_cpu_ns_total;
   }
   {
     std::lock_guard<std::mutex> lock(inbox_mu_);

@@ -97,7 +97,8 @@ struct EngineStats {
   int64_t kv_tier_restored_tokens = 0;
   int64_t kv_tier_blocks_written = 0;
   int64_t kv_tier_write_jobs_dropped = 0;
-  int64_t kv_tier_write_jobs = 0;  // write jobs queued (prompt, every write_every_tokens, end)
+  int64_t kv_tier_write_jobs = 0;    // write jobs queued (prompt, every write_every_tokens, end)
+  int64_t kv_tier_write_cpu_ns = 0;  // the tier writer thread's CPU on write jobs (TierStoreStats)
   // Speculative decoding (vLLM's spec_decode_* counters): decode chunks that verified drafts, draft
   // tokens verified, of which accepted, and accepted by draft position (index j: the (j+1)-th draft).
   // Mean acceptance length = 1 + accepted / drafts.

@@ -1,5 +1,7 @@
 #include "kvcache/tier_store.h"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <utility>
@@ -12,6 +14,13 @@ int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// CPU time the calling thread has used.
+int64_t thread_cpu_ns() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
 }
 
 }  // namespace
@@ -92,11 +101,14 @@ void TierStore::write_loop() {
     write_queue_.pop_front();
     ++n_busy_;
     lock.unlock();
+    const int64_t cpu0 = thread_cpu_ns();
     write_blocks(job, scratch);
+    const int64_t cpu_ns = thread_cpu_ns() - cpu0;
     std::vector<int32_t> block_ids;
     block_ids.reserve(job.size());
     for (const TierBlockRef& b : job) block_ids.push_back(b.block_id);
     lock.lock();
+    stats_.write_cpu_ns_total += cpu_ns;
     done_.written.push_back(std::move(block_ids));
     --n_busy_;
     idle_cv_.notify_all();

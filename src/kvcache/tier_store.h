@@ -64,6 +64,10 @@ struct TierStoreStats {
   int64_t n_restore_failures = 0;  // a block the lookup promised but no tier could deliver
   int64_t bytes_restored = 0;
   int64_t restore_ns_total = 0;
+  // CPU time of the writer thread on write jobs (CLOCK_THREAD_CPUTIME_ID: lookups, copies out of the
+  // pool, entry encoding, tier writes), the write path's own cost apart from the engine thread's
+  // pinning and queueing.
+  int64_t write_cpu_ns_total = 0;
 };
 
 class TierStore {

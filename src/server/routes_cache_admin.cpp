@@ -47,7 +47,8 @@ Json stats_json(const CacheAdminRoutesConfig& config) {
                 {"restored_tokens", s.kv_tier_restored_tokens},
                 {"blocks_written", s.kv_tier_blocks_written},
                 {"write_jobs", s.kv_tier_write_jobs},
-                {"write_jobs_dropped", s.kv_tier_write_jobs_dropped}}}};
+                {"write_jobs_dropped", s.kv_tier_write_jobs_dropped},
+                {"write_cpu_seconds", static_cast<double>(s.kv_tier_write_cpu_ns) * 1e-9}}}};
   if (config.kv_events_stats) out["kv_events"] = config.kv_events_stats();
   return out;
 }
