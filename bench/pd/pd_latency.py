@@ -84,7 +84,7 @@ def main():
         dp, d_url = start([a.deepinfer, *common, "--role", "decode", "--kv-transfer-secret-file", secret,
                            "--kv-prefill-peer", p_url, *transport], "decode")
         procs.append(dp)
-        rp, r_url = start([a.deepinfer, "route", "--host", "127.0.0.1", "--port", "0", "--decode", d_url,
+        rp, r_url = start([a.deepinfer, "route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode", d_url,
                            "--prefill", p_url], "router")
         procs.append(rp)
         time.sleep(1.0)
@@ -109,6 +109,11 @@ def main():
         pm, dm = metrics(p_url), metrics(d_url)
         put_bytes, put_s = pm["deepinfer:pd_transfer_bytes_total"], pm["deepinfer:pd_transfer_seconds_total"]
         imports = dm["deepinfer:pd_imports_total"]
+        transfers = max(pm["deepinfer:pd_prefill_transfers_total"], 1)
+        print(f"per transfer (all lengths): P prefill (queue + compute + outbox) "
+              f"{pm['deepinfer:pd_prefill_seconds_total'] / transfers * 1e3:.1f} ms, P puts + flush "
+              f"{put_s / transfers * 1e3:.2f} ms, D import (lease start to kv_written) "
+              f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms")
         print(f"prefill side: {put_bytes / 1e6:.1f} MB put in {put_s * 1e3:.1f} ms of put + flush = "
               f"{put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms, fallbacks "

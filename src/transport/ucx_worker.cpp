@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -46,7 +48,7 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create(const UcxOptions& options) 
   }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   const ucs_status_t init = ucp_init(&params, config, &w->context_);
   ucp_config_release(config);
   if (init != UCS_OK) return ucx_error("init", init);
@@ -55,6 +57,7 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create(const UcxOptions& options) 
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;
   if (ucs_status_t st = ucp_worker_create(w->context_, &wp, &w->worker_); st != UCS_OK)
     return ucx_error("worker", st);
+  if (ucp_worker_get_efd(w->worker_, &w->event_fd_) != UCS_OK) w->event_fd_ = -1;
   ucp_am_handler_param_t am{};
   am.field_mask =
       UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -115,7 +118,7 @@ Result<std::unique_ptr<UcxEndpoint>> UcxWorker::accept(Deadline deadline) {
   while (pending_connections_.empty()) {
     if (passed(deadline))
       return Status(ErrorCode::transport_timeout, "no peer connected before the deadline");
-    progress();
+    progress_or_wait(deadline);
   }
   ucp_conn_request_h request = pending_connections_.front();
   pending_connections_.pop_front();
@@ -176,7 +179,7 @@ Result<Frame> UcxWorker::receive_frame(Deadline deadline) {
   while (inbox_.empty()) {
     if (passed(deadline))
       return Status(ErrorCode::transport_timeout, "no control message before the deadline");
-    progress();
+    progress_or_wait(deadline);
   }
   Frame frame = std::move(inbox_.front());
   inbox_.pop_front();
@@ -259,6 +262,22 @@ void UcxWorker::close_failed() {
   for (UcxEndpoint* e : failed) close(e);
 }
 
+void UcxWorker::progress_or_wait(Deadline until) {
+  if (ucp_worker_progress(worker_) != 0) return;
+  if (event_fd_ < 0) {
+    std::this_thread::yield();
+    return;
+  }
+  // Armed: the fd turns readable on the next event; busy means events are pending already.
+  if (ucp_worker_arm(worker_) != UCS_OK) return;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::microseconds>(until - std::chrono::steady_clock::now());
+  const auto wait = std::clamp<int64_t>(left.count(), 0, 1000);
+  pollfd fd{event_fd_, POLLIN, 0};
+  const timespec ts{0, static_cast<long>(wait * 1000)};
+  (void)ppoll(&fd, 1, &ts, nullptr);
+}
+
 void UcxWorker::progress() {
   // Drain what is ready; yield when nothing was, so a bounded wait does not spin a core flat out.
   if (ucp_worker_progress(worker_) == 0) std::this_thread::yield();
@@ -280,7 +299,7 @@ Status UcxWorker::wait(ucs_status_ptr_t request, Deadline deadline, const char* 
       ucp_request_free(request);
       return {ErrorCode::transport_timeout, fmt::format("UCX {}: not complete before the deadline", what)};
     }
-    progress();
+    progress_or_wait(deadline);
   }
 }
 

@@ -83,6 +83,9 @@ class UcxWorker {
   size_t refused_frames() const { return refused_frames_; }
 
   void progress();
+  // Progresses; when nothing was ready, sleeps until the worker has an event (its wakeup fd) or
+  // `until` (at most 1 ms), so a waiting transfer does not take a core from the engine.
+  void progress_or_wait(Deadline until);
   // Progresses until `request` (a UCX status pointer) completes or the deadline passes.
   Status wait(ucs_status_ptr_t request, Deadline deadline, const char* what);
 
@@ -98,6 +101,7 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_listener_h listener_ = nullptr;
+  int event_fd_ = -1;  // -1: the transports have no wakeup; waits yield instead
   uint16_t listen_port_ = 0;
   std::deque<ucp_conn_request_h> pending_connections_;
   std::deque<Frame> inbox_;

@@ -331,8 +331,10 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   // The prefill server answers the call right after kv_written; a moment for it before the joiner
   // cancels the call.
   for (const auto until = Clock::now() + std::chrono::milliseconds(500);
-       !call->done.load() && Clock::now() < until;)
+       !call->done.load() && Clock::now() < until;) {
     worker.progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
   stats_->blocks_received.fetch_add(n_blocks);
   stats_->bytes_received.fetch_add(n_blocks * static_cast<int64_t>(block_bytes));
   stats_->transfer_ns.fetch_add(transfer_ns);
