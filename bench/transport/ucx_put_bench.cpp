@@ -87,11 +87,12 @@ int main(int argc, char** argv) {
   size_t mib = 256, page_kib = 64;
   int repeats = 5;
   std::string tls;
-  bool lanes = false, by_address = false;
+  bool lanes = false, by_address = false, spin = false;
   app.add_option("--mib", mib, "bytes moved per round, MiB")->check(CLI::Range(1, 8192));
   app.add_option("--page-kib", page_kib, "one put per page of this size, KiB")->check(CLI::Range(4, 65536));
   app.add_option("--repeats", repeats, "timed rounds (median reported)")->check(CLI::Range(1, 100));
   app.add_option("--tls", tls, "UCX transports (UCX_TLS syntax; default: UCX_TLS / UCX's choice)");
+  app.add_flag("--spin", spin, "waits spin (yield) instead of sleeping on the UCX wakeup fd");
   app.add_flag("--lanes", lanes, "print the lanes UCX chose for the prefill side's endpoint");
   app.add_flag("--by-address", by_address,
                "puts on an endpoint made from the decode worker's UCX address (shared memory for a same-host "
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "ucx_put_bench: --mib must be a multiple of --page-kib\n");
     return 2;
   }
-  const UcxOptions options{tls};
+  const UcxOptions options{tls, spin};
   fmt::print("{}\n", ds::bench::format_host_load(ds::bench::read_host_load()));
   const double copy = memcpy_gbps(bytes, repeats);
 
@@ -160,9 +161,10 @@ int main(int argc, char** argv) {
   prefill.join();
   const bool intact = std::all_of(region.begin(), region.end(), [](char c) { return c == 7; });
   const double put = median(rates);
-  fmt::print("transports        {}{}\n",
+  fmt::print("transports        {}{}{}\n",
              tls.empty() ? "UCX default (UCX_TLS unset or from the environment)" : tls,
-             by_address ? "; puts on an endpoint by worker address" : "; puts on the sockaddr connection");
+             by_address ? "; puts on an endpoint by worker address" : "; puts on the sockaddr connection",
+             spin ? "; waits spin" : "; waits sleep on the wakeup fd");
   fmt::print("memcpy            {:8.2f} GB/s (1 thread, median of {})\n", copy, repeats);
   fmt::print("UCX put + flush   {:8.2f} GB/s ({} MiB in {} KiB pages, median of {})  = {:.2f} x memcpy\n",
              put, mib, page_kib, repeats, put / copy);

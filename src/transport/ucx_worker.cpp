@@ -57,7 +57,7 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create(const UcxOptions& options) 
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;
   if (ucs_status_t st = ucp_worker_create(w->context_, &wp, &w->worker_); st != UCS_OK)
     return ucx_error("worker", st);
-  if (ucp_worker_get_efd(w->worker_, &w->event_fd_) != UCS_OK) w->event_fd_ = -1;
+  if (options.spin || ucp_worker_get_efd(w->worker_, &w->event_fd_) != UCS_OK) w->event_fd_ = -1;
   ucp_am_handler_param_t am{};
   am.field_mask =
       UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -263,8 +263,13 @@ void UcxWorker::close_failed() {
 }
 
 void UcxWorker::progress_or_wait(Deadline until) {
-  if (ucp_worker_progress(worker_) != 0) return;
-  if (event_fd_ < 0) {
+  const auto now = std::chrono::steady_clock::now();
+  if (ucp_worker_progress(worker_) != 0) {
+    last_event_ = now;
+    return;
+  }
+  // Right after an event (a stream of puts landing) keep polling for a moment; sleep when idle.
+  if (event_fd_ < 0 || now - last_event_ < std::chrono::microseconds(500)) {
     std::this_thread::yield();
     return;
   }

@@ -31,6 +31,7 @@ using Deadline = std::chrono::steady_clock::time_point;
 // host), "sm,tcp" or "cma,tcp" (same-host peers: shared memory), "rc,ud,sm,tcp" (InfiniBand/RoCE).
 struct UcxOptions {
   std::string tls;
+  bool spin = false;  // waits yield instead of sleeping on the wakeup fd (ucx_put_bench --spin)
 };
 
 // A control frame as it arrived, with the endpoint it came on (to answer on it).
@@ -83,8 +84,9 @@ class UcxWorker {
   size_t refused_frames() const { return refused_frames_; }
 
   void progress();
-  // Progresses; when nothing was ready, sleeps until the worker has an event (its wakeup fd) or
-  // `until` (at most 1 ms), so a waiting transfer does not take a core from the engine.
+  // Progresses; when nothing was ready for 0.5 ms, sleeps until the worker has an event (its wakeup
+  // fd) or `until` (at most 1 ms), so a waiting transfer does not take a core from the engine while
+  // a stream of puts is still polled for.
   void progress_or_wait(Deadline until);
   // Progresses until `request` (a UCX status pointer) completes or the deadline passes.
   Status wait(ucs_status_ptr_t request, Deadline deadline, const char* what);
@@ -101,7 +103,8 @@ class UcxWorker {
   ucp_context_h context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   ucp_listener_h listener_ = nullptr;
-  int event_fd_ = -1;  // -1: the transports have no wakeup; waits yield instead
+  int event_fd_ = -1;  // -1: the transports have no wakeup (or spin): waits yield instead
+  std::chrono::steady_clock::time_point last_event_{};
   uint16_t listen_port_ = 0;
   std::deque<ucp_conn_request_h> pending_connections_;
   std::deque<Frame> inbox_;
