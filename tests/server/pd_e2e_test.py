@@ -3,7 +3,7 @@
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
 CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode |
-      two_prefill | api_key | v4
+      two_prefill | prefill_affinity | api_key | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -487,6 +487,32 @@ def case_two_prefill():
         s.stop()
 
 
+def case_prefill_affinity():
+    """A router that tokenizes (--model): prompts with the same first block go to the same prefill server
+    (its prefix cache holds that block) while the servers are equally loaded."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1), n_prefill=2,
+                route_extra=("--model", MODEL, "--pd-min-prompt-tokens", "1"))
+    try:
+        head = prompt(70, BLOCK)
+        for k in range(4):
+            tokens = head + prompt(71 + k, 136)
+            body = {"model": "tiny", "prompt": tokens, "max_tokens": 12, **GREEDY}
+            status, want = post(s.url(), "/v1/completions", body)
+            status2, got = post(c.r.url(), "/v1/completions", body)
+            check(status == status2 == 200, f"affinity prompt {k}: {status} {status2}")
+            check(json.loads(got)["choices"][0]["text"] == json.loads(want)["choices"][0]["text"],
+                  f"affinity prompt {k} differs")
+            time.sleep(0.3)  # the router's count of the pick ends with its relay, just after the response
+        sent = sorted(metrics(p)["deepinfer:pd_prefill_transfers_total"] for p in c.ps)
+        check(sent == [0, 4], f"transfers per prefill server {sent}: the shared first block did not pick one server")
+        print(f"prefill_affinity: 4 prompts with one first block all prefilled on one server {sent}")
+        expect_nothing_held(*c.ps, c.d, s)
+    finally:
+        c.stop()
+        s.stop()
+
+
 def case_api_key():
     """A prefill server with --api-key: a decode server with --kv-prefill-api-key imports; one without the key
     is refused (HTTP 401, logged) and prefills itself. And a P/D role with a disk tier is refused at start."""
@@ -533,7 +559,7 @@ def case_api_key():
 
 CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
-         "two_prefill": case_two_prefill, "api_key": case_api_key}
+         "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

@@ -119,16 +119,19 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   // P/D: the worker imports the prompt's KV from this prefill server (serve --role decode).
   if (!config_.prefill_urls.empty() &&
       static_cast<int64_t>(r.n_prompt_tokens) >= config_.pd_min_prompt_tokens) {
-    r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", prefill_peers(r.hold));
+    r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", prefill_peers(r.prompt_blocks, r.hold));
   }
   r.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.body = std::move(request.body);
   start_relay(relay_context(), std::move(r), std::move(out));
 }
 
-std::string RouterService::prefill_peers(std::shared_ptr<void>& hold) {
+std::string RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blocks,
+                                         std::shared_ptr<void>& hold) {
   const size_t n = config_.prefill_urls.size();
-  const uint64_t start = next_prefill_.fetch_add(1);
+  // Among the least loaded, the one the prompt's first block hashes to (a prefix a prefill server has
+  // seen is in its prefix cache), else round robin (no tokenizer, or a prompt under one block).
+  const uint64_t start = prompt_blocks.empty() ? next_prefill_.fetch_add(1) : prompt_blocks.front();
   std::vector<size_t> order(n);
   for (size_t k = 0; k < n; ++k) order[k] = (start + k) % n;
   std::stable_sort(order.begin(), order.end(),
