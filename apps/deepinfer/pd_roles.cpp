@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
@@ -29,11 +30,20 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
   g->add_option("--kv-lease-timeout-ms", o.lease_timeout_ms,
                 "A decode server's wait for a transfer; past it the request is prefilled here")
       ->capture_default_str();
-  g->add_option("--kv-transit-mib", o.transit_mib, "Blocks in transit kept at most (outbox / landing)")
+  g->add_option("--kv-transit-mib", o.transit_mib,
+                "Blocks in transit kept at most (outbox / landing; the decode server's registered landing "
+                "region is this size too)")
       ->capture_default_str();
+  g->add_option("--kv-transport", o.transport,
+                "UCX transports for the KV transfer, UCX_TLS syntax (docs/pd.md, Transports): e.g. tcp "
+                "(any hosts), sm,tcp (same-host peers over shared memory), rc,sm,tcp (RDMA); default: "
+                "UCX_TLS from the environment, else UCX's choice");
   g->add_option("--kv-decode-peer", o.decode_peers,
                 "Prefill role: an address of a decode server's UCX listeners (its --kv-transfer-host) this "
                 "server may connect to (repeatable); a request naming another is refused");
+  g->add_option("--kv-prefill-api-key", o.prefill_api_key,
+                "Decode role: the API key sent to the prefill servers (one of their --api-key; "
+                "POST /v1/pd/prefill takes a key where the server has any)");
   g->add_option("--kv-prefill-peer", o.prefill_peers,
                 "Decode role: a prefill server URL this server may take KV from (repeatable; the router's "
                 "--prefill URLs). A request naming another one is prefilled here");
@@ -49,8 +59,11 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
     return Status(ErrorCode::invalid_argument,
                   fmt::format("--role {} needs --kv-transfer-secret-file", o.role));
   if (engine_config.kv_tiers.open)
-    return Status(ErrorCode::invalid_argument,
-                  fmt::format("--role {} with --kv-disk-dir / --kv-redis is not supported yet", o.role));
+    return Status(
+        ErrorCode::invalid_argument,
+        fmt::format("--role {} cannot be combined with --kv-disk-dir / --kv-redis (the P/D role's transit "
+                    "tier is the engine's only tier; docs/pd.md)",
+                    o.role));
   if (o.lease_timeout_ms < 1)
     return Status(ErrorCode::invalid_argument, "--kv-lease-timeout-ms must be >= 1");
   if (o.transit_mib < 1) return Status(ErrorCode::invalid_argument, "--kv-transit-mib must be >= 1");
@@ -118,6 +131,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
                             "Per transfer: UCX puts + flush into the decode server's blocks.", kBuckets);
     pd::PrefillServiceConfig pc;
     pc.allowed_decode_hosts = options_.decode_peers;
+    pc.ucx.tls = options_.transport;
     pc.observe = [prefill_h, put_h](double prefill_s, double put_s) {
       prefill_h->observe(prefill_s);
       put_h->observe(put_s);
@@ -153,6 +167,9 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   pd::DecodeServiceConfig dc;
   dc.transfer_host = options_.transfer_host;
   dc.lease_timeout = std::chrono::milliseconds(options_.lease_timeout_ms);
+  dc.landing_bytes = options_.transit_mib << 20;
+  dc.prefill_api_key = options_.prefill_api_key;
+  dc.ucx.tls = options_.transport;
   server::Histogram* import_h = &registry.histogram(
       "deepinfer:pd_import_seconds",
       "Per import: lease start to kv_written (the TTFT part before this server's queue; the rest is "
@@ -164,26 +181,37 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       "deepinfer:pd_unknown_peers_total",
       "Requests naming a prefill server not in --kv-prefill-peer (prefilled here, no connection made).");
   generate.kv_import = [d = decode_.get(), allowed = options_.prefill_peers, log, unknown_peers](
-                           std::string peer, Request request, std::function<bool()> client_gone,
+                           std::string peers, Request request, std::function<bool()> client_gone,
                            std::function<void(Request, std::shared_ptr<void>)> resume) {
     const auto strip = [](std::string u) {
-      while (u.ends_with('/')) u.pop_back();
+      while (!u.empty() && (u.back() == '/' || u.back() == ' ')) u.pop_back();
+      while (!u.empty() && u.front() == ' ') u.erase(u.begin());
       return u;
     };
-    bool known = false;
-    for (const std::string& a : allowed) known = known || strip(a) == strip(peer);
-    if (!known) {
+    // The router's list, its pick first ("url[, url...]"); only --kv-prefill-peer servers are called.
+    std::vector<std::string> urls;
+    for (size_t pos = 0; pos <= peers.size() && urls.size() < 16;) {
+      const size_t comma = std::min(peers.find(',', pos), peers.size());
+      const std::string peer = strip(peers.substr(pos, comma - pos));
+      pos = comma + 1;
+      if (peer.empty()) continue;
+      bool known = false;
+      for (const std::string& a : allowed) known = known || strip(a) == peer;
+      if (known) {
+        if (std::find(urls.begin(), urls.end(), peer) == urls.end()) urls.push_back(peer);
+        continue;
+      }
       unknown_peers->inc();
       if (log != nullptr)
-        log->log(LogLevel::warn,
-                 "pd decode: prefill peer '{}' is not one of --kv-prefill-peer; prefilling here",
+        log->log(LogLevel::warn, "pd decode: prefill peer '{}' is not one of --kv-prefill-peer; not called",
                  peer.substr(0, 200));
-      return resume(std::move(request), nullptr);
     }
-    d->start(std::move(peer), std::move(request), std::move(client_gone), std::move(resume));
+    d->start(std::move(urls), std::move(request), std::move(client_gone), std::move(resume));
   };
   Counter* imports =
       &registry.counter("deepinfer:pd_imports_total", "Requests whose prompt KV came from a prefill server.");
+  Counter* retries = &registry.counter("deepinfer:pd_retries_total",
+                                       "Transfers tried on the next prefill server after one failed.");
   Counter* fallbacks = &registry.counter("deepinfer:pd_fallbacks_total",
                                          "P/D requests prefilled here after a failed transfer.");
   Counter* refusals =
@@ -201,6 +229,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   registry.add_collector([=, s = decode_.get(), tier = tier_] {
     const pd::DecodeStats& st = s->stats();
     imports->set_total(static_cast<double>(st.imports.load()));
+    retries->set_total(static_cast<double>(st.retries.load()));
     fallbacks->set_total(static_cast<double>(st.fallbacks.load()));
     refusals->set_total(static_cast<double>(st.refusals.load()));
     bytes->set_total(static_cast<double>(st.bytes_received.load()));

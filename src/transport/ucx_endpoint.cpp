@@ -38,7 +38,7 @@ Status UcxEndpoint::send(std::string_view frame, Deadline deadline) {
   if (failed_) return {ErrorCode::transport_io, "UCX send: the peer failed"};
   ucp_request_param_t rp{};
   rp.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
-  rp.flags = UCP_AM_SEND_FLAG_EAGER;
+  rp.flags = UCP_AM_SEND_FLAG_EAGER | UCP_AM_SEND_FLAG_REPLY;  // the peer can answer on this endpoint
   ucs_status_ptr_t request =
       ucp_am_send_nbx(ep_, kControlFrameAmId, nullptr, 0, frame.data(), frame.size(), &rp);
   return worker_.wait(request, deadline, "send");

@@ -44,6 +44,7 @@ class UcxEndpoint {
   // Every earlier put is visible at the peer once this returns ok.
   Status flush(Deadline deadline);
   bool failed() const { return failed_; }
+  ucp_ep_h handle() const { return ep_; }
 
  private:
   static void on_error(void* self, ucp_ep_h ep, ucs_status_t status);

@@ -150,5 +150,80 @@ TEST(UcxTransfer, AnotherModelIsRefused) {
                  ErrorCode::transport_peer_mismatch);
 }
 
+// Issue 15's persistent transport: one region registered once, one connection made once and kept
+// (connect_cached / accept_pending), the decode side answering on the endpoint a frame came on;
+// several transfers over it land exactly, and neither side makes another endpoint.
+TEST(UcxTransfer, OneKeptConnectionCarriesManyTransfers) {
+  constexpr int kRounds = 4;
+  Result<std::unique_ptr<UcxWorker>> decode = UcxWorker::create();
+  ASSERT_TRUE(decode.ok()) << decode.status().to_string();
+  ASSERT_TRUE((*decode)->listen("127.0.0.1", 0).ok());
+  const uint16_t port = (*decode)->listen_port();
+  std::vector<uint8_t> region(size_t{kBlocks} * kBlockBytes, 0);
+  Result<std::unique_ptr<RegisteredMemory>> mem = (*decode)->register_memory(region.data(), region.size());
+  ASSERT_TRUE(mem.ok());
+
+  Status prefill_status;
+  size_t prefill_endpoints = 0;
+  std::thread prefill([&] {
+    const auto run = [&]() -> Status {
+      DS_ASSIGN_OR_RETURN(std::unique_ptr<UcxWorker> w, UcxWorker::create());
+      UcxEndpoint* first = nullptr;
+      for (int r = 0; r < kRounds; ++r) {
+        DS_ASSIGN_OR_RETURN(UcxEndpoint * ep, w->connect_cached("127.0.0.1", port));
+        if (first == nullptr) first = ep;
+        if (ep != first) return {ErrorCode::internal, "a second endpoint to the same peer"};
+        const auto id = static_cast<uint64_t>(r);
+        DS_TRY(
+            ep->send(encode_control_message({ControlType::hello, id, encode_peer_identity(kModel)}, "secret"),
+                     in(20)));
+        DS_ASSIGN_OR_RETURN(std::string frame, w->receive(in(20)));
+        DS_ASSIGN_OR_RETURN(ControlMessage m, decode_control_message(frame, "secret"));
+        DS_ASSIGN_OR_RETURN(KvGrant grant, decode_kv_grant(m.payload));
+        DS_ASSIGN_OR_RETURN(RemoteKey key, ep->unpack_remote_key(grant.packed_rkey));
+        std::vector<uint8_t> page(size_t{kBlockBytes} * grant.block_ids.size(), static_cast<uint8_t>(r + 1));
+        // The granted blocks are consecutive: one put for all of them.
+        DS_TRY(ep->put(page.data(), page.size(),
+                       grant.remote_address + uint64_t{grant.block_ids[0]} * kBlockBytes, key));
+        DS_TRY(ep->flush(in(20)));
+        DS_TRY(ep->send(encode_control_message({ControlType::kv_written, id, ""}, "secret"), in(20)));
+      }
+      prefill_endpoints = w->n_endpoints();
+      return ok_status();
+    };
+    prefill_status = run();
+  });
+  UcxWorker& d = **decode;
+  for (int r = 0; r < kRounds; ++r) {
+    const std::vector<uint32_t> granted = {static_cast<uint32_t>(4 * r), static_cast<uint32_t>(4 * r + 1)};
+    Result<Frame> hello = Status(ErrorCode::transport_timeout, "");
+    for (auto until = in(20); !hello.ok() && steady_clock::now() < until;) {
+      d.accept_pending();
+      hello = d.receive_frame(steady_clock::now() + std::chrono::milliseconds(20));
+    }
+    ASSERT_TRUE(hello.ok()) << hello.status().to_string();
+    UcxEndpoint* ep = d.find(hello->from);
+    ASSERT_NE(ep, nullptr) << "the hello came on an endpoint the decode side did not accept";
+    const KvGrant grant{(*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey(), kBlockBytes, granted};
+    ASSERT_TRUE(
+        ep->send(encode_control_message(
+                     {ControlType::kv_grant, static_cast<uint64_t>(r), encode_kv_grant(grant)}, "secret"),
+                 in(20))
+            .ok());
+    Result<std::string> done = d.receive(in(20));
+    ASSERT_TRUE(done.ok()) << done.status().to_string();
+    for (uint32_t b : granted) {
+      const uint8_t* block = region.data() + size_t{b} * kBlockBytes;
+      EXPECT_TRUE(std::all_of(block, block + kBlockBytes, [&](uint8_t v) { return v == r + 1; }))
+          << "round " << r << " block " << b;
+    }
+  }
+  prefill.join();
+  ASSERT_TRUE(prefill_status.ok()) << prefill_status.to_string();
+  EXPECT_EQ(prefill_endpoints, 1u);
+  EXPECT_EQ(d.n_endpoints(), 1u);
+  EXPECT_TRUE(std::all_of(region.begin() + 16 * kBlockBytes, region.end(), [](uint8_t v) { return v == 0; }));
+}
+
 }  // namespace
 }  // namespace ds::transport

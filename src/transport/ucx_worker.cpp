@@ -2,7 +2,9 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -32,14 +34,21 @@ bool passed(Deadline deadline) { return std::chrono::steady_clock::now() >= dead
 
 }  // namespace
 
-Result<std::unique_ptr<UcxWorker>> UcxWorker::create() {
+Result<std::unique_ptr<UcxWorker>> UcxWorker::create(const UcxOptions& options) {
   std::unique_ptr<UcxWorker> w(new UcxWorker());
   ucp_config_t* config = nullptr;
   if (ucs_status_t st = ucp_config_read(nullptr, nullptr, &config); st != UCS_OK)
     return ucx_error("config", st);
+  if (!options.tls.empty()) {
+    if (ucs_status_t st = ucp_config_modify(config, "TLS", options.tls.c_str()); st != UCS_OK) {
+      ucp_config_release(config);
+      return Status(ErrorCode::invalid_argument,
+                    fmt::format("UCX transports '{}': {}", options.tls, ucs_status_string(st)));
+    }
+  }
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;
   const ucs_status_t init = ucp_init(&params, config, &w->context_);
   ucp_config_release(config);
   if (init != UCS_OK) return ucx_error("init", init);
@@ -48,6 +57,7 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create() {
   wp.thread_mode = UCS_THREAD_MODE_SINGLE;
   if (ucs_status_t st = ucp_worker_create(w->context_, &wp, &w->worker_); st != UCS_OK)
     return ucx_error("worker", st);
+  if (options.spin || ucp_worker_get_efd(w->worker_, &w->event_fd_) != UCS_OK) w->event_fd_ = -1;
   ucp_am_handler_param_t am{};
   am.field_mask =
       UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB | UCP_AM_HANDLER_PARAM_FIELD_ARG;
@@ -60,6 +70,8 @@ Result<std::unique_ptr<UcxWorker>> UcxWorker::create() {
 }
 
 UcxWorker::~UcxWorker() {
+  by_peer_.clear();
+  owned_.clear();  // endpoints close (bounded) while the worker still progresses
   for (ucp_conn_request_h request : pending_connections_) ucp_listener_reject(listener_, request);
   if (listener_ != nullptr) ucp_listener_destroy(listener_);
   if (worker_ != nullptr) ucp_worker_destroy(worker_);
@@ -77,7 +89,9 @@ ucs_status_t UcxWorker::on_frame(void* self, const void* /*header*/, size_t /*he
     ++w->refused_frames_;  // a control frame never needs rendezvous; dropping it is the refusal
     return UCS_OK;
   }
-  w->inbox_.emplace_back(static_cast<const char*>(data), bytes);
+  Frame frame{std::string(static_cast<const char*>(data), bytes), nullptr};
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0) frame.from = param->reply_ep;
+  w->inbox_.push_back(std::move(frame));
   return UCS_OK;
 }
 
@@ -104,7 +118,7 @@ Result<std::unique_ptr<UcxEndpoint>> UcxWorker::accept(Deadline deadline) {
   while (pending_connections_.empty()) {
     if (passed(deadline))
       return Status(ErrorCode::transport_timeout, "no peer connected before the deadline");
-    progress();
+    progress_or_wait(deadline);
   }
   ucp_conn_request_h request = pending_connections_.front();
   pending_connections_.pop_front();
@@ -157,14 +171,116 @@ Result<std::unique_ptr<RegisteredMemory>> UcxWorker::register_memory(void* data,
 }
 
 Result<std::string> UcxWorker::receive(Deadline deadline) {
+  DS_ASSIGN_OR_RETURN(Frame frame, receive_frame(deadline));
+  return std::move(frame.bytes);
+}
+
+Result<Frame> UcxWorker::receive_frame(Deadline deadline) {
   while (inbox_.empty()) {
     if (passed(deadline))
       return Status(ErrorCode::transport_timeout, "no control message before the deadline");
-    progress();
+    progress_or_wait(deadline);
   }
-  std::string frame = std::move(inbox_.front());
+  Frame frame = std::move(inbox_.front());
   inbox_.pop_front();
   return frame;
+}
+
+Result<UcxEndpoint*> UcxWorker::connect_cached(const std::string& host, uint16_t port) {
+  const std::string peer = fmt::format("{}:{}", host, port);
+  if (auto it = by_peer_.find(peer); it != by_peer_.end()) {
+    if (!it->second->failed()) return it->second;
+    close(it->second);
+  }
+  DS_ASSIGN_OR_RETURN(std::unique_ptr<UcxEndpoint> ep, connect(host, port));
+  UcxEndpoint* raw = ep.get();
+  owned_.push_back(std::move(ep));
+  by_peer_[peer] = raw;
+  return raw;
+}
+
+Result<std::string> UcxWorker::address() const {
+  ucp_address_t* addr = nullptr;
+  size_t bytes = 0;
+  if (ucs_status_t st = ucp_worker_get_address(worker_, &addr, &bytes); st != UCS_OK)
+    return ucx_error("worker address", st);
+  std::string out(reinterpret_cast<const char*>(addr), bytes);
+  ucp_worker_release_address(worker_, addr);
+  return out;
+}
+
+Result<UcxEndpoint*> UcxWorker::connect_address_cached(const std::string& peer, const std::string& address) {
+  if (auto it = by_peer_.find(peer); it != by_peer_.end()) {
+    if (!it->second->failed()) return it->second;
+    close(it->second);
+  }
+  auto endpoint = std::make_unique<UcxEndpoint>(*this, nullptr);
+  ucp_ep_params_t ep{};
+  ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                  UCP_EP_PARAM_FIELD_ERR_HANDLER;
+  ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
+  ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  ep.err_handler.cb = &UcxEndpoint::on_error;
+  ep.err_handler.arg = endpoint.get();
+  if (ucs_status_t st = ucp_ep_create(worker_, &ep, &endpoint->ep_); st != UCS_OK)
+    return ucx_error("connect to a worker address", st);
+  UcxEndpoint* raw = endpoint.get();
+  owned_.push_back(std::move(endpoint));
+  by_peer_[peer] = raw;
+  return raw;
+}
+
+void UcxWorker::accept_pending() {
+  progress();
+  while (!pending_connections_.empty()) {
+    Result<std::unique_ptr<UcxEndpoint>> ep = accept(std::chrono::steady_clock::now());
+    if (ep.ok()) owned_.push_back(std::move(ep).value());
+  }
+}
+
+UcxEndpoint* UcxWorker::find(ucp_ep_h ep) const {
+  if (ep == nullptr) return nullptr;
+  for (const auto& e : owned_)
+    if (e->ep_ == ep) return e.get();
+  return nullptr;
+}
+
+void UcxWorker::close(UcxEndpoint* endpoint) {
+  std::erase_if(by_peer_, [&](const auto& kv) { return kv.second == endpoint; });
+  for (auto it = owned_.begin(); it != owned_.end(); ++it) {
+    if (it->get() != endpoint) continue;
+    endpoint->failed_ = true;  // forced close: nothing in flight survives it
+    owned_.erase(it);
+    return;
+  }
+}
+
+void UcxWorker::close_failed() {
+  std::vector<UcxEndpoint*> failed;
+  for (const auto& e : owned_)
+    if (e->failed()) failed.push_back(e.get());
+  for (UcxEndpoint* e : failed) close(e);
+}
+
+void UcxWorker::progress_or_wait(Deadline until) {
+  const auto now = std::chrono::steady_clock::now();
+  if (ucp_worker_progress(worker_) != 0) {
+    last_event_ = now;
+    return;
+  }
+  // Right after an event (a stream of puts landing) keep polling for a moment; sleep when idle.
+  if (event_fd_ < 0 || now - last_event_ < std::chrono::microseconds(500)) {
+    std::this_thread::yield();
+    return;
+  }
+  // Armed: the fd turns readable on the next event; busy means events are pending already.
+  if (ucp_worker_arm(worker_) != UCS_OK) return;
+  const auto left =
+      std::chrono::duration_cast<std::chrono::microseconds>(until - std::chrono::steady_clock::now());
+  const auto wait = std::clamp<int64_t>(left.count(), 0, 1000);
+  pollfd fd{event_fd_, POLLIN, 0};
+  const timespec ts{0, static_cast<long>(wait * 1000)};
+  (void)ppoll(&fd, 1, &ts, nullptr);
 }
 
 void UcxWorker::progress() {
@@ -188,7 +304,7 @@ Status UcxWorker::wait(ucs_status_ptr_t request, Deadline deadline, const char* 
       ucp_request_free(request);
       return {ErrorCode::transport_timeout, fmt::format("UCX {}: not complete before the deadline", what)};
     }
-    progress();
+    progress_or_wait(deadline);
   }
 }
 

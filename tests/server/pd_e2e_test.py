@@ -2,7 +2,8 @@
 """Prefill/decode disaggregation with real processes on loopback (docs/pd.md).
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
-CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode | v4
+CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode |
+      two_prefill | prefill_affinity | api_key | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -164,17 +165,19 @@ def expect_nothing_held(*procs):
 
 
 class Cluster:
-    def __init__(self, p_secret, d_secret, d_extra=(), route_extra=(), p_model=None):
-        self.p = serve("prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret,
-                       "--kv-decode-peer", "127.0.0.1", model=p_model)
-        self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret,
-                       "--kv-prefill-peer", self.p.url(), *d_extra)
+    def __init__(self, p_secret, d_secret, d_extra=(), route_extra=(), p_model=None, p_extra=(), n_prefill=1):
+        self.ps = [serve(f"prefill{k}" if k else "prefill", "--role", "prefill", "--kv-transfer-secret-file", p_secret,
+                         "--kv-decode-peer", "127.0.0.1", *p_extra, model=p_model) for k in range(n_prefill)]
+        self.p = self.ps[0]
+        peers = [a for p in self.ps for a in ("--kv-prefill-peer", p.url())]
+        self.d = serve("decode", "--role", "decode", "--kv-transfer-secret-file", d_secret, *peers, *d_extra)
         self.r = Proc(["route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode",
-                       self.d.url(), "--prefill", self.p.url(), "--health-period-ms", "200", *route_extra], "router")
+                       self.d.url(), *[a for p in self.ps for a in ("--prefill", p.url())],
+                       "--health-period-ms", "200", *route_extra], "router")
         wait_for(lambda: ready(self.r), "the router to see the decode server")
 
     def stop(self):
-        for x in (self.r, self.d, self.p):
+        for x in (self.r, self.d, *self.ps):
             x.stop()
 
 
@@ -454,8 +457,109 @@ def case_v4():
         c.stop()
 
 
+def case_two_prefill():
+    """Two prefill servers: the router spreads the transfers over both (least loaded, then round robin);
+    one is killed: every request is still imported, from the other one (the decode server tries the next
+    prefill server in the router's list, then keeps the dead one last)."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1), n_prefill=2)
+    try:
+        for k in range(4):
+            want, _ = completion(s.url(), 40 + k, 200, GREEDY)
+            check(completion(c.r.url(), 40 + k, 200, GREEDY)[0] == want, f"prompt {k} differs")
+        sent = [metrics(p)["deepinfer:pd_prefill_transfers_total"] for p in c.ps]
+        check(sent == [2, 2], f"transfers per prefill server {sent}, expected [2, 2]")
+        c.ps[0].proc.kill()
+        c.ps[0].proc.wait(timeout=10)
+        for k in range(4, 10):
+            want, _ = completion(s.url(), 40 + k, 200, SEEDED)
+            check(completion(c.r.url(), 40 + k, 200, SEEDED)[0] == want, f"prompt {k} after the kill differs")
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_imports_total"] == 10, f"{dm['deepinfer:pd_imports_total']} imports, expected 10")
+        check(dm["deepinfer:pd_fallbacks_total"] == 0, "a request was prefilled on the decode server")
+        check(dm["deepinfer:pd_retries_total"] >= 1, "no transfer was retried on the live prefill server")
+        check(metrics(c.ps[1])["deepinfer:pd_prefill_transfers_total"] == 8, "the live prefill server did not take over")
+        check("trying " + c.ps[1].url() in c.d.log(), "the retry was not logged")
+        print(f"two_prefill: 10 imports, {int(dm['deepinfer:pd_retries_total'])} retried on the live prefill server")
+        expect_nothing_held(c.ps[1], c.d, s)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_prefill_affinity():
+    """A router that tokenizes (--model): prompts with the same first block go to the same prefill server
+    (its prefix cache holds that block) while the servers are equally loaded."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1), n_prefill=2,
+                route_extra=("--model", MODEL, "--pd-min-prompt-tokens", "1"))
+    try:
+        head = prompt(70, BLOCK)
+        for k in range(4):
+            tokens = head + prompt(71 + k, 136)
+            body = {"model": "tiny", "prompt": tokens, "max_tokens": 12, **GREEDY}
+            status, want = post(s.url(), "/v1/completions", body)
+            status2, got = post(c.r.url(), "/v1/completions", body)
+            check(status == status2 == 200, f"affinity prompt {k}: {status} {status2}")
+            check(json.loads(got)["choices"][0]["text"] == json.loads(want)["choices"][0]["text"],
+                  f"affinity prompt {k} differs")
+            time.sleep(0.3)  # the router's count of the pick ends with its relay, just after the response
+        sent = sorted(metrics(p)["deepinfer:pd_prefill_transfers_total"] for p in c.ps)
+        check(sent == [0, 4], f"transfers per prefill server {sent}: the shared first block did not pick one server")
+        print(f"prefill_affinity: 4 prompts with one first block all prefilled on one server {sent}")
+        expect_nothing_held(*c.ps, c.d, s)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_api_key():
+    """A prefill server with --api-key: a decode server with --kv-prefill-api-key imports; one without the key
+    is refused (HTTP 401, logged) and prefills itself. And a P/D role with a disk tier is refused at start."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1), p_extra=("--api-key", "pd-key-1"),
+                d_extra=("--kv-prefill-api-key", "pd-key-1"))
+    try:
+        want, _ = completion(s.url(), 60, 200, GREEDY)
+        check(completion(c.r.url(), 60, 200, GREEDY)[0] == want, "keyed P/D answer differs")
+        check(metrics(c.d)["deepinfer:pd_imports_total"] == 1, "the keyed decode server did not import")
+        status, text = post(c.p.url(), "/v1/pd/prefill",
+                            {"request_id": 7, "tokens": [1, 2, 3], "decode_host": "127.0.0.1", "decode_port": 9})
+        check(status == 401, f"an unkeyed /v1/pd/prefill: {status} {text[:200]}")
+        d2 = serve("decode2", "--role", "decode", "--kv-transfer-secret-file", secret("a", 1),
+                   "--kv-prefill-peer", c.p.url())
+        try:
+            body = {"model": "tiny", "prompt": prompt(61, 200), "max_tokens": 12, **GREEDY}
+            req = urllib.request.Request(d2.url() + "/v1/completions", method="POST", data=json.dumps(body).encode())
+            req.add_header("content-type", "application/json")
+            req.add_header("X-DeepInfer-Prefill-Peer", c.p.url())
+            with urllib.request.urlopen(req, timeout=60) as res:
+                got = json.loads(res.read().decode())["choices"][0]["text"]
+            check(got == completion(s.url(), 61, 200, GREEDY)[0], "the unkeyed decode server's answer differs")
+            dm = metrics(d2)
+            check(dm["deepinfer:pd_fallbacks_total"] == 1 and dm["deepinfer:pd_imports_total"] == 0,
+                  "the unkeyed decode server did not prefill itself")
+            check("HTTP 401" in d2.log(), "the refused key was not logged")
+            expect_nothing_held(d2)
+        finally:
+            d2.stop()
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+    r = subprocess.run([DEEPINFER, "serve", "--model", MODEL, "--port", "0", "--role", "decode",
+                        "--kv-transfer-secret-file", secret("a", 1), "--kv-prefill-peer", "http://127.0.0.1:9",
+                        "--kv-disk-dir", os.path.join(WORKDIR, "pd_disk_tier")],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode != 0, "--role decode with --kv-disk-dir started")
+    check("cannot be combined with --kv-disk-dir" in r.stderr, f"the refusal is not one clear line: {r.stderr[-500:]}")
+    print("api_key: keyed import, unkeyed refused (401) and prefilled on D; --kv-disk-dir refused:",
+          [l for l in r.stderr.splitlines() if "cannot be combined" in l][0].strip())
+
+
 CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
-         "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional}
+         "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
+         "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <thread>
@@ -33,6 +34,23 @@ struct PrefillCall {
 
 }  // namespace
 
+// A frame no transfer of this slot waits for (`current`: the one that does, if any): a hello of a
+// transfer that is over is answered with an abort, anything else is dropped. Returns whether it was
+// stale.
+bool DecodeService::answer_stale(transport::UcxWorker& worker, const transport::Frame& frame,
+                                 std::optional<uint64_t> current) {
+  Result<ControlMessage> m = transport::decode_control_message(frame.bytes, identity_->secret);
+  if (!m.ok() || (current && m->request_id == *current)) return false;
+  stats_->stale_frames.fetch_add(1);
+  transport::UcxEndpoint* ep = worker.find(frame.from);
+  if (m->type == ControlType::hello && ep != nullptr && !ep->failed())
+    (void)ep->send(transport::encode_control_message(
+                       {ControlType::abort, m->request_id, "no transfer of that request is waiting here"},
+                       identity_->secret),
+                   Clock::now() + std::chrono::milliseconds(200));
+  return true;
+}
+
 // The landed blocks of one request: removed from the landing tier (whatever the engine did not read)
 // when the request ends.
 struct DecodeService::Lease {
@@ -54,33 +72,81 @@ DecodeService::DecodeService(std::shared_ptr<TransitTier> landing, std::shared_p
       config_(std::move(config)),
       log_(log),
       stats_(std::make_shared<DecodeStats>()),
-      next_request_id_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)) {}
+      next_request_id_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)) {
+  const auto block_bytes = static_cast<size_t>(std::max<int64_t>(identity_->block_bytes, 1));
+  region_ = std::make_unique<LandingRegion>(
+      block_bytes, std::max<size_t>(1, static_cast<size_t>(config_.landing_bytes) / block_bytes));
+  slots_ = std::make_unique<TransferSlots>(
+      [this]() -> Result<std::unique_ptr<TransferSlot>> {
+        auto slot = std::make_unique<TransferSlot>();
+        DS_ASSIGN_OR_RETURN(slot->worker, transport::UcxWorker::create(config_.ucx));
+        DS_TRY(slot->worker->listen(config_.transfer_host, 0));
+        DS_ASSIGN_OR_RETURN(slot->memory, slot->worker->register_memory(region_->data(), region_->bytes()));
+        return slot;
+      },
+      [this](TransferSlot& slot) {
+        // No transfer waits on this slot: peers that connect are kept, a hello is answered with an
+        // abort (its lease is over), so a late prefill server stops at once.
+        slot.worker->accept_pending();
+        slot.worker->close_failed();
+        for (;;) {
+          Result<transport::Frame> frame = slot.worker->receive_frame(Clock::now());
+          if (!frame.ok()) break;
+          answer_stale(*slot.worker, *frame, std::nullopt);
+        }
+      },
+      config_.max_transfers);
+  // The first slot now: its UCX setup and the region's registration are not paid by a request.
+  if (Status st = slots_->prewarm(1); !st.ok() && log_ != nullptr)
+    log_->log(LogLevel::warn, "pd decode: no UCX transfer slot at start ({}); P/D requests prefill here",
+              st.to_string());
+}
 
 DecodeService::~DecodeService() = default;
 
-void DecodeService::start(std::string prefill_url, Request request, std::function<bool()> client_gone,
-                          Resume resume) {
+void DecodeService::start(std::vector<std::string> prefill_urls, Request request,
+                          std::function<bool()> client_gone, Resume resume) {
   const std::vector<uint64_t> keys = identity_->transfer_keys(request.prompt_tokens, request.cache_salt);
   const auto first = static_cast<size_t>(pool_ ? pool_->count_prefix(keys) : 0);
   stats_->local_blocks.fetch_add(static_cast<int64_t>(first));
-  if (first == keys.size()) {
+  if (first == keys.size() || prefill_urls.empty()) {
     // Shorter than a block, or every block cached here: nothing to move.
-    if (!keys.empty()) stats_->local_only.fetch_add(1);
+    if (!keys.empty() && first == keys.size()) stats_->local_only.fetch_add(1);
     return resume(std::move(request), nullptr);
+  }
+  {
+    // The servers that failed a transfer lately go last (stable: the router's order otherwise).
+    std::lock_guard<std::mutex> lock(failed_mu_);
+    const auto now = Clock::now();
+    std::erase_if(failed_until_, [&](const auto& kv) { return kv.second <= now; });
+    std::stable_partition(prefill_urls.begin(), prefill_urls.end(),
+                          [&](const std::string& u) { return !failed_until_.contains(u); });
   }
   auto shared = std::make_shared<Request>(std::move(request));
   auto shared_resume = std::make_shared<Resume>(std::move(resume));
   const bool started = jobs_.start(
-      [this, url = std::move(prefill_url), shared, first, client_gone = std::move(client_gone),
+      [this, urls = std::move(prefill_urls), shared, first, client_gone = std::move(client_gone),
        shared_resume] {
-        Result<std::shared_ptr<void>> lease = transfer(url, *shared, first, client_gone);
-        if (lease.ok()) {
-          stats_->imports.fetch_add(1);
-          return (*shared_resume)(std::move(*shared), std::move(lease).value());
+        for (size_t i = 0; i < urls.size(); ++i) {
+          if (i > 0) stats_->retries.fetch_add(1);
+          Result<std::shared_ptr<void>> lease = transfer(urls[i], *shared, first, client_gone);
+          if (lease.ok()) {
+            stats_->imports.fetch_add(1);
+            return (*shared_resume)(std::move(*shared), std::move(lease).value());
+          }
+          const ErrorCode code = lease.status().code();
+          const bool gone = code == ErrorCode::engine_cancelled;
+          const bool ours = code == ErrorCode::engine_overloaded;  // this server's region or slots are full
+          const bool last = gone || ours || i + 1 == urls.size();
+          log_->log(LogLevel::warn, "pd decode: KV from prefill server {} not imported ({}); {}", urls[i],
+                    lease.status().to_string(), last ? "prefilling here" : "trying " + urls[i + 1]);
+          if (!gone && !ours) {
+            std::lock_guard<std::mutex> lock(failed_mu_);
+            failed_until_[urls[i]] = Clock::now() + config_.failure_cooldown;
+          }
+          if (last) break;
         }
         stats_->fallbacks.fetch_add(1);
-        log_->log(LogLevel::warn, "pd decode: KV from prefill server {} not imported ({}); prefilling here",
-                  url, lease.status().to_string());
         (*shared_resume)(std::move(*shared), nullptr);
       },
       config_.max_transfers);
@@ -101,20 +167,32 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   const auto block_bytes = static_cast<size_t>(identity_->block_bytes);
   const transport::SharedSecret& secret = identity_->secret;
 
-  // The lease: counted from here; the Lease object gives it back on every path.
-  if (stats_->leased_blocks.fetch_add(n_blocks) + n_blocks > config_.max_leased_blocks) {
-    stats_->leased_blocks.fetch_sub(n_blocks);
-    return Status(ErrorCode::engine_overloaded, "no room to lease the prompt's blocks");
-  }
+  // The lease: blocks of the landing region, from here; given back on every path (quarantined when
+  // the prefill server had the grant but the transfer did not complete: it may still be writing).
+  std::optional<std::vector<uint32_t>> ids = region_->allocate(static_cast<size_t>(n_blocks));
+  if (!ids)
+    return Status(ErrorCode::engine_overloaded, "no room in the landing region for the prompt's blocks");
+  struct Blocks {
+    LandingRegion& region;
+    std::vector<uint32_t> ids;
+    std::optional<Clock::time_point> quarantine_until;  // set once the grant went out
+    bool landed = false;
+    ~Blocks() {
+      if (quarantine_until && !landed)
+        region.quarantine(ids, *quarantine_until);
+      else
+        region.release(ids);
+    }
+  } blocks{*region_, std::move(*ids), std::nullopt, false};
+  stats_->leased_blocks.fetch_add(n_blocks);
   auto lease = std::make_shared<Lease>();
   lease->stats = stats_;
   lease->keys = keys;
 
-  std::vector<std::byte> region(static_cast<size_t>(n_blocks) * block_bytes);
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::UcxWorker> worker, transport::UcxWorker::create());
-  DS_TRY(worker->listen(config_.transfer_host, 0));
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::RegisteredMemory> memory,
-                      worker->register_memory(region.data(), region.size()));
+  DS_ASSIGN_OR_RETURN(TransferSlots::Checkout slot, slots_->checkout());
+  transport::UcxWorker& worker = *slot->worker;
+  worker.accept_pending();
+  worker.close_failed();
   const uint64_t request_id = next_request_id_.fetch_add(1);
 
   // Ask the prefill server to start (its answer comes when it is done or failed).
@@ -123,21 +201,22 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
                                           {"tokens", request.prompt_tokens},
                                           {"cache_salt", request.cache_salt},
                                           {"decode_host", config_.transfer_host},
-                                          {"decode_port", worker->listen_port()},
+                                          {"decode_port", worker.listen_port()},
                                           {"timeout_ms", config_.lease_timeout.count()}}
                                .dump();
-  std::thread http(
-      [call, prefill_url, body, timeout = config_.lease_timeout + std::chrono::milliseconds(500)] {
-        Result<HttpReply> reply = http_post_json(prefill_url, "/v1/pd/prefill", body, timeout, &call->cancel);
-        if (!reply.ok()) {
-          call->status = reply.status();
-        } else if (reply->status != 200) {
-          call->status =
-              Status(ErrorCode::transport_io, fmt::format("POST {}/v1/pd/prefill: HTTP {}: {}", prefill_url,
-                                                          reply->status, reply->body.substr(0, 300)));
-        }
-        call->done.store(true);
-      });
+  std::thread http([call, prefill_url, body, timeout = config_.lease_timeout + std::chrono::milliseconds(500),
+                    key = config_.prefill_api_key] {
+    Result<HttpReply> reply =
+        http_post_json(prefill_url, "/v1/pd/prefill", body, timeout, &call->cancel, key);
+    if (!reply.ok()) {
+      call->status = reply.status();
+    } else if (reply->status != 200) {
+      call->status =
+          Status(ErrorCode::transport_io, fmt::format("POST {}/v1/pd/prefill: HTTP {}: {}", prefill_url,
+                                                      reply->status, reply->body.substr(0, 300)));
+    }
+    call->done.store(true);
+  });
   // On success the prefill server answers right after kv_written; on any other way out the call is
   // cancelled, so the join is quick either way.
   struct Joiner {
@@ -150,7 +229,7 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   } joiner{http, *call};
 
   // Every wait: short polls, so a failed prefill call, a client that left or the lease's end stop it.
-  std::unique_ptr<transport::UcxEndpoint> ep;
+  transport::UcxEndpoint* ep = nullptr;  // the endpoint the prefill server's hello came on
   const auto stop_reason = [&]() -> std::optional<Status> {
     if (client_gone && client_gone()) return Status(ErrorCode::engine_cancelled, "the client went away");
     // The lease first: the prefill call's own timeout is a little longer, so a silent prefill
@@ -159,31 +238,36 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
       return Status(ErrorCode::transport_timeout, fmt::format("the lease of {} ms ran out before kv_written",
                                                               config_.lease_timeout.count()));
     if (call->done.load() && !call->status.ok()) return call->status;
-    if (ep && ep->failed())
+    if (ep != nullptr && ep->failed())
       return Status(ErrorCode::transport_io, "the prefill server went away mid-transfer");
     return std::nullopt;
   };
   const auto abort_with = [&](const Status& why) -> Status {
-    if (ep && !ep->failed())
+    if (ep != nullptr && !ep->failed())
       (void)ep->send(
           transport::encode_control_message({ControlType::abort, request_id, why.message()}, secret),
           Clock::now() + std::chrono::seconds(1));
+    // Once the grant went out, the connection goes too: nothing the prefill server still had in
+    // flight lands (the blocks stay quarantined until its put deadline regardless).
+    if (ep != nullptr && blocks.quarantine_until) worker.close(ep);
     return why;
   };
-  while (!ep) {
-    if (auto why = stop_reason()) return abort_with(*why);
-    Result<std::unique_ptr<transport::UcxEndpoint>> accepted = worker->accept(Clock::now() + kPoll);
-    if (accepted.ok()) ep = std::move(accepted).value();
-  }
   const auto next_frame = [&]() -> Result<ControlMessage> {
     for (;;) {
       if (auto why = stop_reason()) return *why;
-      Result<std::string> frame = worker->receive(Clock::now() + kPoll);
+      worker.accept_pending();
+      Result<transport::Frame> frame = worker.receive_frame(Clock::now() + kPoll);
       if (!frame.ok()) continue;
-      DS_ASSIGN_OR_RETURN(ControlMessage m, transport::decode_control_message(*frame, secret));
-      if (m.request_id != request_id)
-        return Status(ErrorCode::transport_bad_message,
-                      fmt::format("a frame for request {}, expected {}", m.request_id, request_id));
+      if (answer_stale(worker, *frame, request_id)) continue;  // an earlier transfer's late frame
+      // The prefill server's endpoint is the one its first frame came on (before the HMAC check, so a
+      // refusal can be sent back on it).
+      if (ep == nullptr) {
+        ep = worker.find(frame->from);
+        if (ep == nullptr)
+          return Status(ErrorCode::transport_bad_message,
+                        "a frame on an endpoint this server did not accept");
+      }
+      DS_ASSIGN_OR_RETURN(ControlMessage m, transport::decode_control_message(frame->bytes, secret));
       if (m.type == ControlType::abort)
         return Status(ErrorCode::transport_io, "the prefill server aborted: " + m.payload);
       return m;
@@ -206,17 +290,22 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
       return abort_with(st);
     }
   }
-  transport::KvGrant grant{
-      memory->address(), memory->bytes(), memory->packed_rkey(), static_cast<uint32_t>(block_bytes), {}};
-  for (int64_t i = 0; i < n_blocks; ++i) grant.block_ids.push_back(static_cast<uint32_t>(i));
+  transport::KvGrant grant{reinterpret_cast<uint64_t>(region_->data()), region_->bytes(),
+                           slot->memory->packed_rkey(), static_cast<uint32_t>(block_bytes), blocks.ids};
   DS_TRY(ep->send(
       transport::encode_control_message({ControlType::hello_accept, request_id,
                                          transport::encode_peer_identity(identity_->peer_identity())},
                                         secret),
       deadline));
-  DS_TRY(ep->send(transport::encode_control_message(
-                      {ControlType::kv_grant, request_id, transport::encode_kv_grant(grant)}, secret),
-                  deadline));
+  // The prefill server puts until its own deadline at the latest: its receipt of the call (before
+  // its hello, so before ours) + the lease.
+  blocks.quarantine_until = deadline + config_.lease_timeout + std::chrono::seconds(1);
+  if (Status st =
+          ep->send(transport::encode_control_message(
+                       {ControlType::kv_grant, request_id, transport::encode_kv_grant(grant)}, secret),
+                   deadline);
+      !st.ok())
+    return abort_with(st);
   Result<ControlMessage> written = next_frame();
   if (!written.ok()) return abort_with(written.status());
   if (written->type != ControlType::kv_written)
@@ -232,21 +321,22 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     e.prev_key = block == 0 ? 0 : all_keys[block - 1];
     e.tokens.assign(request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>(block * bs),
                     request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>((block + 1) * bs));
-    e.bytes.assign(region.begin() + static_cast<std::ptrdiff_t>(i * block_bytes),
-                   region.begin() + static_cast<std::ptrdiff_t>((i + 1) * block_bytes));
+    const std::byte* page = region_->block(blocks.ids[i]);
+    e.bytes.assign(page, page + block_bytes);
     landing_->add(std::move(e));
   }
+  blocks.landed = true;
   lease->landing = landing_;
   const int64_t transfer_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
-  // The prefill server's answer follows kv_written once its endpoint closed, which needs this worker
-  // to progress; give it a moment before the joiner cancels the call.
-  for (const auto until = Clock::now() + std::chrono::seconds(2);
+  // The prefill server answers the call right after kv_written; a moment for it before the joiner
+  // cancels the call.
+  for (const auto until = Clock::now() + std::chrono::milliseconds(500);
        !call->done.load() && Clock::now() < until;) {
-    worker->progress();
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    worker.progress();
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   stats_->blocks_received.fetch_add(n_blocks);
-  stats_->bytes_received.fetch_add(static_cast<int64_t>(region.size()));
+  stats_->bytes_received.fetch_add(n_blocks * static_cast<int64_t>(block_bytes));
   stats_->transfer_ns.fetch_add(transfer_ns);
   if (config_.observe_import) config_.observe_import(static_cast<double>(transfer_ns) * 1e-9);
   return std::shared_ptr<void>(std::move(lease));

@@ -1,8 +1,10 @@
 // The decode role (`deepinfer serve --role decode`, docs/pd.md). For a generation request the router
 // sent with a prefill peer (header X-DeepInfer-Prefill-Peer), on a thread of its own:
 //   1. lease: room for the prompt's blocks in a landing region, for at most lease_timeout;
-//   2. a UCX listener on a free port, the region registered with it, and POST /v1/pd/prefill to the
-//      prefill server naming the prompt and that port;
+//   2. a transfer slot (transfer_slots.h: a UCX worker kept for the server's lifetime, listening on
+//      its own port, the landing region registered with it once), free blocks of the landing region
+//      (landing_region.h), and POST /v1/pd/prefill to the prefill server naming the prompt and the
+//      slot's port (the prefill server keeps its connection to that port between transfers);
 //   3. the prefill server's hello is checked (HMAC of the shared secret, model fingerprint, KV layout
 //      hash; a refusal is logged with the reason), then hello_accept and a kv_grant of the region's
 //      blocks go back; the pages arrive by one-sided puts; kv_written ends the transfer;
@@ -18,14 +20,20 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "base/log.h"
 #include "base/status.h"
 #include "cluster/pd/job_threads.h"
+#include "cluster/pd/landing_region.h"
 #include "cluster/pd/pd_identity.h"
 #include "cluster/pd/pool_index.h"
+#include "cluster/pd/transfer_slots.h"
 #include "cluster/pd/transit_tier.h"
 #include "engine/request.h"
 
@@ -43,13 +51,19 @@ struct DecodeStats {
   std::atomic<int64_t> leased_blocks{0};  // blocks held by leases now (landing region + tier)
   std::atomic<int64_t> local_blocks{0};   // prompt blocks found in this server's pool (not asked for)
   std::atomic<int64_t> local_only{0};     // P/D requests whose blocks were all cached here
+  std::atomic<int64_t> stale_frames{0};   // frames of transfers already over (answered with abort)
+  std::atomic<int64_t> retries{0};        // transfers tried on another prefill server after a failure
 };
 
 struct DecodeServiceConfig {
   std::string transfer_host = "127.0.0.1";  // where prefill servers reach this server's UCX listener
   std::chrono::milliseconds lease_timeout{30'000};
-  int64_t max_leased_blocks = 4096;  // beyond: prefill here
+  int64_t landing_bytes =
+      int64_t{1} << 30;  // the landing region (blocks in flight at most; beyond: prefill here)
   int max_transfers = 64;
+  transport::UcxOptions ucx;  // the UCX transports (--kv-transport)
+  std::chrono::milliseconds failure_cooldown{5'000};
+  std::string prefill_api_key;  // sent to the prefill servers (their --api-key), if not empty
   // Called once per import with lease start to kv_written (the TTFT part before this engine's
   // queue: the prefill server's queue + prefill + puts); empty = none.
   std::function<void(double seconds)> observe_import;
@@ -65,10 +79,15 @@ class DecodeService {
 
   using Resume = std::function<void(Request request, std::shared_ptr<void> lease)>;
   // Calls `resume` exactly once, on another thread (or this one when no transfer is attempted).
-  // `client_gone` is polled during the transfer.
-  void start(std::string prefill_url, Request request, std::function<bool()> client_gone, Resume resume);
+  // `client_gone` is polled during the transfer. `prefill_urls`: the prefill servers to try, in the
+  // router's order (its pick first); a server whose transfer failed is tried after the others for
+  // the next `failure_cooldown`. When every one fails the request is prefilled here.
+  void start(std::vector<std::string> prefill_urls, Request request, std::function<bool()> client_gone,
+             Resume resume);
 
   const DecodeStats& stats() const { return *stats_; }
+  const LandingRegion& region() const { return *region_; }
+  int n_slots() const { return slots_->n_slots(); }
 
  private:
   struct Lease;
@@ -76,6 +95,8 @@ class DecodeService {
   // Blocks [first, n) of the prompt's transfer keys; [0, first) are cached here.
   Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, const Request& request, size_t first,
                                          const std::function<bool()>& client_gone);
+  bool answer_stale(transport::UcxWorker& worker, const transport::Frame& frame,
+                    std::optional<uint64_t> current);
 
   std::shared_ptr<TransitTier> landing_;
   std::shared_ptr<const PdIdentity> identity_;
@@ -84,7 +105,11 @@ class DecodeService {
   const Logger* log_;
   std::shared_ptr<DecodeStats> stats_;  // shared with the leases, which may outlive the service
   std::atomic<uint64_t> next_request_id_;
-  JobThreads jobs_;  // last: joined first
+  std::mutex failed_mu_;
+  std::map<std::string, std::chrono::steady_clock::time_point> failed_until_;  // prefill url -> cooldown end
+  std::unique_ptr<LandingRegion> region_;
+  std::unique_ptr<TransferSlots> slots_;  // after region_: unregistered before it goes
+  JobThreads jobs_;                       // last: joined first
 };
 
 }  // namespace ds::pd

@@ -13,7 +13,8 @@ namespace http = boost::beast::http;
 using tcp = boost::asio::ip::tcp;
 
 Result<HttpReply> http_post_json(const std::string& url, const std::string& path, const std::string& body,
-                                 std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+                                 std::chrono::milliseconds timeout, const std::atomic<bool>* cancel,
+                                 const std::string& api_key) {
   constexpr std::string_view kScheme = "http://";
   if (url.rfind(kScheme, 0) != 0) return Status(ErrorCode::invalid_argument, "not an http:// URL: " + url);
   std::string hostport = url.substr(kScheme.size());
@@ -35,6 +36,7 @@ Result<HttpReply> http_post_json(const std::string& url, const std::string& path
   http::request<http::string_body> req{http::verb::post, path, 11};
   req.set(http::field::host, hostport);
   req.set(http::field::content_type, "application/json");
+  if (!api_key.empty()) req.set(http::field::authorization, "Bearer " + api_key);
   req.body() = body;
   req.prepare_payload();
   beast::flat_buffer buffer;

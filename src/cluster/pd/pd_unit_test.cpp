@@ -1,12 +1,17 @@
 // cluster/pd's pieces without processes: the transit tier (outbox / landing semantics), the pool
-// index kept from KV events, and the transfer keys, which must be the engine's own chain hashes.
+// index kept from KV events, the transfer keys, which must be the engine's own chain hashes, the
+// landing region's block allocation (with quarantine) and the transfer slots' reuse.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <optional>
 #include <thread>
 
+#include "cluster/pd/landing_region.h"
 #include "cluster/pd/pd_identity.h"
 #include "cluster/pd/pool_index.h"
+#include "cluster/pd/transfer_slots.h"
 #include "cluster/pd/transit_tier.h"
 #include "kvcache/kv_cache_manager.h"
 #include "kvcache/tier_key.h"
@@ -129,6 +134,64 @@ TEST(PdRole, ParsesTheThreeRoles) {
   Result<PdRole> bad = parse_pd_role("router");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("--role router"), std::string::npos);
+}
+
+TEST(LandingRegion, AllocatesLowestFirstAndQuarantinesUntilTheDeadline) {
+  LandingRegion region(256, 8);
+  EXPECT_EQ(region.bytes(), 2048u);
+  std::optional<std::vector<uint32_t>> a = region.allocate(3);
+  ASSERT_TRUE(a);
+  EXPECT_EQ(*a, (std::vector<uint32_t>{0, 1, 2}));
+  std::optional<std::vector<uint32_t>> b = region.allocate(4);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(*b, (std::vector<uint32_t>{3, 4, 5, 6}));
+  EXPECT_FALSE(region.allocate(2)) << "only one block is free";
+  EXPECT_EQ(region.block(3), region.data() + 3 * 256);
+  region.release(*a);
+  EXPECT_EQ(region.n_free(), 4u);
+  // A failed transfer's blocks are not handed out again before their quarantine ends.
+  region.quarantine(*b, steady_clock::now() + milliseconds(150));
+  EXPECT_EQ(region.n_quarantined(), 4u);
+  EXPECT_FALSE(region.allocate(5));
+  std::this_thread::sleep_for(milliseconds(200));
+  std::optional<std::vector<uint32_t>> c = region.allocate(8);
+  ASSERT_TRUE(c) << "the quarantine ended";
+  EXPECT_EQ(region.n_quarantined(), 0u);
+}
+
+TEST(TransferSlots, ReusesIdleSlotsAndMakesOneOnlyWhenAllAreBusy) {
+  int made = 0;
+  std::atomic<int> idle_calls{0};
+  TransferSlots slots(
+      [&]() -> Result<std::unique_ptr<TransferSlot>> {
+        ++made;
+        return std::make_unique<TransferSlot>();
+      },
+      [&](TransferSlot&) { idle_calls.fetch_add(1); }, 2);
+  ASSERT_TRUE(slots.prewarm(1).ok());
+  EXPECT_EQ(made, 1);
+  TransferSlot* first = nullptr;
+  for (int i = 0; i < 3; ++i) {
+    Result<TransferSlots::Checkout> c = slots.checkout();
+    ASSERT_TRUE(c.ok());
+    if (first == nullptr) first = &**c;
+    EXPECT_EQ(&**c, first) << "a sequential transfer gets the same slot";
+  }
+  EXPECT_EQ(made, 1);
+  {
+    Result<TransferSlots::Checkout> a = slots.checkout();
+    Result<TransferSlots::Checkout> b = slots.checkout();
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_NE(&**a, &**b);
+    EXPECT_EQ(made, 2);
+    EXPECT_EQ(slots.checkout().status().code(), ErrorCode::engine_overloaded);
+  }
+  EXPECT_EQ(slots.n_slots(), 2);
+  // Idle slots are progressed by the janitor.
+  for (auto until = steady_clock::now() + std::chrono::seconds(5);
+       idle_calls.load() == 0 && steady_clock::now() < until;)
+    std::this_thread::sleep_for(milliseconds(5));
+  EXPECT_GT(idle_calls.load(), 0);
 }
 
 }  // namespace

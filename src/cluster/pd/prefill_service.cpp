@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <utility>
 
@@ -61,20 +62,54 @@ Result<ControlMessage> receive_from_decode(transport::UcxWorker& worker, const t
                                            const transport::SharedSecret& secret, uint64_t request_id,
                                            Clock::time_point deadline) {
   // Short slices: a decode server that died is noticed (endpoint failure) before the deadline.
-  Result<std::string> got = Status(ErrorCode::transport_timeout, "no frame from the decode server in time");
-  while (Clock::now() < deadline) {
-    got = worker.receive(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
-    if (got.ok()) break;
-    if (ep.failed()) return Status(ErrorCode::transport_io, "the decode server went away");
+  // A frame of an earlier request on this (kept) connection, e.g. an abort that came after it
+  // ended, is skipped.
+  for (;;) {
+    Result<std::string> got = Status(ErrorCode::transport_timeout, "no frame from the decode server in time");
+    while (Clock::now() < deadline) {
+      got = worker.receive(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+      if (got.ok()) break;
+      if (ep.failed()) return Status(ErrorCode::transport_io, "the decode server went away");
+    }
+    DS_ASSIGN_OR_RETURN(std::string frame, std::move(got));
+    DS_ASSIGN_OR_RETURN(ControlMessage m, transport::decode_control_message(frame, secret));
+    if (m.request_id != request_id) continue;
+    if (m.type == ControlType::abort)
+      return Status(ErrorCode::transport_peer_mismatch, "the decode server aborted: " + m.payload);
+    return m;
   }
-  DS_ASSIGN_OR_RETURN(std::string frame, std::move(got));
-  DS_ASSIGN_OR_RETURN(ControlMessage m, transport::decode_control_message(frame, secret));
-  if (m.request_id != request_id)
-    return Status(ErrorCode::transport_bad_message,
-                  fmt::format("a frame for request {}, expected {}", m.request_id, request_id));
-  if (m.type == ControlType::abort)
-    return Status(ErrorCode::transport_peer_mismatch, "the decode server aborted: " + m.payload);
-  return m;
+}
+
+// Copies the granted blocks into the slot's registered staging buffer and puts them in runs of
+// consecutive block ids, one flush per buffer-full; every step bounded by the deadline.
+Result<int64_t> put_blocks(transport::UcxEndpoint& ep, const transport::RemoteKey& rkey, std::byte* staging,
+                           size_t staging_bytes, const std::vector<TierEntry>& blocks,
+                           const transport::KvGrant& grant, Clock::time_point deadline) {
+  const size_t bb = grant.block_bytes;
+  const size_t per_fill = std::max<size_t>(1, staging_bytes / bb);
+  int64_t puts = 0;
+  for (size_t i = 0; i < blocks.size();) {
+    const size_t end = std::min(blocks.size(), i + per_fill);
+    for (size_t k = i; k < end; ++k) {
+      if (blocks[k].bytes.size() != bb)
+        return Status(ErrorCode::internal,
+                      fmt::format("outbox block of {} bytes, expected {}", blocks[k].bytes.size(), bb));
+      std::memcpy(staging + (k - i) * bb, blocks[k].bytes.data(), bb);
+    }
+    for (size_t k = i; k < end;) {
+      size_t run = 1;
+      while (k + run < end && grant.block_ids[k + run] == grant.block_ids[k] + run) ++run;
+      if (Clock::now() >= deadline)
+        return Status(ErrorCode::transport_timeout, "the transfer's deadline passed during the puts");
+      DS_TRY(ep.put(staging + (k - i) * bb, run * bb,
+                    grant.remote_address + uint64_t{grant.block_ids[k]} * bb, rkey));
+      ++puts;
+      k += run;
+    }
+    DS_TRY(ep.flush(deadline));  // the staging buffer is reused by the next fill
+    i = end;
+  }
+  return puts;
 }
 
 }  // namespace
@@ -86,15 +121,47 @@ PrefillService::PrefillService(Engine& engine, std::shared_ptr<TransitTier> outb
       outbox_(std::move(outbox)),
       identity_(std::move(identity)),
       config_(config),
-      log_(log) {}
+      log_(log) {
+  slots_ = std::make_unique<TransferSlots>(
+      [this]() -> Result<std::unique_ptr<TransferSlot>> {
+        auto slot = std::make_unique<TransferSlot>();
+        DS_ASSIGN_OR_RETURN(slot->worker, transport::UcxWorker::create(config_.ucx));
+        slot->staging.resize(
+            std::max<size_t>(config_.staging_bytes, static_cast<size_t>(identity_->block_bytes)));
+        DS_ASSIGN_OR_RETURN(slot->memory,
+                            slot->worker->register_memory(slot->staging.data(), slot->staging.size()));
+        return slot;
+      },
+      [](TransferSlot& slot) {
+        // Between transfers: keep the kept connections alive, close the failed ones, and drop the
+        // frames of transfers that are over.
+        slot.worker->progress();
+        slot.worker->close_failed();
+        while (slot.worker->receive(Clock::now()).ok()) {
+        }
+      },
+      config_.max_transfers);
+  if (Status st = slots_->prewarm(1); !st.ok() && log_ != nullptr)
+    log_->log(LogLevel::warn, "pd prefill: no UCX transfer slot at start ({})", st.to_string());
+}
 
 PrefillService::~PrefillService() = default;
 
 Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   const transport::SharedSecret& secret = identity_->secret;
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::UcxWorker> worker, transport::UcxWorker::create());
-  DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::UcxEndpoint> ep,
-                      worker->connect(job.decode_host, job.decode_port));
+  DS_ASSIGN_OR_RETURN(TransferSlots::Checkout slot, slots_->checkout());
+  transport::UcxWorker* worker = slot->worker.get();
+  // The connection to this decode slot is kept between transfers (made on the first one).
+  DS_ASSIGN_OR_RETURN(transport::UcxEndpoint * ep, worker->connect_cached(job.decode_host, job.decode_port));
+  // However this ends short of kv_written, the connection goes: nothing still in flight lands late.
+  struct CloseOnFailure {
+    transport::UcxWorker& worker;
+    transport::UcxEndpoint* ep;
+    bool done = false;
+    ~CloseOnFailure() {
+      if (!done) worker.close(ep);
+    }
+  } close_on_failure{*worker, ep};
   // Nothing is computed before the decode server proved it holds the secret and the same model.
   DS_TRY(ep->send(
       transport::encode_control_message(
@@ -155,10 +222,12 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
       continue;
     }
     // An abort from the decode side (its client left, its lease ended) cancels the prefill.
+    worker->progress();
     Result<std::string> frame = worker->receive(Clock::now());
     if (frame.ok()) {
-      engine_.cancel(engine_id);
       Result<ControlMessage> m = transport::decode_control_message(*frame, secret);
+      if (m.ok() && m->request_id != job.request_id) continue;  // an earlier request's late frame
+      engine_.cancel(engine_id);
       return Status(ErrorCode::transport_peer_mismatch, "the decode server aborted during prefill: " +
                                                             (m.ok() ? m->payload : m.status().message()));
     }
@@ -181,26 +250,20 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
 
   const auto t_transfer = Clock::now();
   DS_ASSIGN_OR_RETURN(transport::RemoteKey rkey, ep->unpack_remote_key(grant.packed_rkey));
-  for (size_t i = 0; i < blocks->size(); ++i) {
-    const std::vector<std::byte>& bytes = (*blocks)[i].bytes;
-    if (bytes.size() != grant.block_bytes)
-      return Status(ErrorCode::internal,
-                    fmt::format("outbox block of {} bytes, expected {}", bytes.size(), grant.block_bytes));
-    DS_TRY(ep->put(bytes.data(), bytes.size(),
-                   grant.remote_address + uint64_t{grant.block_ids[i]} * grant.block_bytes, rkey));
-    outcome.bytes += static_cast<int64_t>(bytes.size());
-  }
-  DS_TRY(ep->flush(job.deadline));
+  DS_ASSIGN_OR_RETURN(outcome.puts, put_blocks(*ep, rkey, slot->staging.data(), slot->staging.size(), *blocks,
+                                               grant, job.deadline));
+  for (const TierEntry& b : *blocks) outcome.bytes += static_cast<int64_t>(b.bytes.size());
   outcome.transfer_ns = ns_since(t_transfer);
   outcome.blocks = static_cast<int64_t>(blocks->size());
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
                   job.deadline));
+  close_on_failure.done = true;
   return outcome;
 }
 
 Status PrefillService::add_routes(server::RouteTable& routes) {
   return routes.add(
-      "POST", "/v1/pd/prefill", {server::ErrorStyle::openai, server::RouteAccess::operational},
+      "POST", "/v1/pd/prefill", {server::ErrorStyle::openai, server::RouteAccess::api_key},
       [this](server::ServerRequest req, std::shared_ptr<server::ResponseChannel> out) {
         Result<Job> job = parse_job(req.body, config_.max_wait);
         if (!job.ok()) return out->send_error(job.status());

@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "cluster/pd/job_threads.h"
 #include "cluster/pd/pd_identity.h"
+#include "cluster/pd/transfer_slots.h"
 #include "cluster/pd/transit_tier.h"
 #include "engine/engine.h"
 #include "http/route_table.h"
@@ -42,6 +43,10 @@ struct PrefillServiceConfig {
   // The addresses of the decode servers' UCX listeners this server may connect to (their
   // --kv-transfer-host); a request naming another decode_host is refused before anything runs.
   std::vector<std::string> allowed_decode_hosts;
+  transport::UcxOptions ucx;  // the UCX transports (--kv-transport)
+  // Each slot's registered staging buffer: the granted blocks are copied there and put in runs of
+  // consecutive block ids (one put per run, flushed per buffer-full).
+  size_t staging_bytes = size_t{16} << 20;
 };
 
 class PrefillService {
@@ -53,6 +58,7 @@ class PrefillService {
   Status add_routes(server::RouteTable& routes);
   const PrefillStats& stats() const { return stats_; }
   int n_running() const { return jobs_.n_running(); }
+  int n_slots() const { return slots_->n_slots(); }
 
   struct Job {
     uint64_t request_id = 0;
@@ -67,6 +73,7 @@ class PrefillService {
     int64_t bytes = 0;
     int64_t prefill_ns = 0;
     int64_t transfer_ns = 0;
+    int64_t puts = 0;  // UCX put calls (runs of consecutive granted blocks)
   };
   // One transfer, on the calling thread.
   Result<Outcome> run(const Job& job);
@@ -78,6 +85,7 @@ class PrefillService {
   const PrefillServiceConfig config_;
   const Logger* log_;
   PrefillStats stats_;
+  std::unique_ptr<TransferSlots> slots_;
   JobThreads jobs_;  // last: joined first
 };
 

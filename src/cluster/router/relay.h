@@ -47,6 +47,7 @@ struct RelayRequest {
   std::optional<std::string> session;
   bool count_decision = true;  // false for non-generation requests (/v1/models)
   double prepare_seconds = 0;  // rendering + tokenizing + hashing, added to the decision time
+  std::shared_ptr<void> hold;  // lives as long as the relay (P/D: the chosen prefill server's open count)
 };
 
 struct RelayContext {

@@ -1,8 +1,10 @@
 #include "cluster/router/router_service.h"
 
+#include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "http/api_routes.h"
 
@@ -52,6 +54,7 @@ RouterService::RouterService(RouterServiceConfig config)
     : config_(std::move(config)),
       metrics_(registry_, pool_),
       router_(pool_, metrics_, config_.routing),
+      prefill_open_(new std::atomic<int64_t>[std::max<size_t>(1, config_.prefill_urls.size())]()),
       work_(boost::asio::make_work_guard(ioc_)),
       connections_(config_.connections) {}
 
@@ -117,12 +120,29 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   // P/D: the worker imports the prompt's KV from this prefill server (serve --role decode).
   if (!config_.prefill_urls.empty() &&
       static_cast<int64_t>(r.n_prompt_tokens) >= config_.pd_min_prompt_tokens) {
-    const uint64_t i = next_prefill_.fetch_add(1) % config_.prefill_urls.size();
-    r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", config_.prefill_urls[i]);
+    r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", prefill_peers(r.prompt_blocks, r.hold));
   }
   r.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.body = std::move(request.body);
   start_relay(relay_context(), std::move(r), std::move(out));
+}
+
+std::string RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blocks,
+                                         std::shared_ptr<void>& hold) {
+  const size_t n = config_.prefill_urls.size();
+  // Among the least loaded, the one the prompt's first block hashes to (a prefix a prefill server has
+  // seen is in its prefix cache), else round robin (no tokenizer, or a prompt under one block).
+  const uint64_t start = prompt_blocks.empty() ? next_prefill_.fetch_add(1) : prompt_blocks.front();
+  std::vector<size_t> order(n);
+  for (size_t k = 0; k < n; ++k) order[k] = (start + k) % n;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return prefill_open_[a].load() < prefill_open_[b].load(); });
+  std::atomic<int64_t>* open = &prefill_open_[order[0]];
+  open->fetch_add(1);
+  hold = std::shared_ptr<void>(nullptr, [open](void*) { open->fetch_sub(1); });
+  std::string list;
+  for (size_t k : order) list += (list.empty() ? "" : ", ") + config_.prefill_urls[k];
+  return list;
 }
 
 void RouterService::relay_plain(server::ServerRequest request, std::shared_ptr<server::ResponseChannel> out) {

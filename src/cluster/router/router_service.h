@@ -43,7 +43,10 @@ struct RouterServiceConfig {
   int64_t max_open_requests = 4096;
   // P/D (docs/pd.md): prefill servers (--prefill). A generation request whose prompt has at least
   // pd_min_prompt_tokens tokens goes to its worker (a decode server) with the header
-  // X-DeepInfer-Prefill-Peer naming one of them, round robin; shorter prompts prefill on the worker.
+  // X-DeepInfer-Prefill-Peer listing them, the least loaded first (the router's open P/D requests
+  // per prefill server; ties: the one the prompt's first block hashes to when the router tokenizes,
+  // else round robin), so the decode server tries the next one when one fails;
+  // shorter prompts prefill on the worker.
   std::vector<std::string> prefill_urls;
   int64_t pd_min_prompt_tokens = 0;
 };
@@ -78,7 +81,10 @@ class RouterService {
   RouterMetrics metrics_;
   RequestRouter router_;
   std::atomic<int64_t> open_relays_{0};
-  std::atomic<uint64_t> next_prefill_{0};  // round robin over config_.prefill_urls
+  // The header's list: least loaded first, ties by prefix affinity; `hold` counts the pick.
+  std::string prefill_peers(const std::vector<uint64_t>& prompt_blocks, std::shared_ptr<void>& hold);
+  std::atomic<uint64_t> next_prefill_{0};                 // ties: round robin over config_.prefill_urls
+  std::unique_ptr<std::atomic<int64_t>[]> prefill_open_;  // open P/D requests per prefill server
   std::atomic<bool> stopping_{false};
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;

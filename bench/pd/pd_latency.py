@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""What P/D adds to one request (issue 15, item 1): latency through router + prefill + decode server
+against the same request on a plain server, and the put rate of the transfers, in the same run.
+
+usage: pd_latency.py DEEPINFER MODEL_DIR [--prompts 200,960] [--requests 10] [--transport TLS]
+                     [--threads 1]
+
+A plain `serve`, and `serve --role prefill` + `serve --role decode` behind `route --prefill --decode`
+(all on loopback, --threads T each). For each prompt length: --requests sequential non-streaming
+requests, each a prompt of its own (every P/D request moves its KV: nothing is cached on the decode
+server), max_tokens 2, greedy, to both; the plain server gets the same prompts first (a warm-up
+request each side is not counted). Reported per length: median latency plain / P/D, the difference
+(what P/D adds: the router hop, the call to P, the handshake, the puts, the landing + restore on D)
+and the ratio; and, from the servers' own counters over the whole run, P's put rate (bytes put /
+put + flush seconds) and D's mean import time (lease start to kv_written). --transport is passed as
+--kv-transport (UCX_TLS syntax; empty: UCX's choice). Any binary: run it with the binary before a
+change and after it for a before/after pair (the report prints the binary).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import threading
+import time
+import urllib.request
+
+
+def start(cmd, name):
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        line = p.stdout.readline()
+        if "listening on http://127.0.0.1:" in line:
+            threading.Thread(target=p.stdout.read, daemon=True).start()
+            return p, f"http://127.0.0.1:{int(line.split('127.0.0.1:')[1].split()[0])}"
+        if not line and p.poll() is not None:
+            raise SystemExit(f"{name} exited")
+    p.kill()
+    raise SystemExit(f"{name} did not start")
+
+
+def completion(base, tokens):
+    body = json.dumps({"model": "m", "prompt": tokens, "max_tokens": 2, "temperature": 0}).encode()
+    req = urllib.request.Request(base + "/v1/completions", data=body, headers={"content-type": "application/json"})
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=120) as res:
+        text = json.loads(res.read().decode())["choices"][0]["text"]
+    return time.perf_counter() - t0, text
+
+
+def metrics(base):
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as res:
+        out = {}
+        for line in res.read().decode().splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("deepinfer")
+    ap.add_argument("model")
+    ap.add_argument("--prompts", default="200,960")
+    ap.add_argument("--requests", type=int, default=10)
+    ap.add_argument("--transport", default="")
+    ap.add_argument("--threads", type=int, default=1)
+    a = ap.parse_args()
+    secret = "/tmp/pd_latency.secret"
+    with open(secret, "wb") as f:
+        f.write(os.urandom(32))
+    common = ["serve", "--model", a.model, "--host", "127.0.0.1", "--port", "0", "--threads", str(a.threads),
+              "--max-model-len", "1024", "--kv-cache-mib", "64", "--no-chat-page"]
+    transport = ["--kv-transport", a.transport] if a.transport else []
+    procs = []
+    try:
+        plain_p, plain = start([a.deepinfer, *common], "plain")
+        procs.append(plain_p)
+        pp, p_url = start([a.deepinfer, *common, "--role", "prefill", "--kv-transfer-secret-file", secret,
+                           "--kv-decode-peer", "127.0.0.1", *transport], "prefill")
+        procs.append(pp)
+        dp, d_url = start([a.deepinfer, *common, "--role", "decode", "--kv-transfer-secret-file", secret,
+                           "--kv-prefill-peer", p_url, *transport], "decode")
+        procs.append(dp)
+        rp, r_url = start([a.deepinfer, "route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode", d_url,
+                           "--prefill", p_url], "router")
+        procs.append(rp)
+        time.sleep(1.0)
+        print(f"binary {a.deepinfer}; transport {a.transport or 'UCX default'}; {os.cpu_count()} CPUs; "
+              f"load average {os.getloadavg()[0]:.1f}")
+        k = 0
+        for n in [int(x) for x in a.prompts.split(",")]:
+            plain_s, pd_s = [], []
+            for i in range(a.requests + 1):
+                k += 1
+                tokens = [1000 + (k * 997 + j * 31) % 120000 for j in range(n)]
+                ts, want = completion(plain, tokens)
+                tp, got = completion(r_url, tokens)
+                if got != want:
+                    raise SystemExit(f"P/D answer differs for prompt {k}")
+                if i > 0:
+                    plain_s.append(ts)
+                    pd_s.append(tp)
+            mp, md = statistics.median(plain_s), statistics.median(pd_s)
+            print(f"{n:5d}-token prompt, max_tokens 2, {a.requests} requests: plain {mp * 1e3:7.1f} ms, "
+                  f"P/D {md * 1e3:7.1f} ms (median); P/D adds {(md - mp) * 1e3:6.1f} ms = {md / mp:.2f} x plain")
+        pm, dm = metrics(p_url), metrics(d_url)
+        put_bytes, put_s = pm["deepinfer:pd_transfer_bytes_total"], pm["deepinfer:pd_transfer_seconds_total"]
+        imports = dm["deepinfer:pd_imports_total"]
+        transfers = max(pm["deepinfer:pd_prefill_transfers_total"], 1)
+        print(f"per transfer (all lengths): P prefill (queue + compute + outbox) "
+              f"{pm['deepinfer:pd_prefill_seconds_total'] / transfers * 1e3:.1f} ms, P puts + flush "
+              f"{put_s / transfers * 1e3:.2f} ms, D import (lease start to kv_written) "
+              f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms")
+        print(f"prefill side: {put_bytes / 1e6:.1f} MB put in {put_s * 1e3:.1f} ms of put + flush = "
+              f"{put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "
+              f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms, fallbacks "
+              f"{int(dm['deepinfer:pd_fallbacks_total'])}")
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+if __name__ == "__main__":
+    main()
