@@ -96,6 +96,9 @@ int main(int argc, char** argv) {
   std::vector<double> plain_cpu_us, dfa_cpu_us;  // expensive first visits: plain walk vs the mask step
   std::map<std::string, std::vector<double>> per_category_us;
   int n_complete = 0, n_walks = 0;
+  // Masks over 1 ms CPU by what they did (repeat runs: docs/grammar.md); run walks and derived positions.
+  size_t over_ms_run_walk = 0, over_ms_derived = 0, over_ms_walk = 0, over_ms_hit = 0;
+  size_t n_run_walks = 0, n_run_exit_walks = 0, n_run_derived = 0, n_run_class_walks_at_compile = 0;
   for (const ds::bench::CorpusSchema& schema : ds::bench::make_schema_corpus(per_category, seed)) {
     ds::grammar::GrammarCompiler compiler(vocab);  // fresh cache per schema: cold states are counted
     ds::grammar::GrammarSpec spec;
@@ -108,12 +111,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", schema.category.c_str(), compiled.status().to_string().c_str());
       return 1;
     }
+    n_run_class_walks_at_compile += (*compiled)->n_run_walks();
     for (int w = 0; w < walks; ++w, ++n_walks) {
       ds::grammar::GrammarMatcher m(*compiled);
       // The same parse outside the matcher, for the plain-walk baseline of first visits.
       ds::grammar::EarleyParser shadow((*compiled)->tables()), local((*compiled)->tables());
       for (int step = 0; step < 400 && !m.is_terminated(); ++step) {
         const size_t states_before = (*compiled)->n_cached_states();
+        const size_t run_walks_before = (*compiled)->n_run_walks();
+        const size_t exit_walks_before = (*compiled)->n_run_exit_walks();
+        const size_t derived_before = (*compiled)->n_run_positions_derived();
         const double cpu0 = thread_cpu_us();
         auto m0 = Clock::now();
         m.fill_next_token_mask(mask);
@@ -125,7 +132,14 @@ int main(int argc, char** argv) {
         const bool computed = (*compiled)->n_cached_states() > states_before;
         (computed ? cold_us : warm_us).push_back(us);
         if (computed) cold_cpu_us.push_back(cpu_us);
-        if (computed && cpu_us > 500.0 && plain_cpu_us.size() < 30) {
+        const bool run_walk = (*compiled)->n_run_walks() > run_walks_before;
+        const bool derived = (*compiled)->n_run_positions_derived() > derived_before;
+        n_run_walks += run_walk ? 1 : 0;
+        n_run_exit_walks += (*compiled)->n_run_exit_walks() > exit_walks_before ? 1 : 0;
+        n_run_derived += derived ? 1 : 0;
+        if (cpu_us > 1000.0)
+          ++(run_walk ? over_ms_run_walk : derived ? over_ms_derived : computed ? over_ms_walk : over_ms_hit);
+        if (computed && !derived && cpu_us > 500.0 && plain_cpu_us.size() < 30) {
           // An expensive first visit: the same state's walk with the plain Earley parser at every node.
           local.reset_local(shadow);
           ds::grammar::StateMask plain;
@@ -173,6 +187,12 @@ int main(int argc, char** argv) {
               percentile(cold_us, 0.5), percentile(cold_us, 0.99));
   std::printf("  state computed, CPU time:  p50 %8.1f us  p99 %8.1f us  max %8.1f us\n",
               percentile(cold_cpu_us, 0.5), percentile(cold_cpu_us, 0.99), percentile(cold_cpu_us, 1.0));
+  std::printf(
+      "  repeat runs: %zu class walks at compile time, %zu while decoding, %zu exit walks, %zu positions "
+      "derived\n  masks over 1 ms CPU: %zu with a class walk, %zu other derived, %zu other first visits, "
+      "%zu cache hits\n",
+      n_run_class_walks_at_compile, n_run_walks, n_run_exit_walks, n_run_derived, over_ms_run_walk,
+      over_ms_derived, over_ms_walk, over_ms_hit);
   std::printf(
       "  baseline: the %zu first visits over 500 us CPU, walked again with the plain Earley walk:\n"
       "    plain walk p50 %.0f us  max %.0f us  vs the mask step (DFA walk) p50 %.0f us  max %.0f us"

@@ -65,6 +65,36 @@ void GrammarMatcher::walk_subtree(EarleyParser& parser, uint32_t node, std::span
 
 std::shared_ptr<const StateMask> GrammarMatcher::compute_state_mask() {
   auto state = std::make_shared<StateMask>();
+  if (const CompiledGrammar::RunPosition* pos = grammar_->run_position(key_)) {
+    // Position k of a bounded repeat: derived from its class's inside walk and its own exit walk
+    // (repeat_run.h), each done once per grammar.
+    const RepeatRun& run = grammar_->tables().runs[pos->run];
+    std::shared_ptr<const RunMask> inside = grammar_->find_run_inside(run.run_class);
+    if (inside == nullptr) {
+      auto walked = std::make_shared<RunMask>();
+      if (grammar_->with_local_dfa(
+              [&](LocalDfa& dfa) { return walk_run_inside(grammar_->vocab(), run, local_, dfa, *walked); })) {
+        grammar_->store_run_inside(run.run_class, walked);
+        inside = std::move(walked);
+      }
+    }
+    std::shared_ptr<const RunMask> exits = inside ? grammar_->find_run_exits(pos->run) : nullptr;
+    if (inside != nullptr && exits == nullptr) {
+      auto walked = std::make_shared<RunMask>();
+      if (grammar_->with_local_dfa([&](LocalDfa& dfa) {
+            return walk_run_exits(grammar_->vocab(), run, *inside, local_, dfa, *walked);
+          })) {
+        grammar_->store_run_exits(pos->run, walked);
+        exits = std::move(walked);
+      }
+    }
+    if (exits != nullptr) {
+      derive_run_position(run, *inside, *exits, pos->k, bitmask_words(grammar_->vocab().vocab_size()),
+                          state->accepted, state->escape_nodes);
+      grammar_->count_run_position_derived();
+      return state;
+    }
+  }
   local_.reset_local(parser_);
   grammar_->with_local_dfa([&](LocalDfa& dfa) { walk_state_mask(grammar_->vocab(), local_, dfa, *state); });
   return state;
