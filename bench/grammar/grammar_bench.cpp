@@ -25,6 +25,7 @@
 #include "bench/grammar/schema_corpus.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/jump_forward.h"
 #include "grammar/state_mask_walk.h"
 #include "grammar/token_bitmask.h"
 #include "tokenizer/tokenizer.h"
@@ -98,6 +99,8 @@ int main(int argc, char** argv) {
   int n_complete = 0, n_walks = 0;
   // Masks over 1 ms CPU by what they did (repeat runs: docs/grammar.md); run walks and derived positions.
   size_t over_ms_run_walk = 0, over_ms_derived = 0, over_ms_walk = 0, over_ms_hit = 0;
+  // Jump-forward (jump_forward.h): tokens it would append along the same walks, without changing them.
+  size_t n_jump_tokens = 0, n_jump_steps = 0, n_steps_total = 0;
   size_t n_run_walks = 0, n_run_exit_walks = 0, n_run_derived = 0, n_run_class_walks_at_compile = 0;
   for (const ds::bench::CorpusSchema& schema : ds::bench::make_schema_corpus(per_category, seed)) {
     ds::grammar::GrammarCompiler compiler(vocab);  // fresh cache per schema: cold states are counted
@@ -147,6 +150,13 @@ int main(int argc, char** argv) {
           ds::grammar::walk_state_mask_plain(*vocab, local, plain);
           plain_cpu_us.push_back(thread_cpu_us() - p0);
           dfa_cpu_us.push_back(cpu_us);
+        }
+        {
+          ds::grammar::GrammarMatcher probe = m;
+          const size_t n = ds::grammar::jump_forward_tokens(probe, *tok).size();
+          n_jump_tokens += n;
+          n_jump_steps += n > 0 ? 1 : 0;
+          ++n_steps_total;
         }
         if (step % 50 == 7 && ref_us.size() < 40) {
           auto r0 = Clock::now();
@@ -208,6 +218,11 @@ int main(int argc, char** argv) {
       "p50\n",
       ref_us.size(), percentile(ref_us, 0.5),
       percentile(ref_us, 0.5) / std::max(1e-3, percentile(all_us, 0.5)));
+  std::printf(
+      "jump-forward along the walks: %zu of %zu steps had forced tokens, %zu tokens in all (%.1f%% of the "
+      "sampled tokens; random walks, not a model)\n",
+      n_jump_steps, n_steps_total, n_jump_tokens,
+      100.0 * static_cast<double>(n_jump_tokens) / static_cast<double>(std::max<size_t>(1, n_steps_total)));
   std::printf("compile per schema: p50 %.2f ms  max %.2f ms\n", percentile(compile_ms, 0.5),
               percentile(compile_ms, 1.0));
   for (size_t bytes : {size_t{10'000}, size_t{50'000}}) {

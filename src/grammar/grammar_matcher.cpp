@@ -132,6 +132,28 @@ void GrammarMatcher::fill_next_token_mask(std::span<uint32_t> mask) {
   if (trie.eos_id() >= 0 && parser_.is_accepting()) bitmask_set(mask, trie.eos_id());
 }
 
+std::string GrammarMatcher::forced_bytes(size_t max_bytes) {
+  std::string out;
+  if (eos_accepted_) return out;
+  const size_t before = parser_.n_sets();
+  while (out.size() < max_bytes && !parser_.is_accepting()) {
+    const ByteSet next = parser_.next_bytes();
+    int only = -1;
+    for (int w = 0; w < 4; ++w) {
+      if (next.words[w] == 0) continue;
+      if (only >= 0 || (next.words[w] & (next.words[w] - 1)) != 0) {
+        only = -2;
+        break;
+      }
+      only = w * 64 + __builtin_ctzll(next.words[w]);
+    }
+    if (only < 0 || !parser_.push_byte(static_cast<uint8_t>(only))) break;
+    out.push_back(static_cast<char>(only));
+  }
+  parser_.pop_to(before);
+  return out;
+}
+
 void GrammarMatcher::fill_next_token_mask_reference(std::span<uint32_t> mask) {
   const TokenTrie& trie = grammar_->vocab();
   std::fill(mask.begin(), mask.begin() + static_cast<std::ptrdiff_t>(bitmask_words(trie.vocab_size())), 0u);

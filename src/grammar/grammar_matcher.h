@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -37,6 +38,10 @@ class GrammarMatcher {
   void fill_next_token_mask(std::span<uint32_t> mask);
   // The plain reference: every token's bytes tried on the parser. Same result, O(vocab · length).
   void fill_next_token_mask_reference(std::span<uint32_t> mask);
+
+  // Jump-forward decoding: the bytes the grammar forces from here, while it does not accept (EOS would be
+  // a choice) and exactly one byte can follow; at most max_bytes. The state is unchanged.
+  std::string forced_bytes(size_t max_bytes = 256);
 
   const CompiledGrammar& grammar() const { return *grammar_; }
 
