@@ -181,6 +181,8 @@ int main(int argc, char** argv) {
         run_once(*row.engine, prompt, n, row.mode, row.grammar, a.max_tokens);  // warm-up
       const int64_t jf_before = jf_engine ? jf_engine->stats().jump_forward_tokens_total : 0;
       const int64_t gen_before = jf_engine ? jf_engine->stats().generation_tokens_total : 0;
+      std::vector<EngineStats> stats_before;
+      for (const Row& row : rows) stats_before.push_back(row.engine->stats());
       std::vector<std::vector<Cell>> cells(rows.size());
       for (int r = 0; r < a.runs; ++r)
         for (size_t m = 0; m < rows.size(); ++m)
@@ -201,6 +203,17 @@ int main(int argc, char** argv) {
                    ratio(c.per_user_tok_s, base.per_user_tok_s),
                    has_free ? fmt::format("{:.1f}", c.free_per_user_tok_s) : "-",
                    has_free ? ratio(c.free_per_user_tok_s, base.free_per_user_tok_s) : "-");
+      }
+      for (size_t m = 3; m < rows.size(); ++m) {  // sync and jf: where the time went
+        const EngineStats st = rows[m].engine->stats();
+        const int64_t steps = st.n_steps - stats_before[m].n_steps;
+        const double forward_s =
+            static_cast<double>(st.forward_ns_total - stats_before[m].forward_ns_total) * 1e-9;
+        const double gap_s =
+            static_cast<double>(st.step_gap_ns_total - stats_before[m].step_gap_ns_total) * 1e-9;
+        fmt::print("  {}: {} steps, forward {:.2f} s ({:.2f} ms a step), between steps {:.2f} s\n",
+                   rows[m].name, steps, forward_s,
+                   steps > 0 ? forward_s * 1e3 / static_cast<double>(steps) : 0.0, gap_s);
       }
       if (jf_engine) {
         const EngineStats st = jf_engine->stats();
