@@ -114,21 +114,31 @@ void GrammarMatcher::fill_next_token_mask(std::span<uint32_t> mask) {
     grammar_->store_state(key_, state);
   }
   std::copy(state->accepted.begin(), state->accepted.end(), mask.begin());
+  // Each escape node's subtree is walked with the real parser after pushing the bytes above the node (the
+  // local walk accepted every byte of that path, and the full parser's sets contain the local ones).
+  // Escape nodes come in preorder, so consecutive ones share ancestors: the parser keeps the path of the
+  // previous one and is popped only to the common ancestor.
+  const size_t before = parser_.n_sets();
+  synced_.clear();  // the nodes whose sets the parser holds after `before`, root first
   for (uint32_t node : state->escape_nodes) {
-    // Push the bytes above the escape node, then walk its subtree with the real context. The local walk
-    // accepted every byte of that path, and the full parser's sets contain the local ones.
     path_.clear();
     for (uint32_t p = trie.parent(node); p != TokenTrie::kRoot; p = trie.parent(p)) path_.push_back(p);
-    const size_t before = parser_.n_sets();
+    std::reverse(path_.begin(), path_.end());
+    size_t keep = 0;
+    while (keep < synced_.size() && keep < path_.size() && synced_[keep] == path_[keep]) ++keep;
+    parser_.pop_to(before + keep);
+    synced_.resize(keep);
     bool ok = true;
-    for (size_t j = path_.size(); j-- > 0;)
+    for (size_t j = keep; j < path_.size(); ++j) {
       if (!parser_.push_byte(trie.byte(path_[j]))) {
         ok = false;
         break;
       }
-    if (ok) walk_subtree(parser_, node, mask);
-    parser_.pop_to(before);
+      synced_.push_back(path_[j]);
+    }
+    if (ok) walk_subtree(parser_, node, mask);  // leaves the parser at the node's parent
   }
+  parser_.pop_to(before);
   if (trie.eos_id() >= 0 && parser_.is_accepting()) bitmask_set(mask, trie.eos_id());
 }
 

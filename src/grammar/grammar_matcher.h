@@ -56,6 +56,7 @@ class GrammarMatcher {
   bool eos_accepted_ = false;
   std::vector<uint64_t> key_;
   std::vector<uint32_t> path_;
+  std::vector<uint32_t> synced_;
 };
 
 }  // namespace ds::grammar
