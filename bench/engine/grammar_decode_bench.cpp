@@ -10,7 +10,10 @@
 // every cell decodes the same number of tokens; each cell is the median over --runs timed runs
 // (the three modes interleaved run by run) after one warm-up run (the warm-up also fills the grammar's
 // per-state mask cache; the cold first run is printed apart).
+// With --jump-forward also `sync` (all constrained, synchronous steps) and `jf` (the same with
+// EngineConfig::jump_forward: forced tokens appended without sampling, counted as output tokens).
 //   grammar_decode_bench --model DIR [--threads N] [--concurrency 1,16] [--max-tokens 64] [--runs 3]
+//                        [--jump-forward]
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 
@@ -45,13 +48,13 @@ struct Args {
   int32_t max_tokens = 64;
   int runs = 3;
   int64_t kv_cache_mib = 512;
+  bool jump_forward = false;  // also `all` on a synchronous engine, with and without jump-forward
 };
 
 using bench::check;
 using bench::encode_chat;
 
 enum class Mode { off, all, mixed };
-const char* mode_name(Mode m) { return m == Mode::off ? "off" : m == Mode::all ? "all" : "mixed"; }
 
 struct Cell {
   double output_tok_s = 0;
@@ -96,9 +99,11 @@ Cell run_once(Engine& engine, const std::vector<int32_t>& prompt, int n, Mode mo
   return c;
 }
 
-std::unique_ptr<Engine> make_engine(ModelRunner& model, const Tokenizer& tok, int max_running,
-                                    const Args& a) {
+std::unique_ptr<Engine> make_engine(ModelRunner& model, const Tokenizer& tok, int max_running, const Args& a,
+                                    bool sync = false, bool jump_forward = false) {
   EngineConfig cfg;
+  cfg.async_scheduling = !sync;
+  cfg.jump_forward = jump_forward;
   cfg.scheduler.max_running = max_running;
   cfg.kv_cache_bytes = a.kv_cache_mib << 20;
   cfg.prefix_hash_seed = 7;
@@ -120,6 +125,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-tokens", a.max_tokens, "Generated tokens per request")->capture_default_str();
   app.add_option("--runs", a.runs, "Timed runs per cell (median)")->capture_default_str();
   app.add_option("--kv-cache-mib", a.kv_cache_mib, "KV cache budget")->capture_default_str();
+  app.add_flag("--jump-forward", a.jump_forward,
+               "Also every request constrained on a synchronous engine, without and with jump-forward");
   CLI11_PARSE(app, argc, argv);
   try {
     ModelOptions mo;
@@ -149,27 +156,69 @@ int main(int argc, char** argv) {
           "{:>5} {:>6} {:>12.1f}   (first run, grammar compiled in {:.1f} ms incl. the vocabulary trie)\n", n,
           "cold", cold.output_tok_s, compile_ms);
       // Modes interleaved run by run, so that a change of the machine's load hits all of them alike.
-      const Mode modes[] = {Mode::off, Mode::all, Mode::mixed};
-      for (const Mode mode : modes) run_once(*engine, prompt, n, mode, *g, a.max_tokens);  // warm-up
-      std::vector<Cell> cells[3];
+      // With --jump-forward: `all` again on a synchronous engine (jump-forward steps are synchronous)
+      // without (`sync`) and with it (`jf`); their outputs count forced tokens as output tokens.
+      struct Row {
+        const char* name;
+        Engine* engine;
+        Mode mode;
+        std::shared_ptr<const grammar::CompiledGrammar> grammar;
+      };
+      std::vector<Row> rows = {{"off", engine.get(), Mode::off, *g},
+                               {"all", engine.get(), Mode::all, *g},
+                               {"mixed", engine.get(), Mode::mixed, *g}};
+      std::unique_ptr<Engine> sync_engine, jf_engine;
+      if (a.jump_forward) {
+        sync_engine = make_engine(**model, *tok, n, a, /*sync=*/true);
+        jf_engine = make_engine(**model, *tok, n, a, /*sync=*/true, /*jump_forward=*/true);
+        for (Engine* e : {sync_engine.get(), jf_engine.get()}) {
+          Result<std::shared_ptr<const grammar::CompiledGrammar>> eg = e->compile_grammar(spec);
+          check(eg.status(), "compile_grammar");
+          rows.push_back({e == jf_engine.get() ? "jf" : "sync", e, Mode::all, *eg});
+        }
+      }
+      for (const Row& row : rows)
+        run_once(*row.engine, prompt, n, row.mode, row.grammar, a.max_tokens);  // warm-up
+      const int64_t jf_before = jf_engine ? jf_engine->stats().jump_forward_tokens_total : 0;
+      const int64_t gen_before = jf_engine ? jf_engine->stats().generation_tokens_total : 0;
+      std::vector<EngineStats> stats_before;
+      for (const Row& row : rows) stats_before.push_back(row.engine->stats());
+      std::vector<std::vector<Cell>> cells(rows.size());
       for (int r = 0; r < a.runs; ++r)
-        for (int m = 0; m < 3; ++m)
-          cells[m].push_back(run_once(*engine, prompt, n, modes[m], *g, a.max_tokens));
+        for (size_t m = 0; m < rows.size(); ++m)
+          cells[m].push_back(
+              run_once(*rows[m].engine, prompt, n, rows[m].mode, rows[m].grammar, a.max_tokens));
       Cell base;
-      for (int m = 0; m < 3; ++m) {
+      for (size_t m = 0; m < rows.size(); ++m) {
         std::sort(cells[m].begin(), cells[m].end(),
                   [](const Cell& x, const Cell& y) { return x.output_tok_s < y.output_tok_s; });
         const Cell c = cells[m][cells[m].size() / 2];
-        const Mode mode = modes[m];
-        if (mode == Mode::off) base = c;
+        const Mode mode = rows[m].mode;
+        if (m == 0) base = c;
         if (c.tokens != static_cast<int64_t>(n) * a.max_tokens)
           fmt::print("  note: {} tokens decoded, expected {}\n", c.tokens, int64_t{n} * a.max_tokens);
-        const bool has_free = mode != Mode::all && n > 1;
-        fmt::print("{:>5} {:>6} {:>12.1f} {:>9} {:>11.1f} {:>9} {:>16} {:>9}\n", n, mode_name(mode),
+        const bool has_free = mode == Mode::mixed && n > 1;
+        fmt::print("{:>5} {:>6} {:>12.1f} {:>9} {:>11.1f} {:>9} {:>16} {:>9}\n", n, rows[m].name,
                    c.output_tok_s, ratio(c.output_tok_s, base.output_tok_s), c.per_user_tok_s,
                    ratio(c.per_user_tok_s, base.per_user_tok_s),
                    has_free ? fmt::format("{:.1f}", c.free_per_user_tok_s) : "-",
                    has_free ? ratio(c.free_per_user_tok_s, base.free_per_user_tok_s) : "-");
+      }
+      for (size_t m = 3; m < rows.size(); ++m) {  // sync and jf: where the time went
+        const EngineStats st = rows[m].engine->stats();
+        const int64_t steps = st.n_steps - stats_before[m].n_steps;
+        const double forward_s =
+            static_cast<double>(st.forward_ns_total - stats_before[m].forward_ns_total) * 1e-9;
+        const double gap_s =
+            static_cast<double>(st.step_gap_ns_total - stats_before[m].step_gap_ns_total) * 1e-9;
+        fmt::print("  {}: {} steps, forward {:.2f} s ({:.2f} ms a step), between steps {:.2f} s\n",
+                   rows[m].name, steps, forward_s,
+                   steps > 0 ? forward_s * 1e3 / static_cast<double>(steps) : 0.0, gap_s);
+      }
+      if (jf_engine) {
+        const EngineStats st = jf_engine->stats();
+        fmt::print("  jf: {} of {} output tokens appended without sampling in the timed runs\n",
+                   st.jump_forward_tokens_total - jf_before, st.generation_tokens_total - gen_before);
       }
     }
   } catch (const std::exception& e) {

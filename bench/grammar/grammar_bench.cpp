@@ -25,6 +25,7 @@
 #include "bench/grammar/schema_corpus.h"
 #include "grammar/grammar_compiler.h"
 #include "grammar/grammar_matcher.h"
+#include "grammar/jump_forward.h"
 #include "grammar/state_mask_walk.h"
 #include "grammar/token_bitmask.h"
 #include "tokenizer/tokenizer.h"
@@ -96,6 +97,11 @@ int main(int argc, char** argv) {
   std::vector<double> plain_cpu_us, dfa_cpu_us;  // expensive first visits: plain walk vs the mask step
   std::map<std::string, std::vector<double>> per_category_us;
   int n_complete = 0, n_walks = 0;
+  // Masks over 1 ms CPU by what they did (repeat runs: docs/grammar.md); run walks and derived positions.
+  size_t over_ms_run_walk = 0, over_ms_derived = 0, over_ms_walk = 0, over_ms_hit = 0;
+  // Jump-forward (jump_forward.h): tokens it would append along the same walks, without changing them.
+  size_t n_jump_tokens = 0, n_jump_steps = 0, n_steps_total = 0;
+  size_t n_run_walks = 0, n_run_exit_walks = 0, n_run_derived = 0, n_run_class_walks_at_compile = 0;
   for (const ds::bench::CorpusSchema& schema : ds::bench::make_schema_corpus(per_category, seed)) {
     ds::grammar::GrammarCompiler compiler(vocab);  // fresh cache per schema: cold states are counted
     ds::grammar::GrammarSpec spec;
@@ -108,12 +114,16 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "%s: %s\n", schema.category.c_str(), compiled.status().to_string().c_str());
       return 1;
     }
+    n_run_class_walks_at_compile += (*compiled)->n_run_walks();
     for (int w = 0; w < walks; ++w, ++n_walks) {
       ds::grammar::GrammarMatcher m(*compiled);
       // The same parse outside the matcher, for the plain-walk baseline of first visits.
       ds::grammar::EarleyParser shadow((*compiled)->tables()), local((*compiled)->tables());
       for (int step = 0; step < 400 && !m.is_terminated(); ++step) {
         const size_t states_before = (*compiled)->n_cached_states();
+        const size_t run_walks_before = (*compiled)->n_run_walks();
+        const size_t exit_walks_before = (*compiled)->n_run_exit_walks();
+        const size_t derived_before = (*compiled)->n_run_positions_derived();
         const double cpu0 = thread_cpu_us();
         auto m0 = Clock::now();
         m.fill_next_token_mask(mask);
@@ -125,7 +135,14 @@ int main(int argc, char** argv) {
         const bool computed = (*compiled)->n_cached_states() > states_before;
         (computed ? cold_us : warm_us).push_back(us);
         if (computed) cold_cpu_us.push_back(cpu_us);
-        if (computed && cpu_us > 500.0 && plain_cpu_us.size() < 30) {
+        const bool run_walk = (*compiled)->n_run_walks() > run_walks_before;
+        const bool derived = (*compiled)->n_run_positions_derived() > derived_before;
+        n_run_walks += run_walk ? 1 : 0;
+        n_run_exit_walks += (*compiled)->n_run_exit_walks() > exit_walks_before ? 1 : 0;
+        n_run_derived += derived ? 1 : 0;
+        if (cpu_us > 1000.0)
+          ++(run_walk ? over_ms_run_walk : derived ? over_ms_derived : computed ? over_ms_walk : over_ms_hit);
+        if (computed && !derived && cpu_us > 500.0 && plain_cpu_us.size() < 30) {
           // An expensive first visit: the same state's walk with the plain Earley parser at every node.
           local.reset_local(shadow);
           ds::grammar::StateMask plain;
@@ -133,6 +150,13 @@ int main(int argc, char** argv) {
           ds::grammar::walk_state_mask_plain(*vocab, local, plain);
           plain_cpu_us.push_back(thread_cpu_us() - p0);
           dfa_cpu_us.push_back(cpu_us);
+        }
+        {
+          ds::grammar::GrammarMatcher probe = m;
+          const size_t n = ds::grammar::jump_forward_tokens(probe, *tok).size();
+          n_jump_tokens += n;
+          n_jump_steps += n > 0 ? 1 : 0;
+          ++n_steps_total;
         }
         if (step % 50 == 7 && ref_us.size() < 40) {
           auto r0 = Clock::now();
@@ -174,6 +198,12 @@ int main(int argc, char** argv) {
   std::printf("  state computed, CPU time:  p50 %8.1f us  p99 %8.1f us  max %8.1f us\n",
               percentile(cold_cpu_us, 0.5), percentile(cold_cpu_us, 0.99), percentile(cold_cpu_us, 1.0));
   std::printf(
+      "  repeat runs: %zu class walks at compile time, %zu while decoding, %zu exit walks, %zu positions "
+      "derived\n  masks over 1 ms CPU: %zu with a class walk, %zu other derived, %zu other first visits, "
+      "%zu cache hits\n",
+      n_run_class_walks_at_compile, n_run_walks, n_run_exit_walks, n_run_derived, over_ms_run_walk,
+      over_ms_derived, over_ms_walk, over_ms_hit);
+  std::printf(
       "  baseline: the %zu first visits over 500 us CPU, walked again with the plain Earley walk:\n"
       "    plain walk p50 %.0f us  max %.0f us  vs the mask step (DFA walk) p50 %.0f us  max %.0f us"
       " -> %.0fx at p50\n",
@@ -188,6 +218,11 @@ int main(int argc, char** argv) {
       "p50\n",
       ref_us.size(), percentile(ref_us, 0.5),
       percentile(ref_us, 0.5) / std::max(1e-3, percentile(all_us, 0.5)));
+  std::printf(
+      "jump-forward along the walks: %zu of %zu steps had forced tokens, %zu tokens in all (%.1f%% of the "
+      "sampled tokens; random walks, not a model)\n",
+      n_jump_steps, n_steps_total, n_jump_tokens,
+      100.0 * static_cast<double>(n_jump_tokens) / static_cast<double>(std::max<size_t>(1, n_steps_total)));
   std::printf("compile per schema: p50 %.2f ms  max %.2f ms\n", percentile(compile_ms, 0.5),
               percentile(compile_ms, 1.0));
   for (size_t bytes : {size_t{10'000}, size_t{50'000}}) {

@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "engine/mtp_drafter.h"
+#include "grammar/jump_forward.h"
 #include "kvcache/kv_tier.h"
 #include "kvcache/tier_key.h"
 
@@ -85,6 +86,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
     engine_config.scheduler.num_speculative_tokens = config.speculative.num_speculative_tokens;
     kv_config.mtp_layer = true;
   }
+  if (config.jump_forward) engine_config.async_scheduling = false;  // forced tokens precede the next plan
   DS_TRY(model.init_kv_cache(kv_config));
   std::vector<std::shared_ptr<KvTier>> tiers;
   if (config.kv_tiers.open && engine_config.enable_prefix_caching) {
@@ -566,6 +568,7 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     } else if (tiers_) {
       write_long_output(seq, r);
     }
+    if (config_.jump_forward && r.grammar_active && !r.output.finished()) jump_forward(seq, r);
     // A complete grammar ends the request (the token that completed it is part of the output).
     if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
     ++local_stats_.generation_tokens_total;
@@ -608,6 +611,27 @@ Result<std::shared_ptr<const grammar::CompiledGrammar>> Engine::compile_grammar(
     compiler = slot.get();
   }
   return compiler->compile(spec);  // the compiler locks for itself
+}
+
+void Engine::jump_forward(SeqId seq, ActiveRequest& r) {
+  if (tokenizer_ == nullptr || r.matcher->is_terminated()) return;
+  std::vector<int32_t> forced = grammar::jump_forward_tokens(*r.matcher, *tokenizer_);
+  // Room for one sampled token after them: the next chunk samples at its end.
+  const int64_t room = r.request.stop.max_tokens - r.output.n_generated() - 1;
+  const size_t keep = room <= 0 ? 0 : std::min(forced.size(), static_cast<size_t>(room));
+  size_t added = 0;
+  for (; added < keep && !r.output.finished(); ++added) {
+    SampleResult s;
+    s.token_id = forced[added];
+    if (r.request.sampling.logprobs) s.logprob = 0.0f;  // not sampled: reported as certain
+    r.output.add_token(s);
+    if (r.request.sampling.has_penalties()) r.penalties.add_output_token(s.token_id);
+  }
+  r.matcher->rollback(forced.size() - added);
+  if (added == 0) return;
+  scheduler_.append_tokens(seq, std::span<const int32_t>(forced.data(), added));
+  local_stats_.jump_forward_tokens_total += static_cast<int64_t>(added);
+  local_stats_.generation_tokens_total += static_cast<int64_t>(added);
 }
 
 bool Engine::advance_grammar(ActiveRequest& r, int32_t token_id) {

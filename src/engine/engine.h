@@ -134,6 +134,9 @@ class Engine {
   // Feeds a sampled token to the request's grammar (activating it after grammar_after_token). false:
   // the token is not allowed (the request is finished with an error).
   bool advance_grammar(ActiveRequest& r, int32_t token_id);
+  // Jump-forward (EngineConfig::jump_forward): appends the tokens the grammar forces after the last
+  // sample to the output, the matcher and the scheduler's sequence.
+  void jump_forward(SeqId seq, ActiveRequest& r);
   // Speculative decoding: whether a request may draft (no grammar, no penalties).
   bool speculates(const Request& r) const;
   void count_drafts(const StepBatch& batch);

@@ -55,6 +55,10 @@ struct EngineConfig {
   // scheduling is turned off), decode chunks of eligible requests carry up to k drafts verified in
   // the same forward. Requests with a grammar or penalties run without drafts.
   SpeculativeConfig speculative;
+  // Jump-forward decoding (docs/grammar.md): where a request's grammar forces the next bytes, their
+  // tokens are appended without sampling (the last one left to the model). On: the step loop runs
+  // synchronously, as with speculative decoding (the next step is planned once the tokens are known).
+  bool jump_forward = false;
   // Replaces the method's drafter (tests drive the engine with scripted drafts); needs
   // speculative.enabled(). Used on the engine thread only.
   std::shared_ptr<Drafter> drafter;
@@ -80,8 +84,9 @@ struct EngineStats {
   double kv_usage = 0.0;  // 1 - free / total
   int64_t prefix_queries_tokens = 0;
   int64_t prefix_hit_tokens = 0;
-  int64_t prompt_tokens_total = 0;      // of finished requests
-  int64_t generation_tokens_total = 0;  // sampled tokens (stop tokens included)
+  int64_t prompt_tokens_total = 0;        // of finished requests
+  int64_t generation_tokens_total = 0;    // sampled tokens (stop tokens included)
+  int64_t jump_forward_tokens_total = 0;  // of those, appended by jump-forward without sampling
   int64_t requests_finished = 0;
   int64_t n_steps = 0;
   int64_t n_preemptions = 0;

@@ -147,6 +147,47 @@ TEST(EngineGrammar, JsonSchemaOutputsParseAndMixedBatchLeavesOthersUnchanged) {
     EXPECT_EQ(together.chosen_logprobs[i].logprob, alone.chosen_logprobs[i].logprob);
 }
 
+// Jump-forward (EngineConfig::jump_forward): the forced keys of a schema are appended without sampling.
+// Outputs stay valid, the forced tokens are counted, and the engine's scheduler stays consistent
+// (check_integrity after every step), with logprobs and penalties on.
+TEST(EngineGrammar, JumpForwardAppendsForcedTokensAndOutputsStayValid) {
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  auto g = compile(f, grammar::GrammarSpec::Kind::json_schema,
+                   R"({"type":"object","properties":{"identifier":{"type":"integer","minimum":0,"maximum":99},
+                       "description":{"type":"string","maxLength":10},"category":{"enum":["alpha","beta"]}},
+                       "required":["identifier","description","category"],"additionalProperties":false})");
+  EngineConfig cfg;
+  cfg.scheduler.max_running = 16;
+  cfg.block_size_tokens = 16;
+  cfg.n_kv_blocks = 400;
+  cfg.check_integrity = true;
+  cfg.jump_forward = true;
+  Result<std::unique_ptr<Engine>> engine = Engine::create(cfg, *f.model, f.tokenizer.get());
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  std::vector<RequestStream> streams(8);
+  for (size_t i = 0; i < streams.size(); ++i) {
+    Request r = request_for(f, "Describe a thing as JSON", i % 2 == 0 ? 0.0f : 1.0f, 40 + i);
+    r.grammar = g;
+    r.sampling.logprobs = i % 3 == 0;
+    if (i == 5) r.sampling.repetition_penalty = 1.2f;
+    ASSERT_TRUE((*engine)->submit(r, streams[i].sink()).ok());
+  }
+  for (RequestStream& s : streams) {
+    const TokenEvent out = s.collect();
+    ASSERT_TRUE(out.error.ok()) << out.error.to_string();
+    EXPECT_EQ(out.finish_reason, FinishReason::stop) << out.text;
+    nlohmann::json doc = nlohmann::json::parse(out.text, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << out.text;
+    EXPECT_TRUE(doc.contains("identifier") && doc.contains("description") && doc.contains("category"))
+        << out.text;
+    EXPECT_EQ(*f.tokenizer->decode(out.tokens), out.text);
+  }
+  const EngineStats stats = (*engine)->stats();
+  EXPECT_GT(stats.jump_forward_tokens_total, 8) << "no key was jumped over";
+  EXPECT_LT(stats.jump_forward_tokens_total, stats.generation_tokens_total);
+}
+
 TEST(EngineGrammar, GrammarStartsAfterTheGivenToken) {
   Fixture& f = fixture();
   ASSERT_NE(f.model, nullptr);

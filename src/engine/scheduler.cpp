@@ -344,6 +344,13 @@ void Scheduler::on_step_done(const StepPlan& plan, std::span<const int32_t> samp
   }
 }
 
+void Scheduler::append_tokens(SeqId seq_id, std::span<const int32_t> tokens) {
+  SeqState& seq = seqs_.at(seq_id);
+  DS_ASSERT(seq.n_pending == 0 && seq.n_in_flight == 0, "append_tokens on a sequence with a step in flight");
+  seq.tokens.insert(seq.tokens.end(), tokens.begin(), tokens.end());
+  seq.n_generated += static_cast<int32_t>(tokens.size());
+}
+
 void Scheduler::remove(SeqId seq_id) {
   const auto it = seqs_.find(seq_id);
   DS_ASSERT(it != seqs_.end(), "scheduler: remove of an unknown sequence");

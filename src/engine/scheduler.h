@@ -153,6 +153,10 @@ class Scheduler {
   // released (rollback of the rejected drafts) and only accepted positions are committed.
   void on_step_done(const StepPlan& plan, std::span<const int32_t> sampled,
                     std::span<const std::vector<int32_t>> accepted_drafts);
+  // Jump-forward (docs/grammar.md): generated tokens the engine appends without sampling, after the
+  // sequence's last sampled token, with nothing of it in flight (synchronous steps). The next chunk
+  // computes them with that token and samples at its end.
+  void append_tokens(SeqId seq_id, std::span<const int32_t> tokens);
 
   // Enables the KV tiers' read path (see the header comment); empty = off.
   void set_tier_lookup(TierLookup lookup) { tier_lookup_ = std::move(lookup); }

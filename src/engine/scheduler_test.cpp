@@ -447,5 +447,34 @@ TEST(Scheduler, FinishingASequenceInFlightDropsItsRowAndFreesItsBlocks) {
   EXPECT_TRUE(h.sched.check_integrity().ok());
 }
 
+// Jump-forward (Scheduler::append_tokens): tokens appended after a sample are computed by the next chunk
+// together with that sample, and the chunk samples at its end; then decoding goes on one token a step.
+TEST(Scheduler, AppendedTokensAreComputedByTheNextChunkWhichSamples) {
+  Harness h(config(64), 4, 32);
+  ASSERT_TRUE(h.add(1, spec(iota_prompt(6), 10)).ok());
+  StepPlan p = h.step();
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_TRUE(p.chunks[0].samples);
+  EXPECT_EQ(h.sched.n_generated(1), 1);
+  const std::vector<int32_t> forced = {900, 901, 902};
+  h.sched.append_tokens(1, forced);
+  EXPECT_EQ(h.sched.n_generated(1), 4);
+  EXPECT_TRUE(h.sched.check_integrity().ok());
+  p = h.step();
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].pos_begin, 6);
+  EXPECT_EQ(p.chunks[0].n_tokens, 4);  // the sample and the three appended tokens
+  EXPECT_TRUE(p.chunks[0].samples);
+  EXPECT_EQ(h.sched.n_generated(1), 5);
+  EXPECT_EQ(h.sched.n_computed(1), 10);
+  p = h.step();
+  ASSERT_EQ(p.chunks.size(), 1u);
+  EXPECT_EQ(p.chunks[0].pos_begin, 10);
+  EXPECT_EQ(p.chunks[0].n_tokens, 1);
+  // The appended tokens count towards max_tokens: 10 generated after 5 more steps, then it ends.
+  for (int i = 0; i < 4; ++i) h.step();
+  EXPECT_FALSE(h.sched.contains(1));
+}
+
 }  // namespace
 }  // namespace ds

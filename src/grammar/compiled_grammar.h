@@ -12,6 +12,7 @@
 #include "grammar/grammar.h"
 #include "grammar/local_dfa.h"
 #include "grammar/parser_tables.h"
+#include "grammar/repeat_run.h"
 #include "grammar/token_trie.h"
 
 namespace ds::grammar {
@@ -41,6 +42,23 @@ class CompiledGrammar {
   void store_state(const std::vector<uint64_t>& key, std::shared_ptr<const StateMask> mask) const;
   size_t n_cached_states() const;
 
+  // The repeat run and position whose state has this key (repeat_run.h), or nullptr.
+  struct RunPosition {
+    uint32_t run;
+    uint32_t k;
+  };
+  const RunPosition* run_position(const std::vector<uint64_t>& key) const;
+  // A run class's inside walk and a run's exit walk (repeat_run.h); nullptr until stored.
+  std::shared_ptr<const RunMask> find_run_inside(uint32_t run_class) const;
+  void store_run_inside(uint32_t run_class, std::shared_ptr<const RunMask> mask) const;
+  std::shared_ptr<const RunMask> find_run_exits(uint32_t run) const;
+  void store_run_exits(uint32_t run, std::shared_ptr<const RunMask> mask) const;
+  // Counters (tests, bench): inside walks and exit walks done, positions derived from them.
+  size_t n_run_walks() const;
+  size_t n_run_exit_walks() const;
+  size_t n_run_positions_derived() const;
+  void count_run_position_derived() const;
+
   // Runs f(LocalDfa&) with the grammar's local-state DFA locked (first-visit walks, state_mask_walk.h).
   // A DFA past its state bound is cleared first.
   template <class F>
@@ -61,7 +79,13 @@ class CompiledGrammar {
   size_t max_cached_states_;
   mutable std::mutex mu_;  // guards states_
   mutable std::unordered_map<std::vector<uint64_t>, std::shared_ptr<const StateMask>, KeyHash> states_;
-  mutable std::mutex dfa_mu_;  // guards dfa_
+  std::unordered_map<std::vector<uint64_t>, RunPosition, KeyHash> run_positions_;  // immutable
+  mutable std::vector<std::shared_ptr<const RunMask>> run_inside_;  // per run class, guarded by mu_
+  mutable std::vector<std::shared_ptr<const RunMask>> run_exits_;   // per run, guarded by mu_
+  mutable size_t n_run_walks_ = 0;                                  // guarded by mu_
+  mutable size_t n_run_exit_walks_ = 0;                             // guarded by mu_
+  mutable size_t n_run_derived_ = 0;                                // guarded by mu_
+  mutable std::mutex dfa_mu_;                                       // guards dfa_
   mutable LocalDfa dfa_;
 };
 

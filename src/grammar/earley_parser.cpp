@@ -163,6 +163,15 @@ bool EarleyParser::can_continue() const {
   return false;
 }
 
+ByteSet EarleyParser::next_bytes() const {
+  ByteSet out;
+  for (size_t i = set_begin_.back(); i < items_.size(); ++i) {
+    const ItemKind& k = tables_->kinds[items_[i].kind];
+    if (k.next == ItemKind::Next::bytes) out.add_all(tables_->byte_sets[k.index]);
+  }
+  return out;
+}
+
 void EarleyParser::state_key(std::vector<uint64_t>& out) const {
   out.clear();
   const auto cur = static_cast<uint32_t>(set_begin_.size() - 1);

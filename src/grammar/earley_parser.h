@@ -48,6 +48,8 @@ class EarleyParser {
   bool is_accepting() const;
   // Some byte can still be scanned.
   bool can_continue() const;
+  // Every byte some item of the last set can scan (push_byte succeeds exactly for these).
+  ByteSet next_bytes() const;
   // The last push_byte completed an item with an external origin (local mode only).
   bool escaped() const { return escaped_; }
 

@@ -76,6 +76,7 @@ Result<std::shared_ptr<const CompiledGrammar>> GrammarCompiler::compile(const Gr
   DS_ASSIGN_OR_RETURN(Grammar g, build_grammar(spec, config_.limits));
   auto compiled = std::make_shared<const CompiledGrammar>(std::move(g), vocab_, config_.max_cached_states);
   precompute_loop_states(*compiled, config_.max_precomputed_states);
+  precompute_run_classes(*compiled, config_.max_precomputed_states);
   std::lock_guard lock(mu_);
   if (auto it = index_.find(key); it != index_.end()) {
     lru_.erase(it->second);

@@ -65,6 +65,36 @@ void GrammarMatcher::walk_subtree(EarleyParser& parser, uint32_t node, std::span
 
 std::shared_ptr<const StateMask> GrammarMatcher::compute_state_mask() {
   auto state = std::make_shared<StateMask>();
+  if (const CompiledGrammar::RunPosition* pos = grammar_->run_position(key_)) {
+    // Position k of a bounded repeat: derived from its class's inside walk and its own exit walk
+    // (repeat_run.h), each done once per grammar.
+    const RepeatRun& run = grammar_->tables().runs[pos->run];
+    std::shared_ptr<const RunMask> inside = grammar_->find_run_inside(run.run_class);
+    if (inside == nullptr) {
+      auto walked = std::make_shared<RunMask>();
+      if (grammar_->with_local_dfa(
+              [&](LocalDfa& dfa) { return walk_run_inside(grammar_->vocab(), run, local_, dfa, *walked); })) {
+        grammar_->store_run_inside(run.run_class, walked);
+        inside = std::move(walked);
+      }
+    }
+    std::shared_ptr<const RunMask> exits = inside ? grammar_->find_run_exits(pos->run) : nullptr;
+    if (inside != nullptr && exits == nullptr) {
+      auto walked = std::make_shared<RunMask>();
+      if (grammar_->with_local_dfa([&](LocalDfa& dfa) {
+            return walk_run_exits(grammar_->vocab(), run, *inside, local_, dfa, *walked);
+          })) {
+        grammar_->store_run_exits(pos->run, walked);
+        exits = std::move(walked);
+      }
+    }
+    if (exits != nullptr) {
+      derive_run_position(run, *inside, *exits, pos->k, bitmask_words(grammar_->vocab().vocab_size()),
+                          state->accepted, state->escape_nodes);
+      grammar_->count_run_position_derived();
+      return state;
+    }
+  }
   local_.reset_local(parser_);
   grammar_->with_local_dfa([&](LocalDfa& dfa) { walk_state_mask(grammar_->vocab(), local_, dfa, *state); });
   return state;
@@ -84,22 +114,54 @@ void GrammarMatcher::fill_next_token_mask(std::span<uint32_t> mask) {
     grammar_->store_state(key_, state);
   }
   std::copy(state->accepted.begin(), state->accepted.end(), mask.begin());
+  // Each escape node's subtree is walked with the real parser after pushing the bytes above the node (the
+  // local walk accepted every byte of that path, and the full parser's sets contain the local ones).
+  // Escape nodes come in preorder, so consecutive ones share ancestors: the parser keeps the path of the
+  // previous one and is popped only to the common ancestor.
+  const size_t before = parser_.n_sets();
+  synced_.clear();  // the nodes whose sets the parser holds after `before`, root first
   for (uint32_t node : state->escape_nodes) {
-    // Push the bytes above the escape node, then walk its subtree with the real context. The local walk
-    // accepted every byte of that path, and the full parser's sets contain the local ones.
     path_.clear();
     for (uint32_t p = trie.parent(node); p != TokenTrie::kRoot; p = trie.parent(p)) path_.push_back(p);
-    const size_t before = parser_.n_sets();
+    std::reverse(path_.begin(), path_.end());
+    size_t keep = 0;
+    while (keep < synced_.size() && keep < path_.size() && synced_[keep] == path_[keep]) ++keep;
+    parser_.pop_to(before + keep);
+    synced_.resize(keep);
     bool ok = true;
-    for (size_t j = path_.size(); j-- > 0;)
+    for (size_t j = keep; j < path_.size(); ++j) {
       if (!parser_.push_byte(trie.byte(path_[j]))) {
         ok = false;
         break;
       }
-    if (ok) walk_subtree(parser_, node, mask);
-    parser_.pop_to(before);
+      synced_.push_back(path_[j]);
+    }
+    if (ok) walk_subtree(parser_, node, mask);  // leaves the parser at the node's parent
   }
+  parser_.pop_to(before);
   if (trie.eos_id() >= 0 && parser_.is_accepting()) bitmask_set(mask, trie.eos_id());
+}
+
+std::string GrammarMatcher::forced_bytes(size_t max_bytes) {
+  std::string out;
+  if (eos_accepted_) return out;
+  const size_t before = parser_.n_sets();
+  while (out.size() < max_bytes && !parser_.is_accepting()) {
+    const ByteSet next = parser_.next_bytes();
+    int only = -1;
+    for (int w = 0; w < 4; ++w) {
+      if (next.words[w] == 0) continue;
+      if (only >= 0 || (next.words[w] & (next.words[w] - 1)) != 0) {
+        only = -2;
+        break;
+      }
+      only = w * 64 + __builtin_ctzll(next.words[w]);
+    }
+    if (only < 0 || !parser_.push_byte(static_cast<uint8_t>(only))) break;
+    out.push_back(static_cast<char>(only));
+  }
+  parser_.pop_to(before);
+  return out;
 }
 
 void GrammarMatcher::fill_next_token_mask_reference(std::span<uint32_t> mask) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -38,6 +39,10 @@ class GrammarMatcher {
   // The plain reference: every token's bytes tried on the parser. Same result, O(vocab · length).
   void fill_next_token_mask_reference(std::span<uint32_t> mask);
 
+  // Jump-forward decoding: the bytes the grammar forces from here, while it does not accept (EOS would be
+  // a choice) and exactly one byte can follow; at most max_bytes. The state is unchanged.
+  std::string forced_bytes(size_t max_bytes = 256);
+
   const CompiledGrammar& grammar() const { return *grammar_; }
 
  private:
@@ -51,6 +56,7 @@ class GrammarMatcher {
   bool eos_accepted_ = false;
   std::vector<uint64_t> key_;
   std::vector<uint32_t> path_;
+  std::vector<uint32_t> synced_;
 };
 
 }  // namespace ds::grammar

@@ -4,11 +4,6 @@
 
 namespace ds::grammar {
 
-namespace {
-constexpr uint64_t kRefExternal = 0xffffffffu;
-constexpr uint64_t kRefThisSet = 0xfffffffeu;
-}  // namespace
-
 size_t LocalDfa::KeyHash::operator()(const std::vector<uint64_t>& k) const {
   uint64_t h = 0x9e3779b97f4a7c15ULL ^ k.size();
   for (uint64_t v : k) {
@@ -44,12 +39,14 @@ uint32_t LocalDfa::intern(const EarleyParser& parser, std::span<const uint32_t> 
   const auto id = static_cast<uint32_t>(n_states());
   next_.resize(next_.size() + n_classes_, kUnknown);
   ids_.emplace(key_, id);
+  keys_.push_back(key_);
   return id;
 }
 
 void LocalDfa::clear() {
   ids_.clear();
   next_.clear();
+  keys_.clear();
 }
 
 }  // namespace ds::grammar

@@ -47,6 +47,10 @@ class LocalDfa {
   }
 
   size_t n_states() const { return next_.size() / n_classes_; }
+  // A state's content: sorted (kind << 32 | origin) values, origin kRefExternal, kRefThisSet or a state id.
+  std::span<const uint64_t> key(uint32_t state) const { return keys_[state]; }
+  static constexpr uint32_t kRefExternal = 0xffffffffu;
+  static constexpr uint32_t kRefThisSet = 0xfffffffeu;
   bool full() const { return n_states() >= max_states_; }
   void clear();
 
@@ -62,7 +66,8 @@ class LocalDfa {
   size_t n_classes_;
   size_t max_states_;
   std::unordered_map<std::vector<uint64_t>, uint32_t, KeyHash> ids_;
-  std::vector<int32_t> next_;  // [state * n_classes_ + class]: a transition result
+  std::vector<int32_t> next_;                // [state * n_classes_ + class]: a transition result
+  std::vector<std::vector<uint64_t>> keys_;  // per state
   std::vector<uint64_t> key_;
 };
 

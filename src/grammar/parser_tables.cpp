@@ -1,5 +1,7 @@
 #include "grammar/parser_tables.h"
 
+#include "grammar/repeat_run.h"
+
 namespace ds::grammar {
 
 ParserTables ParserTables::build(const Grammar& g) {
@@ -8,21 +10,8 @@ ParserTables ParserTables::build(const Grammar& g) {
   t.rule_starts.resize(g.rules.size());
   for (uint32_t r = 0; r < g.rules.size(); ++r) {
     for (const Alternative& alt : g.rules[r].alternatives) {
-      const auto first = static_cast<uint32_t>(t.kinds.size());
-      t.rule_starts[r].push_back(first);
-      for (uint32_t d = 0; d <= alt.size(); ++d) {
-        ItemKind k;
-        k.rule = r;
-        k.advanced = first + d + 1;
-        if (d < alt.size()) {
-          k.next = alt[d].kind == Element::Kind::bytes ? ItemKind::Next::bytes : ItemKind::Next::rule;
-          k.star = alt[d].star;
-          k.index = alt[d].index;
-        } else {
-          k.advanced = first + d;  // an end item does not advance
-        }
-        t.kinds.push_back(k);
-      }
+      t.rule_starts[r].push_back(static_cast<uint32_t>(t.kinds.size()));
+      t.add_alternative_kinds(r, alt);
     }
   }
   // Byte classes by refinement: each byte set splits every class into its members and the rest.
@@ -71,7 +60,26 @@ ParserTables ParserTables::build(const Grammar& g) {
       }
     }
   }
+  t.n_grammar_kinds = t.kinds.size();
+  add_repeat_runs(g, t);  // after sole_parent and nullable: shadow kinds never count as references
   return t;
+}
+
+void ParserTables::add_alternative_kinds(uint32_t rule, const Alternative& alt) {
+  const auto first = static_cast<uint32_t>(kinds.size());
+  for (uint32_t d = 0; d <= alt.size(); ++d) {
+    ItemKind k;
+    k.rule = rule;
+    k.advanced = first + d + 1;
+    if (d < alt.size()) {
+      k.next = alt[d].kind == Element::Kind::bytes ? ItemKind::Next::bytes : ItemKind::Next::rule;
+      k.star = alt[d].star;
+      k.index = alt[d].index;
+    } else {
+      k.advanced = first + d;  // an end item does not advance
+    }
+    kinds.push_back(k);
+  }
 }
 
 }  // namespace ds::grammar

@@ -84,6 +84,7 @@ class RegexParser {
   // Quantifiers bind to the atom; several in a row ("a{2}?" lazy, "a**") apply in turn.
   Status parse_quantifiers(Alternative& seq, Element atom) {
     bool quantified = false;
+    Alternative last;  // the last quantifier's elements (inlined when no quantifier follows)
     while (!at_end()) {
       const char c = peek();
       int64_t min = 0, max = -1;
@@ -118,7 +119,14 @@ class RegexParser {
       Alternative rep;
       DS_TRY(b_.append_repeat(rep, atom, min, max));
       atom = rep.size() == 1 ? rep[0] : b_.choice({rep}, "rep");
+      last = std::move(rep);
       quantified = true;
+    }
+    // The outermost repeat's copies go straight into the sequence (same language): a bounded repeat
+    // followed by a byte is then a repeat run (repeat_run.h) whose positions share one walk.
+    if (last.size() > 1) {
+      seq.insert(seq.end(), last.begin(), last.end());
+      return {};
     }
     seq.push_back(atom);
     return {};

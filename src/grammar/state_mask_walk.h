@@ -9,6 +9,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley_parser.h"
 #include "grammar/local_dfa.h"
+#include "grammar/repeat_run.h"
 #include "grammar/token_trie.h"
 
 namespace ds::grammar {
@@ -17,9 +18,20 @@ namespace ds::grammar {
 void walk_state_mask_plain(const TokenTrie& trie, EarleyParser& local, StateMask& out);
 void walk_state_mask(const TokenTrie& trie, EarleyParser& local, LocalDfa& dfa, StateMask& out);
 
+// Repeat runs (repeat_run.h). walk_run_inside: the shadow state's walk up to T, shared by the run's
+// class; walk_run_exits: the subtrees below `inside.exits` for this run. `local` is reset to the run's
+// shadow state and left with one set. False: the run cannot be walked this way (the caller walks its
+// positions plainly).
+bool walk_run_inside(const TokenTrie& trie, const RepeatRun& run, EarleyParser& local, LocalDfa& dfa,
+                     RunMask& out);
+bool walk_run_exits(const TokenTrie& trie, const RepeatRun& run, const RunMask& inside, EarleyParser& local,
+                    LocalDfa& dfa, RunMask& out);
+
 // Grammar-compile time: the StateMask of every loop state (an item whose next element is starred, alone
 // after a scan: the inside of a string, a run of digits or whitespace), so that decoding never walks
 // the trie for them. At most max_states states; returns how many were stored.
 size_t precompute_loop_states(const CompiledGrammar& grammar, size_t max_states);
+// The same for repeat runs: walk_run_inside of up to max_classes run classes.
+size_t precompute_run_classes(const CompiledGrammar& grammar, size_t max_classes);
 
 }  // namespace ds::grammar

@@ -108,6 +108,39 @@ TEST(TokenMask, FastEqualsReferenceOnSchemaAndGbnfGrammars) {
   }
 }
 
+// Bounded repeats (minLength/maxLength, {m,n}): their positions' masks are derived from one shadow walk
+// per run (repeat_run.h); along random walks every mask must equal the reference.
+TEST(TokenMask, RepeatRunPositionsGiveTheReferenceMasks) {
+  JsonSchemaOptions flexible;
+  flexible.flexible_whitespace = true;
+  std::vector<std::pair<Grammar, std::string>> grammars;
+  for (const JsonSchemaOptions& o : {JsonSchemaOptions{}, flexible}) {
+    Result<Grammar> g = compile_json_schema(
+        R"({"type":"object","properties":{"a":{"type":"string","maxLength":9},"b":{"type":"array","items":
+             {"type":"string","minLength":1,"maxLength":3},"maxItems":4},"c":{"type":"string","minLength":2,
+             "maxLength":6}},"required":["a","c"]})",
+        o);
+    ASSERT_TRUE(g.ok()) << g.status().to_string();
+    grammars.emplace_back(std::move(*g), "schema");
+  }
+  for (const char* pattern : {R"((a|ab){1,5}b{0,3}"[^"]{2,6}")", R"(\d{2,4}-[a-cé]{0,7}x)"}) {
+    Result<Grammar> g = compile_regex(pattern);
+    ASSERT_TRUE(g.ok()) << pattern << ": " << g.status().to_string();
+    grammars.emplace_back(std::move(*g), pattern);
+  }
+  std::mt19937 rng(4242);
+  size_t derived = 0;
+  for (auto& [g, what] : grammars) {
+    for (int trial = 0; trial < 3; ++trial) {
+      auto vocab = testing::random_vocab(rng, "{}[]\":, \n0123abcxyz-\\u\xc3\xa9", 900, 7);
+      auto cg = testing::compile_for(g, vocab);
+      for (int walk = 0; walk < 6; ++walk) check_walk(cg, rng, 40, what);
+      derived += cg->n_run_positions_derived();
+    }
+  }
+  EXPECT_GT(derived, 50u) << "the repeat-run derivation was hardly used";
+}
+
 // GrammarCompiler computes the loop states' masks at compile time (precompute_loop_states): decoding
 // then starts from those cache entries, and every mask must still equal the reference.
 TEST(TokenMask, PrecomputedLoopStatesGiveTheReferenceMasks) {
