@@ -40,6 +40,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/sequence_slots.h"
+#include "engine/speculation_policy.h"
 #include "engine/step_batch.h"
 #include "engine/step_executor.h"
 #include "grammar/grammar_compiler.h"
@@ -136,6 +137,8 @@ class Engine {
   bool advance_grammar(ActiveRequest& r, int32_t token_id);
   // Speculative decoding: whether a request may draft (no grammar, no penalties).
   bool speculates(const Request& r) const;
+  // The MTP head's draft vocabulary for SpeculativeConfig::draft_vocab = n (empty: the full head).
+  std::vector<int32_t> mtp_draft_vocab(int32_t n) const;
   void count_drafts(const StepBatch& batch);
   void emit_events();
   void release_finished();
@@ -178,13 +181,15 @@ class Engine {
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
   PinLeases pin_leases_;
   CacheScopes cache_scopes_;
-  std::vector<RequestId> unadmitted_;           // accepted, waiting for room in the scheduler's queue
-  std::vector<RequestId> touched_;              // requests with something to report this iteration
-  std::vector<RequestId> finishing_;            // finished: scheduler release and removal pending
-  std::vector<int32_t> sampled_;                // [n_chunks] of the step being completed
-  std::vector<std::vector<int32_t>> accepted_;  // [n_chunks] accepted draft tokens of that step
-  std::shared_ptr<Drafter> drafter_;            // speculative decoding; null when off
-  int64_t last_done_ns_ = 0;                    // when the previous forward finished (0: none pending a gap)
+  std::vector<RequestId> unadmitted_;             // accepted, waiting for room in the scheduler's queue
+  std::vector<RequestId> touched_;                // requests with something to report this iteration
+  std::vector<RequestId> finishing_;              // finished: scheduler release and removal pending
+  std::vector<int32_t> sampled_;                  // [n_chunks] of the step being completed
+  std::vector<std::vector<int32_t>> accepted_;    // [n_chunks] accepted draft tokens of that step
+  std::shared_ptr<Drafter> drafter_;              // speculative decoding; null when off
+  std::optional<SpeculationPolicy> spec_policy_;  // speculative.adaptive: drafts per step
+  std::vector<SeqId> drafter_forgets_;            // for the next launched step (StepBatch::forget)
+  int64_t last_done_ns_ = 0;  // when the previous forward finished (0: none pending a gap)
   EngineStats local_stats_;
 
   // Inbox, guarded by inbox_mu_.
