@@ -1,5 +1,6 @@
 // spec_decode_bench: speculative decoding on a checkpoint with an MTP layer (docs/speculative.md).
-// For each concurrency (1/4/16 by default) it runs the same chat prompts with speculation off and
+// For each concurrency n (1/4/16 by default; max_running = n, every prompt at least once, the rest
+// queued) it runs the same chat prompts with speculation off and
 // on for each k at a fixed k (adaptive off), then with the engine's policy choosing up to the
 // largest k ("auto"), and prints per-user decode speed (tokens after the first / time from first to
 // last token, averaged over the requests), aggregate output tok/s, mean acceptance length and
@@ -94,7 +95,9 @@ Cell run_once(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, 
   const EngineStats before = engine.stats();
   const double cpu0 = process_cpu_seconds();
   const double t0 = now_seconds();
-  for (int i = 0; i < n; ++i) {
+  // Every prompt at least once: with fewer users than prompts the rest queue (max_running = n).
+  const int n_requests = std::max(n, static_cast<int>(prompts.size()));
+  for (int i = 0; i < n_requests; ++i) {
     timings.push_back(std::make_unique<bench::TokenTiming>());
     Request r;
     r.prompt_tokens = prompts[static_cast<size_t>(i) % prompts.size()];
@@ -115,7 +118,7 @@ Cell run_once(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, 
     total += t->n_tokens();
     per_user_sum += t->per_user_tok_s();
   }
-  c.per_user_tok_s = per_user_sum / n;
+  c.per_user_tok_s = per_user_sum / n_requests;
   c.output_tok_s = static_cast<double>(total) / wall;
   c.cpu_s_per_token = total > 0 ? cpu / static_cast<double>(total) : 0.0;
   c.n_tokens = total;
