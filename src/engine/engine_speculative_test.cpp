@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -379,6 +380,46 @@ TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
     h.assign(out.hidden.row(0), out.hidden.row(0) + m.config().hidden_size);
   }
   EXPECT_EQ(engine_drafts, want);
+}
+
+TEST(EngineSpeculative, DraftVocabularyHeadGivesThoseColumnsOfTheFullHead) {
+  // ModelRunner::set_mtp_draft_vocab: forward_mtp with MtpRequest::draft_vocab gives, for each row,
+  // the full head's logits of exactly those token ids (the head's rows copied), and leaves the full
+  // head to requests without the flag.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  ModelRunner& m = *f.model;
+  const std::vector<int32_t> prompt = prompt_of(20, 9);
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  ASSERT_TRUE(m.init_kv_cache(standalone_kv_cache_config(n + 8, 16)).ok());
+  std::vector<int32_t> ids;
+  for (int32_t t = 0; t < m.config().vocab_size; t += 37) ids.push_back(t);
+  ids.push_back(m.config().vocab_size - 1);
+  ASSERT_TRUE(m.set_mtp_draft_vocab(ids).ok());
+  LogitsOutput out;
+  std::vector<float> full, sub;
+  for (const bool draft_vocab : {false, true}) {
+    SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+    ForwardRequest fr{&seq, prompt, true};
+    ASSERT_TRUE(m.forward({&fr, 1}, out).ok());
+    const std::vector<float> hidden(out.hidden.data(), out.hidden.data() + out.hidden.numel());
+    std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+    next.push_back(3);
+    MtpRequest mr{&seq, next, hidden.data()};
+    mr.draft_vocab = draft_vocab;
+    ASSERT_TRUE(m.forward_mtp({&mr, 1}, out).ok());
+    ASSERT_EQ(out.logits.numel(),
+              n * (draft_vocab ? static_cast<int64_t>(ids.size()) : m.config().vocab_size));
+    (draft_vocab ? sub : full).assign(out.logits.data(), out.logits.data() + out.logits.numel());
+  }
+  ASSERT_TRUE(m.set_mtp_draft_vocab({}).ok());
+  const size_t V = static_cast<size_t>(m.config().vocab_size);
+  for (int64_t r = 0; r < n; ++r)
+    for (size_t c = 0; c < ids.size(); ++c) {
+      const float want = full[static_cast<size_t>(r) * V + static_cast<size_t>(ids[c])];
+      EXPECT_NEAR(sub[static_cast<size_t>(r) * ids.size() + c], want, 1e-5f * std::max(1.0f, std::abs(want)))
+          << "row " << r << " token " << ids[c];
+    }
 }
 
 TEST(EngineSpeculative, GreedyOutputAndKvEqualARunWithoutDrafts) { expect_lossless(0.0f); }
