@@ -181,15 +181,18 @@ class Engine {
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
   PinLeases pin_leases_;
   CacheScopes cache_scopes_;
-  std::vector<RequestId> unadmitted_;             // accepted, waiting for room in the scheduler's queue
-  std::vector<RequestId> touched_;                // requests with something to report this iteration
-  std::vector<RequestId> finishing_;              // finished: scheduler release and removal pending
-  std::vector<int32_t> sampled_;                  // [n_chunks] of the step being completed
-  std::vector<std::vector<int32_t>> accepted_;    // [n_chunks] accepted draft tokens of that step
-  std::shared_ptr<Drafter> drafter_;              // speculative decoding; null when off
-  std::optional<SpeculationPolicy> spec_policy_;  // speculative.adaptive: drafts per step
-  std::vector<SeqId> drafter_forgets_;            // for the next launched step (StepBatch::forget)
-  int64_t last_done_ns_ = 0;  // when the previous forward finished (0: none pending a gap)
+  std::vector<RequestId> unadmitted_;           // accepted, waiting for room in the scheduler's queue
+  std::vector<RequestId> touched_;              // requests with something to report this iteration
+  std::vector<RequestId> finishing_;            // finished: scheduler release and removal pending
+  std::vector<int32_t> sampled_;                // [n_chunks] of the step being completed
+  std::vector<std::vector<int32_t>> accepted_;  // [n_chunks] accepted draft tokens of that step
+  std::shared_ptr<Drafter> drafter_;            // speculative decoding; null when off
+  int64_t last_done_ns_ = 0;                    // when the previous forward finished (0: none pending a gap)
+
+  // Speculative decoding: drafts per step (speculative.adaptive), and the sequences the drafter
+  // forgets when the next step runs (StepBatch::forget).
+  std::optional<SpeculationPolicy> spec_policy_;
+  std::vector<SeqId> drafter_forgets_;
   EngineStats local_stats_;
 
   // Inbox, guarded by inbox_mu_.
