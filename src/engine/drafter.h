@@ -24,6 +24,7 @@
 #include "base/status.h"
 #include "kvcache/kv_cache_manager.h"
 #include "model/kv_cache.h"
+#include "sampling/sampling_params.h"
 
 namespace ds {
 
@@ -37,6 +38,16 @@ struct DraftChunk {
   std::span<const int32_t> context;  // the sequence's tokens [0, pos_begin] (prompt + generated)
   std::span<int32_t> draft;          // slots to fill: draft[j] is the guess for position pos_begin + 1 + j
   int32_t n_filled = 0;              // set by propose(): draft[0, n_filled) are proposals
+  // Sampled drafts (SpeculativeConfig::draft_sampling = sampled, a request with temperature > 0;
+  // null: greedy drafts). The drafter draws draft[j] from its distribution q_j — its logits
+  // processed by these params as Sampler::distribution does — with the keyed draw
+  // philox_uniform(sampling->seed, position + j, kDraftDrawSlot), and writes q_j to
+  // draft_probs[j * vocab, (j + 1) * vocab) (vocab = draft_probs.size() / draft.size()); the engine
+  // verifies with the rejection rule of rejection_sampling.h. A drafter that cannot sample leaves
+  // n_filled = 0.
+  const SamplingParams* sampling = nullptr;
+  uint64_t position = 0;  // the output index (RNG counter) of draft[0]
+  std::span<float> draft_probs;
 };
 
 struct ObservedChunk {
@@ -49,6 +60,7 @@ struct ObservedChunk {
   std::span<const int32_t> next_tokens;  // [n_kept]: the token at position p + 1 for each kept p
   const float* hidden = nullptr;         // [n_kept, hidden_size]: the target's hidden rows (MTP input)
   bool wants_draft = false;              // the sequence will draft in its next decode chunk
+  bool sampled_draft = false;            // ... and its drafts are sampled (DraftChunk::sampling)
 };
 
 class Drafter {

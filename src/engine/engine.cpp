@@ -9,6 +9,7 @@
 
 #include "base/clock.h"
 #include "engine/mtp_drafter.h"
+#include "engine/speculation_costs.h"
 #include "grammar/jump_forward.h"
 #include "kvcache/kv_tier.h"
 #include "kvcache/tier_key.h"
@@ -80,9 +81,8 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
                     "speculative method mtp needs a DeepSeek-V3 checkpoint with an MTP layer "
                     "(num_nextn_predict_layers >= 1); this model cannot draft");
     }
-    // The verify step decides how many positions a sequence keeps: the next step is planned only
-    // after it (docs/speculative.md, async scheduling).
-    engine_config.async_scheduling = false;
+    // Async scheduling stays: a sequence with drafts in flight is planned again only after its
+    // verify step (the scheduler skips it meanwhile), the others overlap as usual.
     engine_config.scheduler.num_speculative_tokens = config.speculative.num_speculative_tokens;
     kv_config.mtp_layer = true;
   }
@@ -140,9 +140,32 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
   if (tokenizer != nullptr)
     sample_vocab_ = std::min(sample_vocab_, static_cast<size_t>(tokenizer->vocab_size()));
   if (config_.speculative.enabled()) {
-    drafter_ = config_.drafter ? config_.drafter : std::make_shared<MtpDrafter>(model_, sample_vocab_);
+    bool draft_head = false;  // the MTP drafter uses a draft vocabulary head
+    if (config_.drafter) {
+      drafter_ = config_.drafter;
+    } else {
+      std::vector<int32_t> draft_vocab = mtp_draft_vocab(config_.speculative.draft_vocab);
+      if (!model_.set_mtp_draft_vocab(draft_vocab).ok()) draft_vocab.clear();  // full head
+      if (draft_vocab.empty()) (void)model_.set_mtp_draft_vocab({});
+      draft_head = !draft_vocab.empty();
+      drafter_ = std::make_shared<MtpDrafter>(model_, sample_vocab_, std::move(draft_vocab));
+    }
     local_stats_.spec_decode_num_accepted_tokens_per_pos.assign(
         static_cast<size_t>(config_.speculative.num_speculative_tokens), 0);
+    if (config_.speculative.adaptive) {
+      spec_policy_.emplace(config_.speculative.num_speculative_tokens);
+      // The cost curve of the target and the MTP layer on this model and host. An injected
+      // drafter's cost is unknown: without costs the policy always drafts k.
+      if (!config_.drafter) {
+        const int32_t max_seqs = std::min({config_.scheduler.max_running, kv_config.n_blocks, int32_t{64}});
+        Result<SpeculationCosts> costs =
+            kv_config.block_size_tokens > config_.speculative.num_speculative_tokens
+                ? measure_speculation_costs(model_, max_seqs, config_.speculative.num_speculative_tokens,
+                                            draft_head)
+                : Result<SpeculationCosts>(Status(ErrorCode::invalid_argument, "blocks too small"));
+        if (costs.ok()) spec_policy_->set_costs(std::move(costs->target), std::move(costs->draft));
+      }
+    }
   }
   local_stats_.kv_blocks_total = kv_config.n_blocks;
   local_stats_.kv_blocks_free = kv_config.n_blocks;
@@ -402,6 +425,20 @@ void Engine::try_add_to_scheduler(RequestId id, ActiveRequest& r) {
   }
 }
 
+std::vector<int32_t> Engine::mtp_draft_vocab(int32_t n) const {
+  // The n lowest ids (a BPE vocabulary's merge order, roughly its frequency rank), and the special
+  // tokens wherever they are (EOS ends every reply).
+  const int32_t vocab = static_cast<int32_t>(sample_vocab_);
+  if (n < 0) n = std::max(1024, vocab / 4);
+  if (n == 0 || n >= vocab) return {};
+  std::vector<int32_t> ids;
+  for (int32_t t = 0; t < vocab; ++t) {
+    const bool special = tokenizer_ != nullptr && tokenizer_->is_special(t);
+    if (t < n || special || std::binary_search(eos_ids_.begin(), eos_ids_.end(), t)) ids.push_back(t);
+  }
+  return ids;
+}
+
 bool Engine::speculates(const Request& r) const {
   // Grammar rows would need the matcher rolled back past rejected drafts and penalties the drafts
   // added per row: not built yet, so those requests decode one token per step.
@@ -436,13 +473,19 @@ void Engine::apply_cancel(RequestId id) {
 Status Engine::plan_step(StepBatch& batch) {
   if (tiers_) collect_tier_completions();
   if (pin_leases_.n_leases() > 0) pin_leases_.expire(kv_, now_unix_s());
+  // Speculative decoding: the policy's drafts for this step (0: a plain step, the drafter idle).
+  int32_t k_step = drafter_ ? config_.speculative.num_speculative_tokens : 0;
+  if (spec_policy_) {
+    k_step = spec_policy_->choose(scheduler_.n_running());
+    scheduler_.set_num_speculative_tokens(k_step);
+  }
   StepPlan plan = scheduler_.schedule(std::chrono::steady_clock::now());
   if (tiers_) start_restores(plan);
   for (SeqId seq : plan.expired) {
     auto it = active_.find(seq);
     if (it == active_.end()) continue;
     it->second->in_scheduler = false;  // the scheduler already removed it
-    if (drafter_) drafter_->forget(seq);
+    if (drafter_) drafter_forgets_.push_back(seq);
     it->second->output.finish(FinishReason::deadline,
                               Status(ErrorCode::engine_deadline_exceeded, "the request's deadline passed"));
     touched_.push_back(seq);
@@ -459,7 +502,7 @@ Status Engine::plan_step(StepBatch& batch) {
     }
   }
   DS_TRY(batch.build(std::move(plan), scheduler_));
-  batch.set_drafter(drafter_.get());
+  batch.set_drafter(drafter_.get(), k_step > 0);
   if (!state_slots_) return ok_status();
   state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
   return batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); });
@@ -480,11 +523,15 @@ Status Engine::launch(StepBatch& batch) {
     ActiveRequest& r = *active_.at(chunks[i].seq_id);
     r.in_flight = true;
     if (chunks[i].samples) {
+      const bool speculate = drafter_ != nullptr && speculates(r.request);
       batch.sample_jobs.push_back(StepBatch::SampleJob{
           i, &r.request.sampling, &r.penalties, static_cast<uint64_t>(r.output.n_generated()),
-          r.grammar_active ? r.matcher.get() : nullptr, drafter_ != nullptr && speculates(r.request)});
+          r.grammar_active ? r.matcher.get() : nullptr, speculate,
+          speculate && config_.speculative.draft_sampling == DraftSampling::sampled &&
+              !r.request.sampling.is_greedy()});
     }
   }
+  batch.forget.swap(drafter_forgets_);
   batch.launch_ns = now_ns();
   if (last_done_ns_ != 0) {
     local_stats_.step_gap_ns_total += batch.launch_ns - last_done_ns_;
@@ -582,6 +629,7 @@ void Engine::count_drafts(const StepBatch& batch) {
     const int32_t n_drafts = batch.n_drafts_verified[i];
     if (n_drafts <= 0) continue;
     const size_t n_accepted = batch.accepted_drafts[i].size();
+    if (spec_policy_) spec_policy_->record(n_drafts, static_cast<int32_t>(n_accepted));
     ++local_stats_.spec_decode_num_drafts;
     local_stats_.spec_decode_num_draft_tokens += n_drafts;
     local_stats_.spec_decode_num_accepted_tokens += static_cast<int64_t>(n_accepted);
@@ -678,7 +726,7 @@ void Engine::release_finished() {
       if (tiers_ && scheduler_.contains(id) && scheduler_.is_running(id)) write_to_tiers(id, r);
       if (config_.on_sequence_release && scheduler_.contains(id) && scheduler_.is_running(id))
         config_.on_sequence_release(id, scheduler_.block_table(id), scheduler_.n_computed(id));
-      if (drafter_) drafter_->forget(id);
+      if (drafter_) drafter_forgets_.push_back(id);
       scheduler_.finish(id);
       r.in_scheduler = false;
     }

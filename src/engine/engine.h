@@ -40,6 +40,7 @@
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
 #include "engine/sequence_slots.h"
+#include "engine/speculation_policy.h"
 #include "engine/step_batch.h"
 #include "engine/step_executor.h"
 #include "grammar/grammar_compiler.h"
@@ -139,6 +140,8 @@ class Engine {
   void jump_forward(SeqId seq, ActiveRequest& r);
   // Speculative decoding: whether a request may draft (no grammar, no penalties).
   bool speculates(const Request& r) const;
+  // The MTP head's draft vocabulary for SpeculativeConfig::draft_vocab = n (empty: the full head).
+  std::vector<int32_t> mtp_draft_vocab(int32_t n) const;
   void count_drafts(const StepBatch& batch);
   void emit_events();
   void release_finished();
@@ -188,6 +191,11 @@ class Engine {
   std::vector<std::vector<int32_t>> accepted_;  // [n_chunks] accepted draft tokens of that step
   std::shared_ptr<Drafter> drafter_;            // speculative decoding; null when off
   int64_t last_done_ns_ = 0;                    // when the previous forward finished (0: none pending a gap)
+
+  // Speculative decoding: drafts per step (speculative.adaptive), and the sequences the drafter
+  // forgets when the next step runs (StepBatch::forget).
+  std::optional<SpeculationPolicy> spec_policy_;
+  std::vector<SeqId> drafter_forgets_;
   EngineStats local_stats_;
 
   // Inbox, guarded by inbox_mu_.

@@ -51,16 +51,16 @@ struct EngineConfig {
   std::vector<int32_t> extra_eos_token_ids;  // besides config.json's and the tokenizer's EOS
   // KV tiers below the pool (docs/kvcache.md, Tiers); off without kv_tiers.open.
   KvTierConfig kv_tiers;
-  // Speculative decoding (docs/speculative.md). On: the step loop runs synchronously (async
-  // scheduling is turned off), decode chunks of eligible requests carry up to k drafts verified in
-  // the same forward. Requests with a grammar or penalties run without drafts.
+  // Speculative decoding (docs/speculative.md). On: decode chunks of eligible requests carry up to k
+  // drafts verified in the same forward (fewer or none on steps where SpeculationPolicy says
+  // drafting does not pay). Requests with a grammar or penalties run without drafts.
   SpeculativeConfig speculative;
   // Jump-forward decoding (docs/grammar.md): where a request's grammar forces the next bytes, their
   // tokens are appended without sampling (the last one left to the model). On: the step loop runs
   // synchronously, as with speculative decoding (the next step is planned once the tokens are known).
   bool jump_forward = false;
   // Replaces the method's drafter (tests drive the engine with scripted drafts); needs
-  // speculative.enabled(). Used on the engine thread only.
+  // speculative.enabled(). Used by the thread running steps only (the executor under async).
   std::shared_ptr<Drafter> drafter;
   // Called on the engine thread just before a running sequence's blocks are released (finished,
   // cancelled): its block table and how many positions hold final KV rows. No forward is writing

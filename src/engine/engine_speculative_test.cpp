@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -107,6 +108,10 @@ struct SpecSetup {
   std::shared_ptr<Drafter> drafter;  // null: the checkpoint's MTP layer
   bool async = true;
   int32_t n_kv_blocks = 96;
+  // The policy would turn drafts off on this model (random weights accept nothing, and its cost is
+  // all lm_head rows): the mechanics are tested at a fixed k unless a test asks for it.
+  bool adaptive = false;
+  DraftSampling draft_sampling = DraftSampling::greedy;
 };
 SpecSetup no_spec() { return SpecSetup{}; }
 SpecSetup mtp_spec(int32_t k) { return SpecSetup{true, k, nullptr, true, 96}; }
@@ -145,6 +150,8 @@ Outcome run(const SpecSetup& s, const std::vector<Request>& reqs) {
   if (s.speculate) {
     cfg.speculative.method = SpeculativeMethod::mtp;
     cfg.speculative.num_speculative_tokens = s.k;
+    cfg.speculative.adaptive = s.adaptive;
+    cfg.speculative.draft_sampling = s.draft_sampling;
     cfg.drafter = s.drafter;
   }
   const ModelConfig& mc = f.model->config();
@@ -375,6 +382,46 @@ TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
   EXPECT_EQ(engine_drafts, want);
 }
 
+TEST(EngineSpeculative, DraftVocabularyHeadGivesThoseColumnsOfTheFullHead) {
+  // ModelRunner::set_mtp_draft_vocab: forward_mtp with MtpRequest::draft_vocab gives, for each row,
+  // the full head's logits of exactly those token ids (the head's rows copied), and leaves the full
+  // head to requests without the flag.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  ModelRunner& m = *f.model;
+  const std::vector<int32_t> prompt = prompt_of(20, 9);
+  const int64_t n = static_cast<int64_t>(prompt.size());
+  ASSERT_TRUE(m.init_kv_cache(standalone_kv_cache_config(n + 8, 16)).ok());
+  std::vector<int32_t> ids;
+  for (int32_t t = 0; t < m.config().vocab_size; t += 37) ids.push_back(t);
+  ids.push_back(m.config().vocab_size - 1);
+  ASSERT_TRUE(m.set_mtp_draft_vocab(ids).ok());
+  LogitsOutput out;
+  std::vector<float> full, sub;
+  for (const bool draft_vocab : {false, true}) {
+    SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+    ForwardRequest fr{&seq, prompt, true};
+    ASSERT_TRUE(m.forward({&fr, 1}, out).ok());
+    const std::vector<float> hidden(out.hidden.data(), out.hidden.data() + out.hidden.numel());
+    std::vector<int32_t> next(prompt.begin() + 1, prompt.end());
+    next.push_back(3);
+    MtpRequest mr{&seq, next, hidden.data()};
+    mr.draft_vocab = draft_vocab;
+    ASSERT_TRUE(m.forward_mtp({&mr, 1}, out).ok());
+    ASSERT_EQ(out.logits.numel(),
+              n * (draft_vocab ? static_cast<int64_t>(ids.size()) : m.config().vocab_size));
+    (draft_vocab ? sub : full).assign(out.logits.data(), out.logits.data() + out.logits.numel());
+  }
+  ASSERT_TRUE(m.set_mtp_draft_vocab({}).ok());
+  const size_t V = static_cast<size_t>(m.config().vocab_size);
+  for (int64_t r = 0; r < n; ++r)
+    for (size_t c = 0; c < ids.size(); ++c) {
+      const float want = full[static_cast<size_t>(r) * V + static_cast<size_t>(ids[c])];
+      EXPECT_NEAR(sub[static_cast<size_t>(r) * ids.size() + c], want, 1e-5f * std::max(1.0f, std::abs(want)))
+          << "row " << r << " token " << ids[c];
+    }
+}
+
 TEST(EngineSpeculative, GreedyOutputAndKvEqualARunWithoutDrafts) { expect_lossless(0.0f); }
 
 TEST(EngineSpeculative, SeededSamplingOutputAndKvEqualARunWithoutDrafts) { expect_lossless(1.0f); }
@@ -462,6 +509,60 @@ TEST(EngineSpeculative, GrammarRequestsRunWithoutDraftsNextToDraftingOnes) {
   const Outcome o = run(scripted_spec(4, drafter), reqs);
   expect_same_outputs(o, base, "grammar next to drafting requests");
   EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, 0) << "the plain requests still draft";
+}
+
+TEST(EngineSpeculative, SyncLoopGivesTheSameOutputs) {
+  // Speculation runs under async scheduling by default (a drafting sequence waits for its verify,
+  // the others overlap); the synchronous loop must give the same tokens.
+  ASSERT_NE(fixture().model, nullptr);
+  const std::vector<Request> reqs = requests(1.0f);
+  const Outcome base = run(no_spec(), reqs);
+  SpecSetup sync = scripted_spec(3, std::make_shared<ScriptedDrafter>(references_of(reqs, base)));
+  sync.async = false;
+  const Outcome o = run(sync, reqs);
+  expect_same_outputs(o, base, "scripted k=3, sync loop");
+  EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, 0);
+}
+
+TEST(EngineSpeculative, AdaptivePolicyKeepsOutputsAndTurnsDraftsDown) {
+  // With the policy on, the cost curve measured at start and the measured acceptance decide the
+  // drafts per step; on this model (random MTP weights: nothing accepted) it ends up drafting
+  // little, and the outputs stay those of a run without speculation.
+  ASSERT_NE(fixture().model, nullptr);
+  const std::vector<Request> reqs = requests(0.0f);
+  const Outcome base = run(no_spec(), reqs);
+  SpecSetup adaptive = mtp_spec(3);
+  adaptive.adaptive = true;
+  const Outcome o = run(adaptive, reqs);
+  expect_same_outputs(o, base, "mtp k=3 adaptive");
+  expect_same_kv(o, base, "mtp k=3 adaptive");
+  const Outcome fixed = run(mtp_spec(3), reqs);
+  EXPECT_LT(o.stats.spec_decode_num_draft_tokens, fixed.stats.spec_decode_num_draft_tokens);
+}
+
+TEST(EngineSpeculative, SampledDraftsAreDeterministicAndAcceptMoreThanGreedyOnes) {
+  // draft_sampling = sampled: the MTP layer's drafts are drawn from its distribution under the
+  // request's temperature and verified by rejection sampling (the rule's distribution is checked in
+  // rejection_sampling_test). A fixed seed gives the same tokens run after run; the random MTP layer
+  // is close to the target in distribution, not in argmax, so sampled drafts are accepted where
+  // greedy ones are not. Greedy requests are unaffected by the mode.
+  ASSERT_NE(fixture().model, nullptr);
+  const std::vector<Request> reqs = requests(1.0f);
+  SpecSetup sampled = mtp_spec(3);
+  sampled.draft_sampling = DraftSampling::sampled;
+  const Outcome a = run(sampled, reqs);
+  const Outcome b = run(sampled, reqs);
+  expect_same_outputs(a, b, "sampled drafts, second run");
+  const Outcome greedy_drafts = run(mtp_spec(3), reqs);
+  EXPECT_GT(a.stats.spec_decode_num_accepted_tokens, greedy_drafts.stats.spec_decode_num_accepted_tokens);
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_TRUE(a.events[i].error.ok()) << a.events[i].error.to_string();
+    EXPECT_EQ(a.events[i].tokens.size(), static_cast<size_t>(reqs[i].stop.max_tokens)) << i;
+    ASSERT_EQ(a.events[i].chosen_logprobs.size(), a.events[i].tokens.size()) << i;
+  }
+  const std::vector<Request> greedy_reqs = requests(0.0f);
+  expect_same_outputs(run(sampled, greedy_reqs), run(no_spec(), greedy_reqs),
+                      "sampled mode, greedy requests");
 }
 
 TEST(EngineSpeculative, RefusesAModelThatCannotDraftAndBadConfigs) {

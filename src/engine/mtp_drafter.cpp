@@ -2,13 +2,42 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
-#include "sampling/sampler.h"
+#include "sampling/philox.h"
+#include "sampling/rejection_sampling.h"
 
 namespace ds {
 
-MtpDrafter::MtpDrafter(ModelRunner& model, size_t sample_vocab)
-    : model_(model), sample_vocab_(sample_vocab), hidden_size_(model.config().hidden_size) {}
+MtpDrafter::MtpDrafter(ModelRunner& model, size_t sample_vocab, std::vector<int32_t> draft_vocab)
+    : model_(model),
+      sample_vocab_(sample_vocab),
+      draft_vocab_(std::move(draft_vocab)),
+      hidden_size_(model.config().hidden_size) {}
+
+int32_t MtpDrafter::greedy(std::span<const float> logits) const {
+  const int32_t c = argmax(logits);
+  return draft_vocab_.empty() ? c : draft_vocab_[static_cast<size_t>(c)];
+}
+
+void MtpDrafter::pick(DraftChunk& c, size_t j, std::span<const float> logits) {
+  if (c.sampling == nullptr) {
+    c.draft[j] = greedy(logits);
+    return;
+  }
+  // q over the whole sampled vocabulary (0 outside the draft vocabulary): the distribution the
+  // draft is drawn from, which is all the rejection rule needs of it.
+  const std::span<float> q = c.draft_probs.subspan(j * sample_vocab_, sample_vocab_);
+  if (draft_vocab_.empty()) {
+    sampler_.distribution(logits, *c.sampling, no_penalties_, q);
+  } else {
+    sub_probs_.resize(logits.size());
+    sampler_.distribution(logits, *c.sampling, no_penalties_, sub_probs_);
+    std::fill(q.begin(), q.end(), 0.0f);
+    for (size_t t = 0; t < sub_probs_.size(); ++t) q[static_cast<size_t>(draft_vocab_[t])] = sub_probs_[t];
+  }
+  c.draft[j] = draw_from(q, philox_uniform(c.sampling->seed, c.position + j, kDraftDrawSlot));
+}
 
 Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
   const size_t H = static_cast<size_t>(hidden_size_);
@@ -22,7 +51,15 @@ Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
         it->second.first_draft < 0) {
       continue;
     }
-    c.draft[0] = it->second.first_draft;
+    if (c.sampling != nullptr) {
+      if (it->second.logits.size() != logits_width() ||
+          c.draft_probs.size() != c.draft.size() * sample_vocab_) {
+        continue;  // observed as greedy (the mode changed): no sampled first draft
+      }
+      pick(c, 0, it->second.logits);
+    } else {
+      c.draft[0] = it->second.first_draft;
+    }
     c.n_filled = 1;
     longest = std::max(longest, c.draft.size());
   }
@@ -43,6 +80,7 @@ Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
       r.hidden = hidden;
       r.all_logits = false;
       r.draft = true;
+      r.draft_vocab = !draft_vocab_.empty();
       requests_.push_back(r);
       chunk_of_request_.push_back(i);
     }
@@ -52,7 +90,7 @@ Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
     for (size_t q = 0; q < requests_.size(); ++q) {
       DraftChunk& c = chunks[chunk_of_request_[q]];
       const int64_t row = out_.row_begin[q + 1] - 1;
-      c.draft[j] = argmax(std::span<const float>(out_.logits.row(row), sample_vocab_));
+      pick(c, j, std::span<const float>(out_.logits.row(row), logits_width()));
       c.n_filled = static_cast<int32_t>(j) + 1;
       std::memcpy(chain_hidden_.data() + chunk_of_request_[q] * H,
                   out_.hidden.row(out_.hidden_row_begin[q + 1] - 1), H * sizeof(float));
@@ -83,6 +121,7 @@ Status MtpDrafter::observe(std::span<const ObservedChunk> chunks) {
     r.next_tokens = c.next_tokens.first(static_cast<size_t>(c.n_kept));
     r.hidden = c.hidden;
     r.all_logits = false;
+    r.draft_vocab = !draft_vocab_.empty();
     requests_.push_back(r);
     chunk_of_request_.push_back(i);
   }
@@ -97,8 +136,13 @@ Status MtpDrafter::observe(std::span<const ObservedChunk> chunks) {
     SeqDraftState& state = states_.at(c.seq_id);
     state.n_mtp_tokens = c.pos_begin + c.n_kept;
     const int64_t row = out_.row_begin[q + 1] - 1;
-    state.first_draft =
-        c.wants_draft ? argmax(std::span<const float>(out_.logits.row(row), sample_vocab_)) : -1;
+    const std::span<const float> logits(out_.logits.row(row), logits_width());
+    state.first_draft = c.wants_draft ? greedy(logits) : -1;
+    if (c.wants_draft && c.sampled_draft) {
+      state.logits.assign(logits.begin(), logits.end());
+    } else {
+      state.logits.clear();
+    }
     const float* h = out_.hidden.row(out_.hidden_row_begin[q + 1] - 1);
     state.hidden.assign(h, h + H);
   }

@@ -6,7 +6,9 @@
 // p + 1), in one forward_mtp over all sequences. The last row's logits give the first draft of the
 // next step and its output hidden row seeds the chain: propose() then feeds the MTP layer its own
 // output for drafts 2..k (rows past the target's n_tokens, MtpRequest::draft), which the next
-// observe() overwrites with the real rows. Drafts are greedy (argmax over the sampled vocabulary).
+// observe() overwrites with the real rows. Drafts are greedy (argmax over the sampled vocabulary),
+// or drawn from the layer's distribution under the request's sampling params for sampled drafts
+// (DraftChunk::sampling).
 //
 // Thread contract: one thread at a time (the one running the engine's steps).
 #pragma once
@@ -17,6 +19,7 @@
 
 #include "engine/drafter.h"
 #include "model/model_runner.h"
+#include "sampling/sampler.h"
 
 namespace ds {
 
@@ -24,7 +27,9 @@ class MtpDrafter final : public Drafter {
  public:
   // Precondition: model.supports_mtp_drafting(); it outlives the drafter. sample_vocab: drafts are
   // taken from the first sample_vocab logits columns.
-  MtpDrafter(ModelRunner& model, size_t sample_vocab);
+  // draft_vocab: the token ids the model's draft head was restricted to
+  // (ModelRunner::set_mtp_draft_vocab, each < sample_vocab); empty: the full head.
+  MtpDrafter(ModelRunner& model, size_t sample_vocab, std::vector<int32_t> draft_vocab = {});
 
   bool needs_hidden() const override { return true; }
   Status propose(std::span<DraftChunk> chunks) override;
@@ -39,10 +44,18 @@ class MtpDrafter final : public Drafter {
     int64_t n_mtp_tokens = 0;   // MTP rows [0, n) are final (== the target's kept positions)
     int32_t first_draft = -1;   // the MTP's guess for position n_mtp_tokens + 1; -1 = none
     std::vector<float> hidden;  // [hidden_size] the MTP output at row n_mtp_tokens - 1 (chain input)
+    std::vector<float> logits;  // [sample_vocab] that row's logits, kept for a sampled first draft
   };
+  // Fills draft[j] (and, sampled, draft_probs row j) from a logits row (over the draft vocabulary).
+  void pick(DraftChunk& c, size_t j, std::span<const float> logits);
+  // The greedy draft of a logits row: its argmax, as a token id.
+  int32_t greedy(std::span<const float> logits) const;
+  size_t logits_width() const { return draft_vocab_.empty() ? sample_vocab_ : draft_vocab_.size(); }
 
   ModelRunner& model_;
   size_t sample_vocab_;
+  std::vector<int32_t> draft_vocab_;  // column c of the MTP logits is token draft_vocab_[c] (empty: c)
+  std::vector<float> sub_probs_;      // sampled drafts: q over the draft vocabulary
   int64_t hidden_size_;
   std::unordered_map<SeqId, SeqDraftState> states_;
   // Scratch reused across steps.
@@ -50,6 +63,8 @@ class MtpDrafter final : public Drafter {
   std::vector<size_t> chunk_of_request_;
   std::vector<float> chain_hidden_;  // [n_requests, hidden_size] the previous chain step's output
   LogitsOutput out_;
+  Sampler sampler_;
+  PenaltyState no_penalties_;  // sampled drafts are for requests without penalties
 };
 
 }  // namespace ds

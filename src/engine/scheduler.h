@@ -183,6 +183,9 @@ class Scheduler {
   int32_t n_preemptions(SeqId seq_id) const;  // times this sequence was preempted
   SchedulerStats stats() const { return stats_; }
   const SchedulerConfig& config() const { return cfg_; }
+  // Speculative decoding: draft positions per decode chunk from the next schedule() on (the
+  // engine's SpeculationPolicy turns it down on compute-bound steps); 0 = none.
+  void set_num_speculative_tokens(int32_t k) { cfg_.num_speculative_tokens = k; }
 
   // Scheduler invariants plus KvCacheManager::check_integrity(); tests run it after every step.
   Status check_integrity() const;

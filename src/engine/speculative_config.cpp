@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <climits>
+
 namespace ds {
 
 namespace {
@@ -37,8 +39,25 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view json) {
                    std::to_string(SpeculativeConfig::kMaxSpeculativeTokens) + "], got " + std::to_string(k));
       }
       cfg.num_speculative_tokens = static_cast<int32_t>(k);
+    } else if (key == "adaptive") {
+      if (!value.is_boolean()) return bad("\"adaptive\" must be true or false");
+      cfg.adaptive = value.get<bool>();
+    } else if (key == "draft_vocab") {
+      if (!value.is_number_integer() || value.get<int64_t>() < 0 || value.get<int64_t>() > INT32_MAX)
+        return bad("\"draft_vocab\" must be an integer >= 0 (0 = the full vocabulary)");
+      cfg.draft_vocab = static_cast<int32_t>(value.get<int64_t>());
+    } else if (key == "draft_sampling") {
+      const std::string mode = value.is_string() ? value.get<std::string>() : "";
+      if (mode == "greedy") {
+        cfg.draft_sampling = DraftSampling::greedy;
+      } else if (mode == "sampled") {
+        cfg.draft_sampling = DraftSampling::sampled;
+      } else {
+        return bad("\"draft_sampling\" must be \"greedy\" or \"sampled\"");
+      }
     } else {
-      return bad("unknown key \"" + key + "\" (known: method, num_speculative_tokens)");
+      return bad("unknown key \"" + key +
+                 "\" (known: method, num_speculative_tokens, adaptive, draft_sampling, draft_vocab)");
     }
   }
   if (cfg.method == SpeculativeMethod::none) return bad("\"method\" is missing");

@@ -13,6 +13,16 @@ TEST(SpeculativeConfig, ParsesVllmShape) {
   EXPECT_TRUE(c->enabled());
   EXPECT_TRUE(parse_speculative_config(R"({"num_speculative_tokens": 1, "method": "deepseek_mtp"})").ok());
   EXPECT_FALSE(SpeculativeConfig{}.enabled());
+  EXPECT_TRUE(c->adaptive);
+  EXPECT_EQ(c->draft_sampling, DraftSampling::greedy);
+  EXPECT_EQ(c->draft_vocab, -1);
+  Result<SpeculativeConfig> d = parse_speculative_config(
+      R"({"method": "mtp", "num_speculative_tokens": 2, "adaptive": false, "draft_sampling": "sampled",
+          "draft_vocab": 0})");
+  ASSERT_TRUE(d.ok()) << d.status().to_string();
+  EXPECT_FALSE(d->adaptive);
+  EXPECT_EQ(d->draft_sampling, DraftSampling::sampled);
+  EXPECT_EQ(d->draft_vocab, 0);
 }
 
 TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
@@ -28,6 +38,11 @@ TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
       {R"({"method": "mtp", "num_speculative_tokens": 17})", "got 17"},
       {R"({"method": "mtp", "num_speculative_tokens": 2.5})", "must be an integer"},
       {R"({"method": "mtp", "num_speculative_tokens": 2, "model": "x"})", "unknown key \"model\""},
+      {R"({"method": "mtp", "num_speculative_tokens": 2, "adaptive": 1})",
+       "\"adaptive\" must be true or false"},
+      {R"({"method": "mtp", "num_speculative_tokens": 2, "draft_sampling": "top"})",
+       "\"draft_sampling\" must be"},
+      {R"({"method": "mtp", "num_speculative_tokens": 2, "draft_vocab": -3})", "\"draft_vocab\" must be"},
   };
   for (const auto& [json, want] : cases) {
     Result<SpeculativeConfig> c = parse_speculative_config(json);

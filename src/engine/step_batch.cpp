@@ -1,6 +1,8 @@
 #include "engine/step_batch.h"
 
 #include "grammar/token_bitmask.h"
+#include "sampling/philox.h"
+#include "sampling/rejection_sampling.h"
 
 #include <algorithm>
 #include <future>
@@ -81,6 +83,8 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
                                                std::to_string(pos) + " after the previous step");
       }
       tokens_[static_cast<size_t>(b + c.n_tokens - 1)] = known[static_cast<size_t>(pos)];
+      // A drafting chunk's context ends with its token (planned while it was being sampled).
+      if (n_draft_[i] > 0) context_[i].push_back(known[static_cast<size_t>(pos)]);
     }
     for (int64_t t = b; t < e; ++t) tokens_[write++] = tokens_[static_cast<size_t>(t)];
     if (kept != i) {
@@ -108,7 +112,7 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
     const size_t n = static_cast<size_t>(token_begin_[i + 1]) - b;
     requests_[i] = ForwardRequest{&seqs_[i], std::span<const int32_t>(tokens_.data() + b, n), n_draft_[i] > 0,
                                   plan_.chunks[i].replay_end};
-    requests_[i].all_hidden = drafter_ != nullptr && drafter_->needs_hidden();
+    requests_[i].all_hidden = drafting_ && drafter_->needs_hidden();
   }
   return ok_status();
 }
@@ -138,7 +142,12 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
   n_drafts_verified.assign(plan_.chunks.size(), 0);
   accepted_drafts.resize(plan_.chunks.size());
   for (auto& a : accepted_drafts) a.clear();
-  Status forward_status = drafter_ != nullptr ? propose_drafts() : ok_status();
+  if (drafter_ != nullptr) {
+    for (const SeqId seq : forget) drafter_->forget(seq);
+  }
+  forget.clear();
+  sample_vocab_ = sample_vocab;
+  Status forward_status = drafting_ ? propose_drafts() : ok_status();
   if (forward_status.ok()) forward_status = model.forward(requests_, out_);
   if (masks_done.valid()) masks_done.get();
   DS_TRY(forward_status);
@@ -168,12 +177,23 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
     }
     samples[job.chunk_idx] = sampler.sample(row, *job.params, *job.penalties, job.position, /*draft_slot=*/0);
   }
-  return drafter_ != nullptr ? observe_kept() : ok_status();
+  return drafting_ ? observe_kept() : ok_status();
 }
 
 Status StepBatch::propose_drafts() {
   draft_chunks_.clear();
   draft_chunk_idx_.clear();
+  std::vector<const SampleJob*> job_of(plan_.chunks.size(), nullptr);
+  for (const SampleJob& job : sample_jobs) job_of[job.chunk_idx] = &job;
+  draft_probs_begin_.assign(plan_.chunks.size(), -1);
+  size_t n_probs = 0;
+  for (size_t i = 0; i < plan_.chunks.size(); ++i) {
+    if (n_draft_[i] > 0 && job_of[i] != nullptr && job_of[i]->sampled_drafts) {
+      draft_probs_begin_[i] = static_cast<int64_t>(n_probs);
+      n_probs += static_cast<size_t>(n_draft_[i]) * sample_vocab_;
+    }
+  }
+  draft_probs_.resize(n_probs);
   for (size_t i = 0; i < plan_.chunks.size(); ++i) {
     if (n_draft_[i] <= 0) continue;
     const ScheduledChunk& c = plan_.chunks[i];
@@ -184,6 +204,12 @@ Status StepBatch::propose_drafts() {
     d.context = context_[i];
     d.draft =
         std::span<int32_t>(tokens_.data() + token_begin_[i] + c.n_tokens, static_cast<size_t>(n_draft_[i]));
+    if (draft_probs_begin_[i] >= 0) {
+      d.sampling = job_of[i]->params;
+      d.position = job_of[i]->position;
+      d.draft_probs = std::span<float>(draft_probs_.data() + draft_probs_begin_[i],
+                                       static_cast<size_t>(n_draft_[i]) * sample_vocab_);
+    }
     draft_chunks_.push_back(d);
     draft_chunk_idx_.push_back(i);
   }
@@ -206,6 +232,10 @@ Status StepBatch::propose_drafts() {
 
 void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab) {
   const size_t i = job.chunk_idx;
+  if (draft_probs_begin_[i] >= 0) {
+    verify_sampled(job, sampler, sample_vocab);
+    return;
+  }
   const int32_t n_drafts = n_drafts_verified[i];
   const int32_t* drafts = tokens_.data() + token_begin_[i] + plan_.chunks[i].n_tokens;
   // Every token of the chunk has a logits row; the one of the chunk's last known token comes first.
@@ -225,6 +255,45 @@ void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_voc
   }
 }
 
+// Leviathan et al. / Chen et al.: draft j was drawn from q_j; accept it with min(1, p_j / q_j), else
+// the step's token is drawn from norm(max(0, p_j - q_j)); with every draft accepted, the token after
+// them is the plain keyed sample of the last row. p_j is the distribution the request's own sample
+// of row j draws from (Sampler::distribution), so every output token follows it exactly.
+void StepBatch::verify_sampled(const SampleJob& job, Sampler& sampler, size_t sample_vocab) {
+  const size_t i = job.chunk_idx;
+  const int32_t n_drafts = n_drafts_verified[i];
+  const int32_t* drafts = tokens_.data() + token_begin_[i] + plan_.chunks[i].n_tokens;
+  const int64_t first_row = out_.row_begin[i] + plan_.chunks[i].n_tokens - 1;
+  const SamplingParams& params = *job.params;
+  target_probs_.resize(sample_vocab);
+  for (int32_t j = 0; j < n_drafts; ++j) {
+    const std::span<const float> row(out_.logits.row(first_row + j), sample_vocab);
+    std::span<const float> q(draft_probs_.data() + draft_probs_begin_[i] + j * sample_vocab, sample_vocab);
+    sampler.distribution(row, params, *job.penalties, target_probs_);
+    const uint64_t position = job.position + static_cast<uint64_t>(j);
+    if (q[static_cast<size_t>(drafts[j])] <= 0.0f) {
+      // A drafter that proposed without filling q: the draft is a point mass, for which the same
+      // rule accepts with p(d) and resamples from p without d.
+      point_mass_.assign(sample_vocab, 0.0f);
+      point_mass_[static_cast<size_t>(drafts[j])] = 1.0f;
+      q = point_mass_;
+    }
+    const DraftVerdict v = accept_or_resample(
+        target_probs_, q, drafts[j], philox_uniform(params.seed, position, kAcceptDrawSlot),
+        philox_uniform(params.seed, position, kResampleDrawSlot), residual_);
+    const SampleResult r = sampler.score(row, params, *job.penalties, v.token);
+    if (v.accepted) {
+      accepted_drafts[i].push_back(r);
+      continue;
+    }
+    samples[i] = r;
+    return;
+  }
+  samples[i] = sampler.sample(std::span<const float>(out_.logits.row(first_row + n_drafts), sample_vocab),
+                              params, *job.penalties, job.position + static_cast<uint64_t>(n_drafts),
+                              /*draft_slot=*/0);
+}
+
 Status StepBatch::observe_kept() {
   if (out_.hidden_row_begin.size() != plan_.chunks.size() + 1)
     return Status(ErrorCode::internal, "the model returned no hidden rows per request for the drafter");
@@ -235,7 +304,8 @@ Status StepBatch::observe_kept() {
     n_tokens_total += static_cast<size_t>(plan_.chunks[i].n_tokens) + accepted_drafts[i].size();
   observed_tokens_.reserve(n_tokens_total);  // spans below point into it
   std::vector<uint8_t> speculate(plan_.chunks.size(), 0);
-  for (const SampleJob& job : sample_jobs) speculate[job.chunk_idx] = job.speculate ? 1 : 0;
+  for (const SampleJob& job : sample_jobs)
+    speculate[job.chunk_idx] = job.speculate ? (job.sampled_drafts ? 2 : 1) : 0;
   for (size_t i = 0; i < plan_.chunks.size(); ++i) {
     const ScheduledChunk& c = plan_.chunks[i];
     const int32_t n_kept = c.n_tokens + static_cast<int32_t>(accepted_drafts[i].size());
@@ -245,6 +315,7 @@ Status StepBatch::observe_kept() {
     o.seq = &seqs_[i];
     o.pos_begin = c.pos_begin;
     o.wants_draft = speculate[i] != 0;
+    o.sampled_draft = speculate[i] == 2;
     if (last >= 0 && c.replay_end == 0) {
       // Position p's next token: the chunk's own tokens (accepted drafts included), then `last`.
       const size_t begin = observed_tokens_.size();

@@ -52,6 +52,9 @@ class StepBatch {
     // the executor; the engine thread advances it only after the step completes.
     grammar::GrammarMatcher* matcher = nullptr;
     bool speculate = false;  // the request drafts (its MTP state should produce a first draft)
+    // Its drafts are sampled and verified by rejection sampling (SpeculativeConfig::draft_sampling,
+    // temperature > 0), not greedy and verified by equality.
+    bool sampled_drafts = false;
   };
   std::vector<SampleJob> sample_jobs;
   std::vector<SampleResult> samples;  // [n_chunks], filled for the chunks of sample_jobs
@@ -60,9 +63,16 @@ class StepBatch {
   std::vector<std::vector<SampleResult>> accepted_drafts;
   std::vector<int32_t> n_drafts_verified;
 
-  // Speculative decoding: the drafter that fills the chunks' draft positions (null: none). Set
-  // before prepare_launch(); it must outlive the step.
-  void set_drafter(Drafter* drafter) { drafter_ = drafter; }
+  // Speculative decoding: the drafter that fills the chunks' draft positions (null: none) and
+  // whether it runs in this step (a step the engine's policy runs plainly has no drafts, and the
+  // drafter neither proposes nor observes). Set before prepare_launch(); it must outlive the step.
+  void set_drafter(Drafter* drafter, bool drafting) {
+    drafter_ = drafter;
+    drafting_ = drafter != nullptr && drafting;
+  }
+  // Sequences the drafter forgets when this step runs, before it proposes: the drafter is used only
+  // by the thread running steps (the executor under async scheduling).
+  std::vector<SeqId> forget;
 
   // forward() then every sample job; the samples draw only from the first sample_vocab columns.
   // Grammar jobs' masks are computed on a helper thread during the forward.
@@ -86,9 +96,18 @@ class StepBatch {
   std::vector<int32_t> next_token_;
   std::vector<std::vector<int32_t>> context_;
   Drafter* drafter_ = nullptr;
+  bool drafting_ = false;
   std::vector<DraftChunk> draft_chunks_;
   std::vector<size_t> draft_chunk_idx_;
   std::vector<ObservedChunk> observed_;
+  // Sampled drafts: the drafter's q rows ([n_chunks] offsets into draft_probs_, -1 = greedy), and
+  // the target's p row and the residual's scratch for the rule.
+  std::vector<float> draft_probs_;
+  std::vector<int64_t> draft_probs_begin_;
+  std::vector<float> target_probs_;
+  std::vector<float> residual_;
+  std::vector<float> point_mass_;
+  size_t sample_vocab_ = 0;
   std::vector<int32_t> observed_tokens_;
   std::vector<ForwardRequest> requests_;
   LogitsOutput out_;
@@ -98,8 +117,10 @@ class StepBatch {
   std::vector<float> masked_row_;
 
   Status propose_drafts();
-  // Samples chunk i's rows from its token on, accepting drafts while they equal the samples.
+  // Samples chunk i's rows from its token on, accepting drafts while they equal the samples (or, for
+  // sampled drafts, while the rejection rule accepts them).
   void verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab);
+  void verify_sampled(const SampleJob& job, Sampler& sampler, size_t sample_vocab);
   Status observe_kept();
 };
 

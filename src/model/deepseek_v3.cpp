@@ -246,6 +246,12 @@ Status DeepSeekV3::forward_idle() {
   return ok_status();
 }
 
+Status DeepSeekV3::set_mtp_draft_vocab(std::span<const int32_t> ids) {
+  if (!mtp_)
+    return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
+  return mtp_->set_draft_vocab(ids);
+}
+
 Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
   if (!mtp_)
     return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
@@ -295,8 +301,13 @@ Status DeepSeekV3::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
                 static_cast<size_t>(n_out * H) * sizeof(float));
   }
   normed_.reshape(Shape{R, H});
-  out.logits.reshape(Shape{R, cfg_.vocab_size});
-  mtp_->head(ctx_, x_.data(), R, normed_.data(), out.logits.data());
+  if (requests.front().draft_vocab && mtp_->draft_vocab_size() > 0) {
+    out.logits.reshape(Shape{R, mtp_->draft_vocab_size()});
+    mtp_->draft_head(ctx_, x_.data(), R, normed_.data(), out.logits.data());
+  } else {
+    out.logits.reshape(Shape{R, cfg_.vocab_size});
+    mtp_->head(ctx_, x_.data(), R, normed_.data(), out.logits.data());
+  }
   // The next MTP step's input, in the convention the main model feeds it (ModelOptions::mtp_input).
   out.hidden_row_begin = out.row_begin;
   out.hidden.reshape(Shape{R, H});

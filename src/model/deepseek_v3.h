@@ -46,6 +46,7 @@ class DeepSeekV3 final : public ModelRunner {
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
   bool has_mtp() const override { return mtp_.has_value(); }
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
+  Status set_mtp_draft_vocab(std::span<const int32_t> ids) override;
   bool supports_mtp_drafting() const override { return has_mtp(); }
 
  private:

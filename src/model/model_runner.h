@@ -46,6 +46,10 @@ struct MtpRequest {
   // its own output autoregressively). The caller lowers n_mtp_tokens back afterwards; the rows it
   // wrote are overwritten before anything reads them as context of a real position.
   bool draft = false;
+  // Logits over the draft vocabulary only (set_mtp_draft_vocab): LogitsOutput::logits is then
+  // [rows, ids.size()], column c holding token ids[c]. A cheaper head for drafting; every request
+  // of one call must agree.
+  bool draft_vocab = false;
 };
 
 struct LogitsOutput {
@@ -119,6 +123,12 @@ class ModelRunner {
   // MTP logits for every row of every request (model_unsupported without an MTP layer); the same
   // validation as forward, plus: MTP rows only for positions the main model has consumed.
   virtual Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) = 0;
+  // Speculative decoding: the token ids (distinct, in [0, vocab)) MtpRequest::draft_vocab rows get
+  // logits for — the MTP head restricted to them costs ids.size() / vocab of the full one (FR-Spec,
+  // Zhao et al. 2025). Empty: back to the full head. model_unsupported where not built.
+  virtual Status set_mtp_draft_vocab(std::span<const int32_t> /*ids*/) {
+    return Status(ErrorCode::model_unsupported, "this model has no draft vocabulary head");
+  }
 };
 
 }  // namespace ds

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -42,6 +43,13 @@ class MtpLayer {
              MtpScratch& s, LayerScratch& ls) const;
   // head(): rows x [n_rows, hidden] -> normed [n_rows, hidden] (shared_head.norm) and logits.
   void head(const ForwardContext& ctx, const float* x, int64_t n_rows, float* normed, float* logits) const;
+  // The head restricted to token ids (ModelRunner::set_mtp_draft_vocab): a copy of those rows of
+  // the head weight (BF16 or F32; model_unsupported for block-scaled FP8). Empty ids: none.
+  Status set_draft_vocab(std::span<const int32_t> ids);
+  int64_t draft_vocab_size() const { return draft_head_.rows; }
+  // head() over the draft vocabulary: logits [n_rows, draft_vocab_size()].
+  void draft_head(const ForwardContext& ctx, const float* x, int64_t n_rows, float* normed,
+                  float* logits) const;
 
  private:
   int64_t hidden_ = 0;
@@ -53,6 +61,8 @@ class MtpLayer {
   std::optional<DecoderLayer> block_;
   std::optional<Linear> own_head_;
   WeightMatrix head_;  // own_head_->w or the main lm_head
+  std::vector<uint8_t> draft_head_storage_;
+  WeightMatrix draft_head_;  // rows of head_ for the draft vocabulary (rows = 0: none)
 };
 
 }  // namespace ds

@@ -201,39 +201,88 @@ int32_t Sampler::draw(const Prefix& kept, uint64_t target) {
   return 0;
 }
 
-SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
-                             const PenaltyState& penalties, uint64_t position, uint32_t draft_slot) {
-  DS_ASSERT(!logits.empty(), "sampling needs a non-empty logits row");
-  DS_ASSERT(logits.size() <= rule::kMaxVocab, "vocabulary too large for 64-bit fixed-point masses");
+std::span<const float> Sampler::prepare(std::span<const float> logits, const SamplingParams& params,
+                                        const PenaltyState& penalties, Prefix& kept) {
   std::span<const float> processed = logits;
   if (has_logit_edits(params, penalties)) {
     processed_.assign(logits.begin(), logits.end());
     apply_bias_and_penalties(processed_, params, penalties);
     processed = processed_;
   }
+  if (params.is_greedy()) return processed;
+  row_ = processed;
+  temperature_ = params.temperature;
+  compute_weights(processed, params.temperature);
+  if (n_survivors_ == 0) return processed;
+  const Prefix candidates =
+      params.top_k > 0 && params.top_k < n_survivors_ ? top_k_prefix(params.top_k) : all_survivors();
+  kept = params.top_p < 1.0f || params.min_p > 0.0f ? truncate(candidates, params) : candidates;
+  return processed;
+}
+
+SampleResult Sampler::sample(std::span<const float> logits, const SamplingParams& params,
+                             const PenaltyState& penalties, uint64_t position, uint32_t draft_slot) {
+  DS_ASSERT(!logits.empty(), "sampling needs a non-empty logits row");
+  DS_ASSERT(logits.size() <= rule::kMaxVocab, "vocabulary too large for 64-bit fixed-point masses");
+  Prefix kept;
+  const std::span<const float> processed = prepare(logits, params, penalties, kept);
   SampleResult result;
   if (params.is_greedy()) {
     result.token_id = argmax(processed);
     if (params.logprobs) fill_logprobs(logits, processed, params, nullptr, result);
     return result;
   }
-
-  row_ = processed;
-  temperature_ = params.temperature;
-  compute_weights(processed, params.temperature);
   if (n_survivors_ == 0) {  // every processed logit is -inf or NaN: nothing can be drawn
     row_ = {};
     result.token_id = 0;
     if (params.logprobs) fill_logprobs(logits, processed, params, nullptr, result);
     return result;
   }
-  const Prefix candidates =
-      params.top_k > 0 && params.top_k < n_survivors_ ? top_k_prefix(params.top_k) : all_survivors();
-  const Prefix kept = params.top_p < 1.0f || params.min_p > 0.0f ? truncate(candidates, params) : candidates;
   const double u = philox_uniform(params.seed, position, draft_slot);
   result.token_id = draw(kept, rule::draw_target(u, kept.mass));
   if (params.logprobs) fill_logprobs(logits, processed, params, &kept, result);
   row_ = {};  // may point at the caller's logits: never kept past the call
+  return result;
+}
+
+void Sampler::distribution(std::span<const float> logits, const SamplingParams& params,
+                           const PenaltyState& penalties, std::span<float> probs) {
+  DS_ASSERT(probs.size() == logits.size(), "distribution: probs must have one entry per logit");
+  DS_ASSERT(!logits.empty() && logits.size() <= rule::kMaxVocab, "distribution: bad vocabulary size");
+  std::fill(probs.begin(), probs.end(), 0.0f);
+  Prefix kept;
+  const std::span<const float> processed = prepare(logits, params, penalties, kept);
+  if (params.is_greedy() || n_survivors_ == 0) {
+    probs[static_cast<size_t>(params.is_greedy() ? argmax(processed) : 0)] = 1.0f;
+    row_ = {};
+    return;
+  }
+  const double inv_mass = 1.0 / static_cast<double>(kept.mass);
+  // Every survivor of a bucket above the last kept one is kept; of the last bucket, its first
+  // n_in_last tokens in rank order.
+  for (size_t i = 0; i < weights_.size(); ++i) {
+    const float w = weights_[i];
+    if (w > 0.0f && rule::weight_bucket(w) > kept.last_bucket)
+      probs[i] = static_cast<float>(static_cast<double>(rule::fixed_weight(w)) * inv_mass);
+  }
+  const std::span<const int32_t> last = bucket_tokens(kept.last_bucket);
+  for (int64_t j = 0; j < kept.n_in_last; ++j) {
+    const size_t id = static_cast<size_t>(last[static_cast<size_t>(j)]);
+    probs[id] = static_cast<float>(static_cast<double>(rule::fixed_weight(weights_[id])) * inv_mass);
+  }
+  row_ = {};
+}
+
+SampleResult Sampler::score(std::span<const float> logits, const SamplingParams& params,
+                            const PenaltyState& penalties, int32_t token_id) {
+  SampleResult result;
+  result.token_id = token_id;
+  if (!params.logprobs) return result;
+  Prefix kept;
+  const std::span<const float> processed = prepare(logits, params, penalties, kept);
+  const bool drawn = !params.is_greedy() && n_survivors_ > 0;
+  fill_logprobs(logits, processed, params, drawn ? &kept : nullptr, result);
+  row_ = {};
   return result;
 }
 

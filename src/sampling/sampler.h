@@ -80,6 +80,18 @@ class Sampler {
   int32_t sample(std::span<const float> logits, const SamplingParams& params, uint64_t position,
                  uint32_t draft_slot = 0);
 
+  // The distribution sample() draws from, as probabilities over the row (probs.size() ==
+  // logits.size()): the kept tokens' fixed-point weights over the kept mass, 0 elsewhere; at
+  // temperature 0 (or with nothing surviving) a point mass on the token sample() returns.
+  // Speculative sampling needs it (rejection_sampling.h).
+  void distribution(std::span<const float> logits, const SamplingParams& params,
+                    const PenaltyState& penalties, std::span<float> probs);
+
+  // What sample() returns when its draw lands on token_id (the token and, with params.logprobs,
+  // its log-probabilities), without drawing. token_id should be one sample() can return.
+  SampleResult score(std::span<const float> logits, const SamplingParams& params,
+                     const PenaltyState& penalties, int32_t token_id);
+
  private:
   // A rank-order prefix of the survivors: every survivor in a bucket above last_bucket, then the
   // first n_in_last tokens (rank order) of last_bucket, whose weights sum to mass_in_last.
@@ -101,6 +113,10 @@ class Sampler {
   Prefix all_survivors() const;
   Prefix top_k_prefix(int64_t k);
   Prefix truncate(const Prefix& candidates, const SamplingParams& params);
+  // Bias, penalties, weights and the kept prefix of a row at temperature > 0 (row_ is set; the
+  // caller clears it). Returns the processed row; n_survivors_ == 0 means nothing can be drawn.
+  std::span<const float> prepare(std::span<const float> logits, const SamplingParams& params,
+                                 const PenaltyState& penalties, Prefix& kept);
   int32_t draw(const Prefix& kept, uint64_t target);
   void fill_logprobs(std::span<const float> raw, std::span<const float> processed,
                      const SamplingParams& params, const Prefix* kept, SampleResult& result);

@@ -1,0 +1,108 @@
+#include "engine/speculation_policy.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace ds {
+
+namespace {
+// Pseudo-counts of the prior per position: the measured rate takes over after a few dozen chunks.
+constexpr double kPriorWeight = 8.0;
+}  // namespace
+
+SpeculationPolicy::SpeculationPolicy(int32_t k_max, double prior_acceptance)
+    : k_max_(std::max(0, k_max)),
+      reached_(static_cast<size_t>(k_max_), 0.0),
+      accepted_(static_cast<size_t>(k_max_), 0.0),
+      prior_(prior_acceptance) {}
+
+void SpeculationPolicy::set_costs(std::vector<CostPoint> target, std::vector<CostPoint> draft) {
+  target_ = std::move(target);
+  draft_ = std::move(draft);
+}
+
+void SpeculationPolicy::record(int32_t n_verified, int32_t n_accepted) {
+  const int32_t n = std::min(n_verified, k_max_);
+  if (n <= 0) return;
+  for (size_t j = 0; j < reached_.size(); ++j) {
+    reached_[j] *= kDecay;
+    accepted_[j] *= kDecay;
+  }
+  // Position j was reached when every draft before it was accepted.
+  for (int32_t j = 0; j < n && j <= n_accepted; ++j) {
+    reached_[static_cast<size_t>(j)] += 1.0;
+    if (j < n_accepted) accepted_[static_cast<size_t>(j)] += 1.0;
+  }
+}
+
+double SpeculationPolicy::acceptance(int32_t position) const {
+  const size_t j = static_cast<size_t>(position);
+  if (j >= reached_.size()) return 0.0;
+  return (accepted_[j] + kPriorWeight * prior_) / (reached_[j] + kPriorWeight);
+}
+
+double SpeculationPolicy::interpolate(const std::vector<CostPoint>& curve, double rows) {
+  if (curve.size() == 1) return curve[0].ns * rows / static_cast<double>(std::max<int64_t>(1, curve[0].rows));
+  size_t hi = 1;
+  while (hi + 1 < curve.size() && static_cast<double>(curve[hi].rows) < rows) ++hi;
+  const CostPoint& a = curve[hi - 1];
+  const CostPoint& b = curve[hi];
+  const double t = (rows - static_cast<double>(a.rows)) / static_cast<double>(b.rows - a.rows);
+  return std::max(0.0, a.ns + t * (b.ns - a.ns));
+}
+
+double SpeculationPolicy::expected_rate(int32_t n_seqs, int32_t k) const {
+  const double b = std::max(1, n_seqs);
+  double tokens = 1.0;
+  double reach = 1.0;
+  for (int32_t j = 0; j < k; ++j) {
+    reach *= acceptance(j);
+    tokens += reach;
+  }
+  double cost = interpolate(target_, b * (k + 1));
+  if (k > 0) cost += interpolate(draft_, b * tokens) + (k - 1) * interpolate(draft_, b);
+  return cost > 0 ? b * tokens / cost : 0.0;
+}
+
+int32_t SpeculationPolicy::best_k(int32_t n_seqs) const {
+  if (!has_costs()) return k_max_;
+  const double plain = expected_rate(n_seqs, 0);
+  int32_t best = 0;
+  double best_rate = plain * kMargin;
+  for (int32_t k = 1; k <= k_max_; ++k) {
+    const double r = expected_rate(n_seqs, k);
+    if (r > best_rate) {
+      best_rate = r;
+      best = k;
+    }
+  }
+  return best;
+}
+
+int32_t SpeculationPolicy::choose(int32_t n_seqs) {
+  if (n_seqs <= 0 || k_max_ == 0) return 0;
+  const int32_t k = best_k(n_seqs);
+  if (k > 0) {
+    steps_off_ = 0;
+    probe_left_ = 0;
+    return k;
+  }
+  if (probe_left_ > 0) {
+    --probe_left_;
+    return 1;
+  }
+  if (++steps_off_ >= kProbeEvery) {
+    // Would speculation pay at the prior's acceptance? Then acceptance, not cost, turned it off:
+    // look again (a drafter restarts its state on the first step, drafts on the next ones).
+    SpeculationPolicy optimistic(k_max_, prior_);
+    optimistic.set_costs(target_, draft_);
+    steps_off_ = 0;
+    if (optimistic.best_k(n_seqs) > 0) {
+      probe_left_ = kProbeSteps - 1;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace ds

@@ -1,0 +1,74 @@
+// SpeculationPolicy: how many drafts each sequence verifies in a step (docs/speculative.md,
+// "Turning speculation down"). Speculation pays when the k + 1 verify rows and the drafter's
+// forwards cost less than the tokens they are expected to yield; on a compute-bound step (many
+// sequences, big rows) or with low acceptance it does not, and the step is better run plainly.
+//
+// The policy keeps
+//   - a cost curve measured at engine start (Engine::create runs the target forward over B
+//     sequences of r rows, and the drafter's forward over B rows): target_ns(rows), draft_ns(rows);
+//   - the acceptance rate per draft position, conditional on reaching it, from the verified steps
+//     (exponentially decayed, so it follows the traffic), starting from a prior;
+// and picks, for a step with B speculating sequences, the k in [0, k_max] that maximises expected
+// tokens per second:
+//     tokens(k) = B · (1 + a_1 + a_1 a_2 + ... + a_1..a_k)
+//     cost(0)   = target(B)                                     (no drafter, async scheduling)
+//     cost(k)   = target(B (k + 1)) + draft(B (1 + accepted)) + (k - 1) · draft(B)
+// keeping k = 0 unless speculation wins by a margin. With k = 0 chosen, the engine runs the step
+// without the drafter, so a step that does not speculate costs what it would without speculation.
+// While speculation is off for low acceptance, one step in `probe_every` drafts again (its MTP
+// state warms up first), so a change in traffic is noticed.
+//
+// Not thread-safe: the engine thread owns it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace ds {
+
+struct CostPoint {
+  int64_t rows = 0;
+  double ns = 0;
+};
+
+class SpeculationPolicy {
+ public:
+  // k_max: the configured num_speculative_tokens; prior_acceptance: the per-position acceptance
+  // assumed before anything was verified.
+  SpeculationPolicy(int32_t k_max, double prior_acceptance = 0.7);
+
+  // Points sorted by rows, at least one each; costs between points are interpolated linearly,
+  // beyond the last extrapolated from the last two.
+  void set_costs(std::vector<CostPoint> target, std::vector<CostPoint> draft);
+  bool has_costs() const { return !target_.empty() && !draft_.empty(); }
+
+  // One verified chunk: n_verified drafts, the first n_accepted of them accepted.
+  void record(int32_t n_verified, int32_t n_accepted);
+
+  // Drafts per sequence for a step with n_seqs speculating sequences (0: run the step plainly).
+  // Calls count as steps for probing.
+  int32_t choose(int32_t n_seqs);
+
+  // The model's view, for tests and the bench: expected tokens per ns at k.
+  double expected_rate(int32_t n_seqs, int32_t k) const;
+  double acceptance(int32_t position) const;  // a_{position+1}, conditional
+
+  static constexpr double kMargin = 1.05;  // speculation must win by 5%
+  static constexpr int32_t kProbeEvery = 256;
+  static constexpr int32_t kProbeSteps = 8;
+  static constexpr double kDecay = 0.995;  // per recorded chunk
+
+ private:
+  static double interpolate(const std::vector<CostPoint>& curve, double rows);
+  int32_t best_k(int32_t n_seqs) const;
+
+  int32_t k_max_;
+  std::vector<CostPoint> target_, draft_;
+  std::vector<double> reached_;   // [k_max] decayed count of chunks that verified position j
+  std::vector<double> accepted_;  // [k_max] ... and accepted it
+  double prior_;
+  int64_t steps_off_ = 0;   // consecutive steps chosen 0 while the cost curve alone would draft
+  int32_t probe_left_ = 0;  // steps of the probe in progress
+};
+
+}  // namespace ds

@@ -1,0 +1,81 @@
+// SpeculationPolicy on synthetic cost curves: drafts when rows are cheap and acceptance high, turns
+// down to fewer drafts and then none as the step becomes compute-bound or acceptance falls, and
+// probes again after a while when acceptance (not cost) turned it off.
+#include "engine/speculation_policy.h"
+
+#include <gtest/gtest.h>
+
+namespace ds {
+namespace {
+
+// A step costs a fixed overhead plus a per-row cost; the MTP layer a quarter of that.
+std::vector<CostPoint> curve(double fixed_ns, double per_row_ns, int64_t max_rows) {
+  std::vector<CostPoint> c;
+  for (int64_t r = 1; r <= max_rows; r *= 2) c.push_back({r, fixed_ns + per_row_ns * static_cast<double>(r)});
+  return c;
+}
+
+void set_overhead_bound(SpeculationPolicy& p) {
+  // Overhead dominated up to ~16 rows, then linear: verifying 4 rows of 1 sequence is nearly free,
+  // 64 rows of 16 sequences is not.
+  p.set_costs(curve(1e6, 2e4, 256), curve(2.5e5, 5e3, 256));
+}
+
+TEST(SpeculationPolicy, DraftsWhenRowsAreCheapAndAcceptanceHigh) {
+  SpeculationPolicy p(3, 0.8);
+  set_overhead_bound(p);
+  EXPECT_EQ(p.choose(1), 3);
+  EXPECT_GT(p.expected_rate(1, 3), 1.4 * p.expected_rate(1, 0));
+}
+
+TEST(SpeculationPolicy, TurnsDownWhenComputeBound) {
+  SpeculationPolicy p(3, 0.8);
+  // Cost proportional to rows (no fixed part): k + 1 rows per sequence cost k + 1 times as much,
+  // while they yield fewer than k + 1 tokens: never worth it.
+  p.set_costs(curve(0, 1e5, 512), curve(0, 2.5e4, 512));
+  for (const int32_t b : {1, 4, 16, 64}) EXPECT_EQ(p.choose(b), 0) << b;
+  // Mixed: cheap at one sequence, linear at many.
+  SpeculationPolicy q(3, 0.8);
+  q.set_costs(curve(1e6, 1e5, 512), curve(2.5e5, 2.5e4, 512));
+  EXPECT_GT(q.choose(1), 0);
+  EXPECT_EQ(q.choose(64), 0);
+  int32_t last = 3;
+  for (const int32_t b : {1, 2, 4, 8, 16, 32, 64}) {  // monotone: more sequences, no more drafts
+    const int32_t k = q.choose(b);
+    EXPECT_LE(k, last) << b;
+    last = k;
+  }
+}
+
+TEST(SpeculationPolicy, AcceptanceIsMeasuredPerPosition) {
+  SpeculationPolicy p(3, 0.5);
+  for (int i = 0; i < 2000; ++i) p.record(3, i % 2 == 0 ? 3 : 1);  // pos 0 always, pos 1 half, pos 2 all
+  EXPECT_NEAR(p.acceptance(0), 1.0, 0.02);
+  EXPECT_NEAR(p.acceptance(1), 0.5, 0.03);
+  EXPECT_NEAR(p.acceptance(2), 1.0, 0.05);  // half as many chunks reach it: the prior weighs more
+}
+
+TEST(SpeculationPolicy, LowAcceptanceTurnsItOffAndAProbeLooksAgain) {
+  SpeculationPolicy p(3, 0.8);
+  set_overhead_bound(p);
+  ASSERT_EQ(p.choose(1), 3);
+  for (int i = 0; i < 2000; ++i) p.record(3, 0);  // nothing accepted
+  EXPECT_EQ(p.choose(1), 0);
+  int32_t probes = 0;
+  for (int i = 0; i < SpeculationPolicy::kProbeEvery * 2; ++i) probes += p.choose(1) > 0 ? 1 : 0;
+  EXPECT_GT(probes, 0);
+  EXPECT_LE(probes, 2 * SpeculationPolicy::kProbeSteps);
+  // Acceptance back: speculation resumes.
+  for (int i = 0; i < 2000; ++i) p.record(1, 1);
+  EXPECT_GT(p.choose(1), 0);
+}
+
+TEST(SpeculationPolicy, WithoutCostsAlwaysDrafts) {
+  SpeculationPolicy p(2);
+  EXPECT_EQ(p.choose(1), 2);
+  EXPECT_EQ(p.choose(100), 2);
+  EXPECT_EQ(p.choose(0), 0);
+}
+
+}  // namespace
+}  // namespace ds
