@@ -84,6 +84,7 @@ struct ServeOptions {
   bool chat_page = true;                // GET / serves web/chat.html
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
   std::string speculative_config;       // --speculative-config JSON ("" = off)
+  bool jump_forward = false;            // --jump-forward (docs/grammar.md, Jump-forward)
   PdOptions pd;                         // --role and the KV transfer flags (docs/pd.md)
   bool expert_parallel = false;         // under mpirun: rank R serves on --port + R
   ExpertParallelOptions ep;
@@ -194,6 +195,7 @@ int run_serve(const ServeOptions& o) {
   engine_config.kv_cache_bytes = o.kv_cache_mib << 20;
   engine_config.prefix_hash_seed = std::random_device{}();
   engine_config.speculative = *speculative;
+  engine_config.jump_forward = o.jump_forward;
   engine_config.max_pinned_blocks = o.kv_pin_max_blocks;
   // KV events (docs/kvcache.md): bound before the engine starts, so no index change is missed.
   std::unique_ptr<KvEventPublisher> kv_events;
@@ -244,6 +246,12 @@ int run_serve(const ServeOptions& o) {
                    ep->exchange().placement().local_experts(ep->rank()));
   }
   add_spec_decode_metrics(registry, eng);
+  if (engine_config.jump_forward) {
+    server::Counter* forced = &registry.counter("deepinfer:jump_forward_tokens_total",
+                                                "Output tokens a grammar forced, appended without sampling");
+    registry.add_collector(
+        [&eng, forced] { forced->set_total(static_cast<double>(eng.stats().jump_forward_tokens_total)); });
+  }
   const Logger log(LogLevel::info);
   const int64_t started_unix_s =
       std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -356,6 +364,9 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       "Publish KV events (vLLM's schema) on a ZeroMQ PUB socket bound here, e.g. tcp://127.0.0.1:5557");
   sub->add_option("--kv-events-topic", o->kv_events_topic, "Topic frame of every KV event message")
       ->capture_default_str();
+  sub->add_flag("--jump-forward", o->jump_forward,
+                "Structured output: append the tokens a grammar forces without sampling them (steps run "
+                "synchronously for every request while on; docs/grammar.md)");
   sub->add_option("--kv-events-replay-endpoint", o->kv_events_replay_endpoint,
                   "ZeroMQ ROUTER socket bound here answers replay requests for missed KV event batches "
                   "(vLLM's protocol), e.g. tcp://127.0.0.1:5558")

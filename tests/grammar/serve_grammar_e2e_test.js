@@ -2,7 +2,9 @@
 // checkpoint (tests/server's fixture): every output sampled under a constraint is checked by engines
 // independent of ours — python3-jsonschema and Python's re (validate_outputs.py), JSON.parse, JS RegExp.
 //
-// usage: node serve_grammar_e2e_test.js DEEPINFER WORKDIR
+// usage: node serve_grammar_e2e_test.js DEEPINFER WORKDIR [SERVE_FLAG ...]
+// (server_e2e_grammar_jump_forward passes --jump-forward: the same checks, forced tokens appended
+// without sampling, and /metrics must count some.)
 'use strict';
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -11,7 +13,7 @@ const assert = require('node:assert/strict');
 const OpenAI = require('openai').default;
 const serverProcess = require('../../bench/serve/server_process.js');
 
-const [deepinfer, workdir] = process.argv.slice(2);
+const [deepinfer, workdir, ...extraServeFlags] = process.argv.slice(2);
 const modelDir = path.join(workdir, 'tiny_v3');
 const N_SEEDS = 40;
 
@@ -55,7 +57,8 @@ async function post(port, route, body) {
 }
 
 (async () => {
-  const server = await serverProcess.startServer(deepinfer, modelDir, ['--threads', '2', '--max-model-len', '1024'], 60000);
+  const server = await serverProcess.startServer(deepinfer, modelDir,
+                                                 ['--threads', '2', '--max-model-len', '1024', ...extraServeFlags], 60000);
   const records = [];
   try {
     const oa = client(server.port);
@@ -185,11 +188,17 @@ async function post(port, route, body) {
       assert.equal(r.body.error.param, param, JSON.stringify(r.body));
       assert.ok(r.body.error.message.includes(needle), `${needle} in ${r.body.error.message}`);
     }
+    if (extraServeFlags.includes('--jump-forward')) {
+      const m = await serverProcess.scrapeMetrics(`http://127.0.0.1:${server.port}`);
+      const forced = m['deepinfer:jump_forward_tokens_total'] ?? 0;
+      console.log(`jump-forward appended ${forced} forced tokens`);
+      assert.ok(forced > 0, 'jump-forward appended forced tokens (the schemas have fixed keys)');
+    }
   } finally {
     const { code } = await serverProcess.stopServer(server);
     assert.equal(code, 0);
   }
-  const file = path.join(workdir, 'grammar_outputs.jsonl');
+  const file = path.join(workdir, extraServeFlags.length ? 'grammar_outputs_flags.jsonl' : 'grammar_outputs.jsonl');
   fs.writeFileSync(file, records.map((r) => JSON.stringify(r)).join('\n') + '\n');
   execFileSync('python3', [path.join(__dirname, 'validate_outputs.py'), file], { stdio: 'inherit' });
   console.log(`serve_grammar_e2e: ok (${records.length} outputs validated)`);
