@@ -3,6 +3,7 @@ prompts, and the MTP module through `deepinfer logits --mtp-out`. Prints one lin
 with --json, writes them to a file. docs/demo-model.md quotes its output.
 
 usage: evaluate_demo.py --deepinfer BIN --model DIR [--n 100] [--json OUT] [--check]
+                        [--only arith,think,json,tools,defs,mtp] [--mtp-docs word|classic]
 
 --check (the ctest demo_quality): exit 1 when a figure falls below its floor in FLOORS, the committed
 model's measured figures less a sampling margin (so an engine or recipe change that breaks the model's
