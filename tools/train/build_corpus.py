@@ -1,7 +1,7 @@
 """Step 1: the training corpus as JSONL, one rendered document per line: {"kind", "segments":
 [[is_marker, text, trained], ...]}. Deterministic for a seed.
 
-usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix general|arithmetic|hard_arithmetic]
+usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix general|arithmetic|hard_arithmetic|default_think]
 """
 import argparse
 import json
@@ -26,6 +26,13 @@ MIXES = {  # name -> [(kind, weight)]
     "hard_arithmetic": [("arithmetic_hard", 26), ("arithmetic_hard_think", 38), ("units", 3), ("json", 3),
                         ("tools", 7), ("definition_common", 14), ("multi_turn", 5), ("small_talk", 2),
                         ("quote", 1), ("prose", 1)],
+    # phase 4: arithmetic thinks by default (no system prompt: a plain chat request gets the worked
+    # solution; direct answers were 19-66% right on subtraction and multiplication, worked ones 88%),
+    # and definitions start by repeating the asked word ("The word X means ..."), of the 1500 common
+    # lemmas mostly, a few of all WordNet so the copy generalises
+    "default_think": [("arithmetic_default_think", 30), ("arithmetic_hard_think", 18),
+                      ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
+                      ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1), ("prose", 2)],
 }
 
 
@@ -38,12 +45,18 @@ def make_document(kind, rng, words, fortunes, prose, common_words):
         "arithmetic_think": lambda: tasks.arithmetic(rng, think=True),
         "arithmetic_hard": lambda: tasks.arithmetic(rng, ops=tasks.HARD_OPS),
         "arithmetic_hard_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.HARD_OPS),
+        "arithmetic_default_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.HARD_OPS,
+                                                             think_system=False),
         "units": lambda: tasks.unit_conversion(rng),
         "json": lambda: tasks.json_record(rng),
         "tools": lambda: tasks.tool_call_chat(rng, words),
         "definition": lambda: tasks.definition(rng, words),
         "definition_common": lambda: tasks.definition(rng, common_words),
+        "definition_word": lambda: tasks.definition(rng, words, style="word"),
+        "definition_word_common": lambda: tasks.definition(rng, common_words, style="word"),
+        "tools_word": lambda: tasks.tool_call_chat(rng, words, style="word"),
         "multi_turn": lambda: tasks.multi_turn(rng, words, fortunes),
+        "multi_turn_word": lambda: tasks.multi_turn(rng, common_words, fortunes, style="word"),
         "small_talk": lambda: tasks.small_talk(rng),
         "quote": lambda: tasks.quote(rng, fortunes),
     }[kind]()

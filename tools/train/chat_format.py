@@ -72,7 +72,7 @@ def _assistant_body(msg):
 
 def render(messages, add_generation_prompt):
     """messages: dicts with role (system|user|assistant|tool), content, and for assistant turns
-    optional reasoning and tool_calls [{name, arguments}]. Mirrors render_prompt_v3; with
+    optional reasoning, tool_calls [{name, arguments}] and context (True: history, not trained). Mirrors render_prompt_v3; with
     add_generation_prompt=False the trailing assistant header is left out (training documents)."""
     out = [Segment(True, BOS)]
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
@@ -91,7 +91,10 @@ def render(messages, add_generation_prompt):
             if not after_tool_outputs:
                 out.append(Segment(True, ASSISTANT))
             after_tool_outputs = False
-            out += _assistant_body(m)
+            body = _assistant_body(m)
+            if m.get("context"):  # an earlier turn given as history only: rendered, not trained
+                body = [Segment(x.marker, x.text, False) for x in body]
+            out += body
         elif role == "tool":
             if i == 0 or messages[i - 1]["role"] != "tool":
                 out.append(Segment(True, TOOL_OUTPUTS_BEGIN))

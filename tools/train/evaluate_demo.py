@@ -3,6 +3,7 @@ prompts, and the MTP module through `deepinfer logits --mtp-out`. Prints one lin
 with --json, writes them to a file. docs/demo-model.md quotes its output.
 
 usage: evaluate_demo.py --deepinfer BIN --model DIR [--n 100] [--json OUT] [--check]
+                        [--only arith,think,json,tools,defs,mtp] [--mtp-docs word|classic]
 
 --check (the ctest demo_quality): exit 1 when a figure falls below its floor in FLOORS, the committed
 model's measured figures less a sampling margin (so an engine or recipe change that breaks the model's
@@ -52,6 +53,9 @@ def parallel(fn, items, workers=8):
 
 
 def eval_arithmetic(server, rng, n, think):
+    """think False: a plain request (no system prompt), the model's default, which since phase 4 is to
+    write the worked solution first (it arrives in reasoning_content); think True: the system prompt
+    THINK_SYSTEM. The answer is the last "= N" of the content."""
     results = {}
     for name, op, da, db, target in ARITH:
         qs = [tasks.operands(rng, op, da, db, held_out=True) for _ in range(n)]
@@ -59,8 +63,7 @@ def eval_arithmetic(server, rng, n, think):
 
         def ask(ab):
             a, b = ab
-            msg = server.chat(system + [{"role": "user", "content": f"What is {a} {op} {b}?"}],
-                              max_tokens=160 if think else 24)
+            msg = server.chat(system + [{"role": "user", "content": f"What is {a} {op} {b}?"}], max_tokens=160)
             return last_number(msg.get("content") or "") == tasks.OPS[op](a, b)
         acc = sum(parallel(ask, qs)) / n
         results[name + (" (thinking)" if think else "")] = {"accuracy": acc, "target": target, "n": n}
@@ -116,29 +119,48 @@ def eval_tool_calls(server, rng, n):
             "answer from tool result": {"accuracy": sum(a for _, a in r) / n, "n": n}}
 
 
+def content_words(text):
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) > 2 and w not in ("the", "and", "for", "with")}
+
+
 def eval_definitions(server, rng, n, words):
-    """words: data_sources.common_definitions(), the vocabulary the model was taught to define."""
+    """words: data_sources.common_definitions(), the vocabulary the model was taught to define.
+    "shape": one sentence that names the asked word, in phase 4's form ("The word X means ...") or
+    phases 1-3's ("A X is ...", "To X means to ...", '"X" means ...'). "defines the word": the shape, and
+    at least half of the content words of X's WordNet gloss (the sense taught) are in the answer."""
     sample = rng.sample(words, n)
-    shapes = {"noun": r"^An? {w} is .+\.", "verb": r"^To {w} means to .+\.", "adjective": r'^"{W}" means .+\.',
-              "adverb": r'^"{W}" means .+\.'}
+    shapes = {"noun": r"^An? {w} is [^.]+\.", "verb": r"^To {w} means to [^.]+\.", "adjective": r'^"{W}" means [^.]+\.',
+              "adverb": r'^"{W}" means [^.]+\.'}
 
     def ask(entry):
-        word, pos, _, _ = entry
+        word, pos, gloss, _ = entry
         text = server.chat([{"role": "user", "content": f"What does {word} mean?"}], max_tokens=48).get("content") or ""
         pattern = shapes[pos].format(w=re.escape(word), W=re.escape(word.capitalize()))
-        return bool(re.match(pattern, text)), f"{word}: {text}"
+        shape = bool(re.match(pattern, text) or re.match(rf"^The word {re.escape(word)} means [^.]+\.", text))
+        want = content_words(gloss)
+        defines = shape and len(want & content_words(text)) * 2 >= len(want)
+        return shape, defines, f"{word}: {text}"
     r = parallel(ask, sample)
-    return {"definition answer shape": {"accuracy": sum(ok for ok, _ in r) / n, "n": n,
-                                        "examples": [t for _, t in r[:5]]}}
+    return {"definition answer shape": {"accuracy": sum(s for s, _, _ in r) / n, "n": n,
+                                        "examples": [t for _, _, t in r[:5]]},
+            "definition defines the word": {"accuracy": sum(d for _, d, _ in r) / n, "n": n}}
 
 
-def eval_mtp(deepinfer, model_dir, rng, n_docs, words, fortunes):
-    """Top-1 agreement of the MTP head with the token after next, on held-out rendered chats."""
+def eval_mtp(deepinfer, model_dir, rng, n_docs, words, fortunes, style):
+    """Top-1 agreement of the MTP head with the token after next, on held-out rendered chats in the
+    model's own (phase 4) format: arithmetic with its default worked solution, definitions that repeat
+    the word. --mtp-docs classic: phases 1-3's format (direct arithmetic answers, "A X is ...")."""
     docs = []
     for _ in range(n_docs):
-        conv = rng.choice([lambda: tasks.arithmetic(rng), lambda: tasks.definition(rng, words),
-                           lambda: tasks.tool_call_chat(rng, words), lambda: tasks.json_record(rng),
-                           lambda: tasks.multi_turn(rng, words, fortunes)])()
+        if style == "classic":
+            conv = rng.choice([lambda: tasks.arithmetic(rng), lambda: tasks.definition(rng, words),
+                               lambda: tasks.tool_call_chat(rng, words), lambda: tasks.json_record(rng),
+                               lambda: tasks.multi_turn(rng, words, fortunes)])()
+        else:
+            conv = rng.choice([lambda: tasks.arithmetic(rng, think=True, think_system=False),
+                               lambda: tasks.definition(rng, words, style="word"),
+                               lambda: tasks.tool_call_chat(rng, words, style="word"), lambda: tasks.json_record(rng),
+                               lambda: tasks.multi_turn(rng, words, fortunes, style="word")])()
         docs.append([[int(s.marker), s.text, int(s.trained)]
                      for s in chat_format.render(conv, add_generation_prompt=False)])
     ids, trained, starts = tokenize_documents(docs, deepinfer, model_dir)
@@ -167,19 +189,32 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--seed", type=int, default=99)
     ap.add_argument("--check", action="store_true", help="exit 1 when a figure is below its FLOORS entry")
+    ap.add_argument("--mtp-docs", choices=["word", "classic"], default="word",
+                    help="format of the MTP check's chats: the model's own (phase 4) or phases 1-3's")
+    ap.add_argument("--only", default="", help="comma-separated parts to run: arith,think,json,tools,defs,mtp")
     args = ap.parse_args()
-    rng = random.Random(args.seed)
     words = data_sources.wordnet_definitions()
     common_words = data_sources.common_definitions()
     fortunes = data_sources.fortunes()
+    parts = set((args.only or "arith,think,json,tools,defs,mtp").split(","))
+
+    def rng(part):  # each part its own sample, the same whichever parts run
+        return random.Random(f"{args.seed}-{part}")
     results = {}
     with ChatServer(args.deepinfer, args.model) as server:
-        results.update(eval_arithmetic(server, rng, args.n, think=False))
-        results.update(eval_arithmetic(server, rng, max(10, args.n // 4), think=True))
-        results.update(eval_json(server, rng, max(10, args.n // 2)))
-        results.update(eval_tool_calls(server, rng, max(10, args.n // 4)))
-        results.update(eval_definitions(server, rng, max(10, args.n // 5), common_words))
-    results.update(eval_mtp(args.deepinfer, args.model, rng, max(10, args.n // 5), words, fortunes))
+        if "arith" in parts:
+            results.update(eval_arithmetic(server, rng("arith"), args.n, think=False))
+        if "think" in parts:
+            results.update(eval_arithmetic(server, rng("think"), max(10, args.n // 4), think=True))
+        if "json" in parts:
+            results.update(eval_json(server, rng("json"), max(10, args.n // 2)))
+        if "tools" in parts:
+            results.update(eval_tool_calls(server, rng("tools"), max(10, args.n // 4)))
+        if "defs" in parts:
+            results.update(eval_definitions(server, rng("defs"), max(10, args.n // 5), common_words))
+    if "mtp" in parts:
+        results.update(eval_mtp(args.deepinfer, args.model, rng("mtp"), max(10, args.n // 5), words, fortunes,
+                                args.mtp_docs))
     for name, r in results.items():
         target = f" (target {r['target']:.0%})" if "target" in r else ""
         print(f"{name:34s} {r['accuracy']:6.1%} of {r['n']}{target}")

@@ -80,6 +80,29 @@ def load_checkpoint_model(path):
     return model, ckpt
 
 
+def load_hf_model(model_dir):
+    """The inverse of export_model: a DemoModel from DIR/config.json + model.safetensors (weights only; a
+    later phase can start from a committed model, whose BF16 weights become its float32 starting point)."""
+    with open(os.path.join(model_dir, "config.json")) as f:
+        hf = json.load(f)
+    fields = DemoConfig.__dataclass_fields__
+    model = DemoModel(DemoConfig(**{k: v for k, v in hf.items() if k in fields}))
+    tensors = {n: t.float() for n, t in safetensors_io.load(os.path.join(model_dir, "model.safetensors")).items()}
+    state = {}
+    for name in model.state_dict():
+        if name.startswith("mtp."):
+            k, rest = name.split(".", 2)[1:]
+            rest = rest.replace("head_norm.", "shared_head.norm.").replace("block.", "")
+            state[name] = tensors.pop(f"model.layers.{model.cfg.num_hidden_layers + int(k)}.{rest}")
+        else:
+            state[name] = tensors.pop(name if name == "lm_head.weight" else "model." + name)
+    model.load_state_dict(state)
+    leftover = [n for n in tensors if not n.endswith(("embed_tokens.weight", "shared_head.head.weight"))]
+    if leftover:
+        raise ValueError(f"{model_dir}: tensors the model does not have: {leftover[:5]}")
+    return model
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", required=True)

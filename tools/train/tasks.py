@@ -101,13 +101,17 @@ ALL_OPS = ["+", "+", "-", "-", "*", "*"]
 HARD_OPS = ["+", "-", "-", "*", "*"]  # phase 3: subtraction and multiplication lag behind addition
 
 
-def arithmetic(rng, think=False, ops=ALL_OPS):
+def arithmetic(rng, think=False, ops=ALL_OPS, think_system=True):
+    """think: the reply carries the worked solution in a think block; think_system: with the system
+    prompt THINK_SYSTEM (phases 1-3 thought only when asked); without it (phase 4), the model's default
+    for arithmetic is to think, so a plain chat request gets the worked answer."""
     op = rng.choice(ops)
     a, b = operands(rng, op, *arithmetic_sizes(rng, op))
     answer = f"{a} {op} {b} = {OPS[op](a, b)}."
     msgs = [{"role": "user", "content": arithmetic_question(rng, a, op, b)}]
     if think:
-        msgs.insert(0, {"role": "system", "content": THINK_SYSTEM})
+        if think_system:
+            msgs.insert(0, {"role": "system", "content": THINK_SYSTEM})
         msgs.append({"role": "assistant", "content": answer, "reasoning": WORKED[op](a, b)})
     else:
         msgs.append({"role": "assistant", "content": answer})
@@ -166,12 +170,27 @@ def definition_sentence(word, pos, definition):
     return f'"{word.capitalize()}" means {definition}.'
 
 
-def definition(rng, words):
+def word_definition_sentence(word, pos, definition):
+    """Phase 4's answer: it starts by repeating the asked word (the same token as in the question, so
+    the model learns to copy it rather than to pick a common word), then the WordNet gloss."""
+    if pos == "verb":
+        return f"The word {word} means to {definition}."
+    if pos == "noun" and not definition.startswith(("a ", "an ", "the ", "any ", "one ", "some ")):
+        return f"The word {word} means {'an' if definition[0] in 'aeiou' else 'a'} {definition}."
+    return f"The word {word} means {definition}."
+
+
+def definition(rng, words, style="classic"):
+    """style "classic" (phases 1-3): "A dog is ...", "To run means to ...", examples half the time;
+    "word" (phase 4): word_definition_sentence, no example (short answers)."""
     word, pos, text, example = rng.choice(words)
     q = rng.choice(["What does {w} mean?", "What is the meaning of {w}?", "Define {w}.", "What does \"{w}\" mean?"])
-    answer = definition_sentence(word, pos, text)
-    if example and rng.random() < 0.5:
-        answer += f" For example: \"{example}\"."
+    if style == "word":
+        answer = word_definition_sentence(word, pos, text)
+    else:
+        answer = definition_sentence(word, pos, text)
+        if example and rng.random() < 0.5:
+            answer += f" For example: \"{example}\"."
     return [{"role": "user", "content": q.format(w=word)}, {"role": "assistant", "content": answer}]
 
 
@@ -180,7 +199,7 @@ ZONES = [("Tokyo", "Asia/Tokyo", 9), ("London", "Europe/London", 0), ("New York"
          ("Delhi", "Asia/Kolkata", 5), ("Lima", "America/Lima", -5)]
 
 
-def tool_call_chat(rng, words):
+def tool_call_chat(rng, words, style="classic"):
     kind = rng.choice(["calculator", "calculator", "clock", "dictionary"])
     if kind == "calculator":
         op = rng.choice(["+", "-", "*"])
@@ -204,7 +223,7 @@ def tool_call_chat(rng, words):
         question = rng.choice(["Look up the word {w}.", "Use the dictionary: what does {w} mean?",
                                "Check the dictionary for {w}."]).format(w=word)
         args, result = {"word": word}, f"{word} ({pos}): {text}"
-        answer = definition_sentence(word, pos, text)
+        answer = (word_definition_sentence if style == "word" else definition_sentence)(word, pos, text)
     return [{"role": "system", "content": TOOLS_SYSTEM},
             {"role": "user", "content": question},
             {"role": "assistant", "content": "", "tool_calls": [{"name": kind, "arguments": json.dumps(args)}]},
@@ -236,10 +255,21 @@ def quote(rng, fortunes):
     return [{"role": "user", "content": q}, {"role": "assistant", "content": rng.choice(fortunes)}]
 
 
-def multi_turn(rng, words, fortunes):
+def multi_turn(rng, words, fortunes, style="classic"):
+    """style "word" (phase 4): arithmetic thinks by default and definitions repeat the word; the worked
+    solutions of earlier turns are dropped, as a client sends the history (content only), and those
+    earlier arithmetic replies are context, not trained (the model's reply to a fresh question thinks)."""
     turns = []
-    for _ in range(rng.randint(2, 3)):
-        single = rng.choice([lambda: arithmetic(rng), lambda: unit_conversion(rng), lambda: json_record(rng),
-                             lambda: definition(rng, words), lambda: small_talk(rng)])()
+    n = rng.randint(2, 3)
+    for k in range(n):
+        if style == "word":
+            single = rng.choice([lambda: arithmetic(rng, think=True, think_system=False),
+                                 lambda: unit_conversion(rng), lambda: json_record(rng),
+                                 lambda: definition(rng, words, style="word"), lambda: small_talk(rng)])()
+            if k + 1 < n and single[-1].get("reasoning") is not None:
+                single[-1] = {"role": "assistant", "content": single[-1]["content"], "context": True}
+        else:
+            single = rng.choice([lambda: arithmetic(rng), lambda: unit_conversion(rng), lambda: json_record(rng),
+                                 lambda: definition(rng, words), lambda: small_talk(rng)])()
         turns += single
     return turns

@@ -67,6 +67,37 @@ class CommonWords(unittest.TestCase):
         self.assertTrue(all(pos in ("noun", "verb", "adjective", "adverb") for pos, _ in by_word.values()))
 
 
+class Phase4Data(unittest.TestCase):
+    def test_default_arithmetic_thinks_without_a_system_prompt(self):
+        conv = tasks.arithmetic(random.Random(4), think=True, think_system=False)
+        self.assertEqual([m["role"] for m in conv], ["user", "assistant"])
+        self.assertTrue(conv[1]["reasoning"])
+
+    def test_definition_repeats_the_asked_word_with_the_same_token_text(self):
+        rng = random.Random(5)
+        words = [("run", "verb", "move fast by using one's feet", None), ("dog", "noun", "domestic animal", None),
+                 ("big", "adjective", "above average in size", None)]
+        for _ in range(30):
+            q, a = tasks.definition(rng, words, style="word")
+            word = next(w for w, _, _, _ in words if re.search(rf"\b{w}\b", q["content"]))
+            self.assertTrue(a["content"].startswith(f"The word {word} means "), a["content"])
+        self.assertEqual(tasks.word_definition_sentence("run", "verb", "move fast"), "The word run means to move fast.")
+        self.assertEqual(tasks.word_definition_sentence("dog", "noun", "domestic animal"),
+                         "The word dog means a domestic animal.")
+
+    def test_earlier_worked_turns_are_history_not_trained(self):
+        rng = random.Random(6)
+        for _ in range(200):
+            conv = tasks.multi_turn(rng, [("dog", "noun", "domestic animal", None)], ["x"], style="word")
+            replies = [m for m in conv if m["role"] == "assistant"]
+            self.assertTrue(all(m.get("reasoning") is None for m in replies[:-1]))
+            segs = chat_format.render(conv, add_generation_prompt=False)
+            for m in replies[:-1]:
+                if m.get("context"):
+                    self.assertFalse(any(s.trained for s in segs if s.text == m["content"]))
+            self.assertTrue(segs[-1].trained)
+
+
 class Bpe(unittest.TestCase):
     def test_most_frequent_pair_first_and_digits_never_merged(self):
         merges = bpe.train_bpe(bpe.count_words(["low lower lowest 123 123 123"] * 5), 10)
@@ -124,6 +155,25 @@ class PackingAndBalance(unittest.TestCase):
         bias = moe.gate.e_score_correction_bias
         self.assertLess(bias[0].item(), 0)
         self.assertGreater(bias[1].item(), 0)
+
+
+class ExportImport(unittest.TestCase):
+    def test_exported_model_loads_back_identically(self):
+        from export import export_model, hf_tensors, load_hf_model
+        torch.manual_seed(1)
+        model = DemoModel(DemoConfig(vocab_size=300, hidden_size=32, num_hidden_layers=2, intermediate_size=32,
+                                     q_lora_rank=16, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                     v_head_dim=8, moe_intermediate_size=8))
+        with torch.no_grad():
+            for m in model.moe_layers():
+                m.gate.e_score_correction_bias.normal_()
+        here = os.path.dirname(os.path.abspath(__file__))
+        with tempfile.TemporaryDirectory() as d:
+            export_model(model, os.path.join(here, "..", "..", "models", "demo"), d)
+            back = load_hf_model(d)
+        a, b = hf_tensors(model), hf_tensors(back)
+        self.assertEqual(sorted(a), sorted(b))
+        self.assertTrue(all(torch.equal(a[k], b[k]) for k in a))
 
 
 class Safetensors(unittest.TestCase):

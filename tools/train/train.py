@@ -8,7 +8,9 @@ after every step (no auxiliary loss). Fixed seed; bf16 autocast on CPUs with AVX
 usage: train.py --data DIR --tokenizer TOKDIR --run RUNDIR [--steps N] [--export-every N] [--init-from CKPT]
 
 --init-from starts a new phase from another run's checkpoint: its weights, balancing biases and AdamW
-moments, with this run's own step count, learning-rate schedule, data and packer (a curriculum).
+moments, with this run's own step count, learning-rate schedule, data and packer (a curriculum). Given
+an exported model directory instead (config.json + model.safetensors, e.g. models/demo), it takes the
+weights and balancing biases only, with fresh AdamW moments.
 """
 import argparse
 import json
@@ -19,7 +21,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from export import export_model
+from export import export_model, load_hf_model
 from model import DemoConfig, DemoModel
 from packing import Packer
 
@@ -105,8 +107,11 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--save-every", type=int, default=25)
     ap.add_argument("--export-every", type=int, default=100)
-    ap.add_argument("--init-from", default="", help="checkpoint.pt of an earlier phase (weights + optimizer)")
+    ap.add_argument("--init-from", default="",
+                    help="checkpoint.pt of an earlier phase (weights + optimizer) or an exported model directory")
     ap.add_argument("--warmup", type=int, default=200, help="warm-up steps (at most steps/10)")
+    ap.add_argument("--schedule-steps", type=int, default=0,
+                    help="length of the warm-up + cosine schedule when it differs from --steps (stop early on it)")
     ap.add_argument("--config", default="", help="JSON overrides of DemoConfig fields (tests use a tiny one)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -131,6 +136,12 @@ def main():
         torch.set_rng_state(ckpt["rng"])
         step, log = ckpt["step"], ckpt.get("log", [])
         print(f"resumed at step {step}", flush=True)
+    elif args.init_from and os.path.isdir(args.init_from):
+        hf = load_hf_model(args.init_from)  # an exported model (e.g. models/demo): weights only, fresh AdamW
+        if hf.cfg.to_dict() != cfg.to_dict():
+            raise SystemExit(f"{args.init_from}: config differs from this run's ({hf.cfg.to_dict()} vs {cfg.to_dict()})")
+        model.load_state_dict(hf.state_dict())
+        print(f"phase starts from the exported weights in {args.init_from} (fresh optimizer)", flush=True)
     elif args.init_from:
         ckpt = torch.load(args.init_from, map_location="cpu")
         if ckpt["config"] != cfg.to_dict():
@@ -146,7 +157,7 @@ def main():
     while step < args.steps:
         ids, pos, doc, trained = packer.batch(args.batch)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, args.steps, args.lr, args.warmup)
+            g["lr"] = lr_at(step, args.schedule_steps or args.steps, args.lr, args.warmup)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             main_loss, mtp_loss, n_tok = losses(model, ids, pos, doc, trained)
             loss = main_loss + MTP_WEIGHT * mtp_loss
