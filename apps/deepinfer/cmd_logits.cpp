@@ -199,7 +199,10 @@ int run_logits(const LogitsOptions& o) {
 
   KvCacheConfig kv =
       standalone_kv_cache_config(mo.max_seq_len, default_block_size_tokens(m.kv_cache_layout()));
-  if (o.replay_hit > 0) kv.n_sequence_slots = 2;  // the cold prefix and the sequence that hits it
+  if (o.replay_hit > 0) {  // the cold prefix and the sequence that hits it; the MTP state is not replayed
+    kv.n_sequence_slots = 2;
+    kv.mtp_layer = false;
+  }
   if (Status st = m.init_kv_cache(kv); !st.ok()) return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
   seq.prompt_len = static_cast<int64_t>(n_prefill);  // the prefill chunk is the prompt (decoder replay)
