@@ -163,6 +163,8 @@ int run_generate(const GenerateOptions& o) {
     return report_usage_error(cmd, st.message());
   Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
   if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
+  Result<DecoderReplayOptions> decoder_replay = resolve_decoder_replay(o.decoder_replay);
+  if (!decoder_replay.ok()) return report_usage_error(cmd, decoder_replay.status().message());
   if (!o.input.empty())
     return run_offline_batch({.model_dir = o.model_dir,
                               .input_path = o.input,
@@ -171,7 +173,8 @@ int run_generate(const GenerateOptions& o) {
                               .isa = o.isa,
                               .threads = o.threads,
                               .numerics = o.numerics,
-                              .speculative = *speculative});
+                              .speculative = *speculative,
+                              .decoder_replay = *decoder_replay});
   if (o.expert_parallel && (!o.input.empty() || speculative->enabled()))
     return report_usage_error(
         cmd, "--expert-parallel runs one --prompt per rank (no --input or --speculative-config)");
@@ -195,8 +198,6 @@ int run_generate(const GenerateOptions& o) {
   Result<Isa> isa = parse_isa_option(o.isa);
   if (!isa.ok()) return report_usage_error(cmd, isa.status().message());
   if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
-  Result<DecoderReplayOptions> decoder_replay = resolve_decoder_replay(o.decoder_replay);
-  if (!decoder_replay.ok()) return report_usage_error(cmd, decoder_replay.status().message());
 
   if (o.thinking && !o.chat) return report_usage_error(cmd, "--thinking needs --chat");
 
