@@ -263,11 +263,16 @@ int run(const BenchArgs& args) {
       v4 ? "window + compressed cache" : "latent cache", mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
   if (aw.n_unclassified > 0)
     fmt::print("  note: {} tensors matched no rule (counted in full)\n", aw.n_unclassified);
-  fmt::print(
-      "prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP = "
-      "{:.3f} GFLOP\n\n",
-      aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9,
-      prefill_flops / 1e9);
+  if (cfg.is_v41()) {
+    fmt::print("prefill FLOPs per token: {:.3f} GFLOP (V4.1, layer by layer below)\n\n", prefill_flops / 1e9);
+  } else {
+    fmt::print(
+        "prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP "
+        "= "
+        "{:.3f} GFLOP\n\n",
+        aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9,
+        prefill_flops / 1e9);
+  }
 
   if (cfg.is_v41()) {
     fmt::print(
