@@ -11,6 +11,7 @@
 #include "base/clock.h"
 #include "command_support.h"
 #include "commands.h"
+#include "decoder_replay_option.h"
 #include "engine/model_loader.h"
 #include "expert_parallel_option.h"
 #include "model/model_registry.h"
@@ -40,6 +41,7 @@ struct GenerateOptions {
   std::string input;               // offline batch: JSONL prompts
   std::string output;              // offline batch: JSONL results
   std::string speculative_config;  // --speculative-config JSON ("" = off)
+  DecoderReplayFlags decoder_replay;
   bool expert_parallel = false;
   std::vector<std::string> rank_prompts;  // "R=text": rank R generates this prompt instead of --prompt
   ExpertParallelOptions ep;
@@ -161,6 +163,8 @@ int run_generate(const GenerateOptions& o) {
     return report_usage_error(cmd, st.message());
   Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
   if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
+  Result<DecoderReplayOptions> decoder_replay = resolve_decoder_replay(o.decoder_replay);
+  if (!decoder_replay.ok()) return report_usage_error(cmd, decoder_replay.status().message());
   if (!o.input.empty())
     return run_offline_batch({.model_dir = o.model_dir,
                               .input_path = o.input,
@@ -169,7 +173,8 @@ int run_generate(const GenerateOptions& o) {
                               .isa = o.isa,
                               .threads = o.threads,
                               .numerics = o.numerics,
-                              .speculative = *speculative});
+                              .speculative = *speculative,
+                              .decoder_replay = *decoder_replay});
   if (o.expert_parallel && (!o.input.empty() || speculative->enabled()))
     return report_usage_error(
         cmd, "--expert-parallel runs one --prompt per rank (no --input or --speculative-config)");
@@ -208,6 +213,7 @@ int run_generate(const GenerateOptions& o) {
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
+  mo.decoder_replay = *decoder_replay;
   mo.max_seq_len = static_cast<int64_t>(prompt->size()) + o.max_tokens;
   if (ep) mo.expert_exchange = &ep->exchange();
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
@@ -226,6 +232,7 @@ int run_generate(const GenerateOptions& o) {
       !st.ok())
     return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+  seq.prompt_len = static_cast<int64_t>(prompt->size());
   LogitsOutput out;
   Sampler sampler;
   StreamDetokenizer detok(*tok, /*skip_special=*/false);
@@ -316,6 +323,7 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   add_speculative_option(sub, o->speculative_config);
+  add_decoder_replay_options(sub, o->decoder_replay);
   sub->add_flag("--expert-parallel", o->expert_parallel,
                 "Run under mpirun: each rank its own prompt, only its experts; MoE layers meet over MPI");
   sub->add_option(

@@ -13,6 +13,7 @@
 
 #include "command_support.h"
 #include "commands.h"
+#include "decoder_replay_option.h"
 #include "engine/model_loader.h"
 #include "expert_parallel_option.h"
 #include "model/model_registry.h"
@@ -25,13 +26,15 @@ namespace {
 struct LogitsOptions {
   std::string model_dir;
   std::string ids;
-  int prefill = 0;  // 0 = all ids in one prefill
+  int prefill = 0;         // 0 = all ids in one prefill
+  int64_t replay_hit = 0;  // > 0: simulate a prefix-cache hit of this many tokens (SWA bounded replay)
   std::string out_path;
   std::string mtp_out_path;
   std::string isa = "auto";
   int threads = 0;
   std::string mla = "absorbed";
   std::string numerics = "production";
+  DecoderReplayFlags decoder_replay;
   bool expert_parallel = false;
   std::vector<std::string> rank_ids;  // "R=ids": rank R runs these ids instead of --ids
   bool ep_stats = false;
@@ -102,6 +105,36 @@ Status run_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>
   return ok_status();
 }
 
+// A prefix-cache hit of `hit` tokens (SWA bounded replay, ForwardRequest::replay_end): `seq` runs
+// ids[0, hit) (the cached prefix), then starts over at hit − W (KvCacheLayout::swa_replay_tokens)
+// in a fresh state slot on the same blocks and runs ids[hit − W, n_prefill) as one chunk carrying
+// replay_end = hit, then one id per step. Only the second pass's rows are appended.
+Status run_replayed(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>& ids, size_t n_prefill,
+                    int64_t hit, std::vector<float>& logits) {
+  const int64_t w = m.kv_cache_layout().swa_replay_tokens;
+  if (w <= 0)
+    return Status(ErrorCode::invalid_argument, "--replay-hit: this model has no SWA bounded replay");
+  if (hit < w || hit >= static_cast<int64_t>(n_prefill)) {
+    return Status(ErrorCode::invalid_argument, "--replay-hit " + std::to_string(hit) + " must be in [" +
+                                                   std::to_string(w) + " (the replay length), the prompt " +
+                                                   std::to_string(n_prefill) + ")");
+  }
+  LogitsOutput out;
+  ForwardRequest cold{&seq, {ids.data(), static_cast<size_t>(hit)}, false};
+  DS_TRY(m.forward({&cold, 1}, out));
+  seq.n_tokens = hit - w;  // the sharer: same blocks, another slot, from the replay start
+  seq.state_slot = 1;
+  size_t pos = static_cast<size_t>(hit - w);
+  while (pos < ids.size()) {
+    const size_t n = pos < n_prefill ? n_prefill - pos : 1;
+    ForwardRequest req{&seq, {ids.data() + pos, n}, true, static_cast<int64_t>(pos) < hit ? hit : 0};
+    DS_TRY(m.forward({&req, 1}, out));
+    logits.insert(logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
+    pos += n;
+  }
+  return ok_status();
+}
+
 // MTP row i pairs hidden row i with ids[i + 1]; chunked like the main pass.
 Status run_mtp_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>& ids,
                       const std::vector<float>& hidden, size_t n_prefill, std::vector<float>& logits) {
@@ -142,11 +175,14 @@ int run_logits(const LogitsOptions& o) {
   if (o.mla != "absorbed" && o.mla != "plain")
     return report_usage_error(cmd, "--mla must be absorbed or plain");
   const size_t n_prefill = o.prefill == 0 ? ids.size() : static_cast<size_t>(o.prefill);
+  Result<DecoderReplayOptions> decoder_replay = resolve_decoder_replay(o.decoder_replay);
+  if (!decoder_replay.ok()) return report_usage_error(cmd, decoder_replay.status().message());
 
   ModelOptions mo;
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
+  mo.decoder_replay = *decoder_replay;
   mo.mla_mode = o.mla == "plain" ? MlaMode::plain : MlaMode::absorbed;
   mo.max_seq_len = static_cast<int64_t>(ids.size());
   if (ep) mo.expert_exchange = &ep->exchange();
@@ -161,11 +197,15 @@ int run_logits(const LogitsOptions& o) {
                                                                 "(num_nextn_predict_layers is 0)"));
   }
 
-  if (Status st = m.init_kv_cache(
-          standalone_kv_cache_config(mo.max_seq_len, default_block_size_tokens(m.kv_cache_layout())));
-      !st.ok())
-    return report_error(cmd, st);
+  KvCacheConfig kv =
+      standalone_kv_cache_config(mo.max_seq_len, default_block_size_tokens(m.kv_cache_layout()));
+  if (o.replay_hit > 0) {  // the cold prefix and the sequence that hits it; the MTP state is not replayed
+    kv.n_sequence_slots = 2;
+    kv.mtp_layer = false;
+  }
+  if (Status st = m.init_kv_cache(kv); !st.ok()) return report_error(cmd, st);
   SequenceState seq = make_standalone_sequence(m.kv_cache_config());
+  seq.prompt_len = static_cast<int64_t>(n_prefill);  // the prefill chunk is the prompt (decoder replay)
   int64_t n_idle_steps = 0;
   if (ep) {
     const int64_t n_steps = 1 + static_cast<int64_t>(ids.size() - n_prefill);
@@ -180,13 +220,21 @@ int run_logits(const LogitsOptions& o) {
   // Under expert parallelism, rank 0 writes --out unless the path has {rank} (then every rank does).
   const bool writes = rank == 0 || o.out_path.find("{rank}") != std::string::npos;
   std::vector<float> logits, hidden;
-  if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden); !st.ok()) return report_error(cmd, st);
+  if (o.replay_hit > 0) {
+    if (ep || !o.mtp_out_path.empty())
+      return report_usage_error(cmd, "--replay-hit runs without --expert-parallel and --mtp-out");
+    if (Status st = run_replayed(m, seq, ids, n_prefill, o.replay_hit, logits); !st.ok())
+      return report_error(cmd, st);
+  } else if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden); !st.ok()) {
+    return report_error(cmd, st);
+  }
   for (int64_t i = 0; i < n_idle_steps; ++i) {
     if (Status st = m.forward_idle(); !st.ok()) return report_error(cmd, st);
   }
   if (ep && !ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
   const int64_t vocab = m.config().vocab_size;
-  const int64_t n = static_cast<int64_t>(ids.size());
+  // With decoder replay the prompt rows before the cut have no logits: the file starts at the cut.
+  const int64_t n = static_cast<int64_t>(logits.size()) / vocab;
   if (writes) {
     if (Status st = write_npy_f32(per_rank_path(o.out_path, rank), logits.data(), n, vocab); !st.ok())
       return report_error(cmd, st);
@@ -201,7 +249,8 @@ int run_logits(const LogitsOptions& o) {
     }
     if (ep && !ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
     if (writes) {
-      if (Status st = write_npy_f32(per_rank_path(o.mtp_out_path, rank), mtp_logits.data(), n - 1, vocab);
+      if (Status st = write_npy_f32(per_rank_path(o.mtp_out_path, rank), mtp_logits.data(),
+                                    static_cast<int64_t>(ids.size()) - 1, vocab);
           !st.ok())
         return report_error(cmd, st);
     }
@@ -220,13 +269,20 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--prefill", o->prefill,
                   "Ids in the first (prefill) chunk; the rest go one at a time (0 = all)")
       ->capture_default_str();
-  sub->add_option("--out", o->out_path, "Output .npy: float32 [n_ids, vocab]")->required();
+  sub->add_option("--out", o->out_path,
+                  "Output .npy: float32 [n_ids, vocab] (with decoder replay: the rows from the cut on)")
+      ->required();
+  sub->add_option(
+      "--replay-hit", o->replay_hit,
+      "Simulate a prefix-cache hit of this many prompt tokens (SWA bounded replay): --out holds the rows "
+      "from hit - swa_replay_tokens (V4, V4.1)");
   sub->add_option("--mtp-out", o->mtp_out_path, "Output .npy for MTP logits: float32 [n_ids - 1, vocab]");
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();
   sub->add_option("--mla", o->mla, "absorbed | plain attention form")->capture_default_str();
   sub->add_option("--numerics", o->numerics, kNumericsOptionHelp)->capture_default_str();
+  add_decoder_replay_options(sub, o->decoder_replay);
   sub->add_flag("--expert-parallel", o->expert_parallel,
                 "Run under mpirun: each rank loads only its experts; MoE layers meet over MPI all-to-all");
   sub->add_option("--rank-ids", o->rank_ids,

@@ -19,6 +19,7 @@
 #include "client_api_keys.h"
 #include "command_support.h"
 #include "commands.h"
+#include "decoder_replay_option.h"
 #include "engine/engine.h"
 #include "engine/model_loader.h"
 #include "engine/testing/scripted_output_runner.h"
@@ -85,6 +86,7 @@ struct ServeOptions {
   std::string testing_scripted_output;  // tests only: a script file for ScriptedOutputRunner
   std::string speculative_config;       // --speculative-config JSON ("" = off)
   bool jump_forward = false;            // --jump-forward (docs/grammar.md, Jump-forward)
+  DecoderReplayFlags decoder_replay;    // --yoco-prefill-* (V4.1 decoder replay)
   PdOptions pd;                         // --role and the KV transfer flags (docs/pd.md)
   bool expert_parallel = false;         // under mpirun: rank R serves on --port + R
   ExpertParallelOptions ep;
@@ -118,6 +120,8 @@ int run_serve(const ServeOptions& o) {
   if (Status st = check_numerics_option(o.numerics); !st.ok()) return report_usage_error(cmd, st.message());
   Result<SpeculativeConfig> speculative = resolve_speculative_option(o.speculative_config);
   if (!speculative.ok()) return report_usage_error(cmd, speculative.status().message());
+  Result<DecoderReplayOptions> decoder_replay = resolve_decoder_replay(o.decoder_replay);
+  if (!decoder_replay.ok()) return report_usage_error(cmd, decoder_replay.status().message());
 
   // Expert parallelism (docs/expert-parallel.md): one HTTP front per rank on --port + rank (put
   // `deepinfer route` in front), each rank its own engine; the ranks step in lockstep (EpStepRunner).
@@ -168,6 +172,7 @@ int run_serve(const ServeOptions& o) {
   mo.isa = *isa;
   mo.n_threads = resolve_threads(o.threads);
   mo.numerics = o.numerics;
+  mo.decoder_replay = *decoder_replay;
   mo.max_seq_len = max_model_len;
   if (ep) mo.expert_exchange = &ep->exchange();
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
@@ -423,6 +428,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
       ->capture_default_str();
   add_kv_tier_options(sub, o->kv_tiers);
   add_speculative_option(sub, o->speculative_config);
+  add_decoder_replay_options(sub, o->decoder_replay);
   add_pd_options(sub, o->pd);
   sub->add_flag(
       "--expert-parallel", o->expert_parallel,

@@ -31,7 +31,8 @@ Status check_default_model_dir(const std::string& model_dir, const std::string& 
 // --numerics of logits / generate / serve (model/v4_numerics_options.h; docs/numerics.md).
 inline constexpr const char* kNumericsOptionHelp =
     "V4/V4.1 numerics: production | no-bf16 | key=value,... (bf16=on|off, bf16_points=a+b|-a+b, "
-    "shared_expert_clamp=on|off, kv_fp8_sim=on|off, q_head_norm=model|on|off; docs/numerics.md). "
+    "shared_expert_clamp=on|off, kv_fp8_sim=on|off, q_head_norm=model|on|off, "
+    "index_keys=every_step|on_group (V4.1); docs/numerics.md). "
     "V3: production | no-bf16";
 
 }  // namespace ds::cli

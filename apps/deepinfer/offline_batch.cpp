@@ -358,6 +358,7 @@ int run_offline_batch(const OfflineBatchOptions& o) {
   mo.n_threads = resolve_threads(o.threads);
   mo.max_seq_len = max_seq_len;
   mo.numerics = o.numerics;
+  mo.decoder_replay = o.decoder_replay;
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
 

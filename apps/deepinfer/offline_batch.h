@@ -21,6 +21,7 @@
 
 #include "base/status.h"
 #include "engine/engine.h"
+#include "model/decoder_replay.h"
 #include "tokenizer/tokenizer.h"
 
 namespace ds::cli {
@@ -69,7 +70,8 @@ struct OfflineBatchOptions {
   int32_t max_step_tokens = 2048;
   int64_t kv_cache_mib = 2048;
   bool progress = true;
-  SpeculativeConfig speculative;  // --speculative-config (off by default)
+  SpeculativeConfig speculative;        // --speculative-config (off by default)
+  DecoderReplayOptions decoder_replay;  // --yoco-prefill-* (ModelOptions::decoder_replay)
 };
 
 // Loads the tokenizer and model, runs the batch, prints the throughput summary to stderr.

@@ -6,7 +6,8 @@
 //      which the model sits idle between two forwards).
 // Fixed seeds; each cell is the median over --runs runs after one warm-up run.
 //   engine_bench --model DIR [--threads N] [--isa auto] [--concurrency 1,4,16,64] [--max-tokens 32]
-//                [--prompt-tokens 64] [--prefix-tokens 2000] [--runs 3]
+//                [--prompt-tokens 64] [--prefix-tokens 2000] [--runs 3] [--decoder-replay-keep K]
+//   --decoder-replay-keep K: V4.1 decoder SWA bounded replay on (model/decoder_replay.h)
 //   engine_bench --fake [--fake-step-us 2000]   (no checkpoint: a fake model that sleeps per step)
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
@@ -38,6 +39,7 @@ struct Args {
   std::string isa = "auto";
   std::vector<int> concurrency = {1, 4, 16, 64};
   int32_t max_tokens = 32;
+  int64_t decoder_replay_keep = 0;  // V4.1: > 0 turns decoder replay on
   int32_t prompt_tokens = 64;
   int32_t prefix_tokens = 2000;
   int runs = 3;
@@ -220,11 +222,16 @@ int run(const Args& a) {
     if (!isa || !isa_supported(*isa)) throw std::runtime_error("--isa: unsupported " + a.isa);
     mo.isa = *isa;
     mo.n_threads = a.n_threads;
+    if (a.decoder_replay_keep > 0)
+      mo.decoder_replay = {.compact = true, .keep_tokens = a.decoder_replay_keep};
     mo.max_seq_len = std::max<int64_t>(a.prefix_tokens + 16 + 1, a.prompt_tokens + a.max_tokens);
     Result<std::unique_ptr<ModelRunner>> m = load_model(a.model_dir, mo);  // V3 or V4
     check(m.status(), "load");
     model = std::move(m).value();
-    what = fmt::format("{} (isa {}, {} threads)", a.model_dir, isa_name(*isa), a.n_threads);
+    what =
+        fmt::format("{} (isa {}, {} threads{})", a.model_dir, isa_name(*isa), a.n_threads,
+                    a.decoder_replay_keep > 0 ? fmt::format(", decoder replay keep {}", a.decoder_replay_keep)
+                                              : std::string());
   }
   // Sample only ids that every vocabulary has (the model's; no tokenizer here).
   const int vocab = std::min(model->config().vocab_size, 120000);
@@ -252,6 +259,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--runs", a.runs, "Timed runs per cell (median)")->capture_default_str();
   app.add_option("--kv-cache-mib", a.kv_cache_mib, "KV cache budget")->capture_default_str();
+  app.add_option("--decoder-replay-keep", a.decoder_replay_keep,
+                 "V4.1: decoder SWA bounded replay keeping this many prompt tokens (0: off)");
   CLI11_PARSE(app, argc, argv);
   if (a.model_dir.empty() && !a.fake) {
     std::fprintf(stderr, "engine_bench: --model DIR or --fake is required\n");

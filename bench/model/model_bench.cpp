@@ -4,7 +4,10 @@
 //                      FP4 experts at 4.25 bits) + the cache rows one step reads
 //   prefill roofline = fp32 FMA peak / FLOPs per prompt token
 //   model_bench --model DIR [--threads N] [--isa avx512] [--prompt 512] [--decode-steps 32] [--quick]
-//               [--context N] [--prefill-runs 0]
+//               [--context N] [--prefill-runs 0] [--decoder-replay-keep K]
+// --decoder-replay-keep K (V4.1): also times the prefill with decoder SWA bounded replay
+// (model/decoder_replay.h: the decoder layers on the prompt's last K tokens), on the same loaded
+// model in the same run, with its FLOPs (prefill_flops_v41.h) and GFLOP/s against the same peak.
 // --context N decodes after an N-token prompt (prefilled in chunks of --prompt tokens), so the
 // decode figure includes what a step reads at that context; --prefill-runs 0 skips the prefill case.
 #include <fmt/format.h>
@@ -23,7 +26,10 @@
 #include "machine/bench_timing.h"
 #include "machine/host_load.h"
 #include "machine/peaks.h"
+#include "model/decoder_replay.h"
+#include "prefill_flops_v41.h"
 #include "weights/checkpoint.h"
+#include "weights/layer_spec.h"
 
 namespace {
 
@@ -42,6 +48,7 @@ struct BenchArgs {
   int prefill_runs = 3;
   bool quick = false;
   uint64_t seed = 42;
+  int64_t decoder_replay_keep = 0;  // V4.1: > 0 also times the prefill with decoder replay
 };
 
 // Prompt tokens drawn uniformly from the vocabulary with a fixed seed (the speed of a forward
@@ -118,6 +125,8 @@ int run(const BenchArgs& args) {
     mopt.isa = *isa;
   }
   mopt.n_threads = args.n_threads;
+  if (args.decoder_replay_keep > 0)
+    mopt.decoder_replay = {.compact = true, .keep_tokens = args.decoder_replay_keep};
   mopt.max_seq_len =
       std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
   const double t_load = ds::now_seconds();
@@ -172,6 +181,17 @@ int run(const BenchArgs& args) {
   const double prefill_median_s = prefill_s.empty() ? 0.0 : ds::bench::median_of(prefill_s);
   const double prefill_tok_s =
       prefill_s.empty() ? 0.0 : static_cast<double>(args.prompt_len) / prefill_median_s;
+  // 4b. The same prompt with decoder replay: the model was loaded with it, and a sequence with its
+  // prompt length set takes it (prompt_len 0 above: the exact prefill).
+  std::vector<double> replay_s;
+  for (int r = 0; args.decoder_replay_keep > 0 && r < args.prefill_runs; ++r) {
+    auto seq = ds::make_standalone_sequence(model->kv_cache_config());
+    seq.prompt_len = args.prompt_len;
+    const ds::ForwardRequest req{&seq, prompt, false};
+    const double t0 = ds::now_seconds();
+    check(model->forward({&req, 1}, out), "prefill with decoder replay");
+    replay_s.push_back(ds::now_seconds() - t0);
+  }
 
   // 5. Decode at batch 1 after a decode_prompt_len-token prompt (chunks of at most prompt_len
   // tokens), greedy; each step timed on its own.
@@ -213,8 +233,19 @@ int run(const BenchArgs& args) {
   const double decode_roofline = read_gbps * 1e9 / decode_bytes;
   const double attn_flops = v4 ? ds::bench::v4_attention_flops_per_token(cfg, args.prompt_len)
                                : ds::bench::mla_attention_flops_per_token(cfg, args.prompt_len);
-  const double prefill_flops =
+  double prefill_flops =
       2.0 * aw.body_params + 2.0 * aw.head_params / static_cast<double>(args.prompt_len) + attn_flops;
+  ds::bench::V41PrefillFlops v41_exact, v41_replay;
+  if (cfg.is_v41()) {  // layer by layer (V4.1's top-k on every compressed layer, and the replay)
+    auto specs = ds::v41_layer_specs(cfg);
+    check(specs.status(), "layer roles");
+    const int split = ds::decoder_first_layer(*specs, cfg.num_hidden_layers);
+    v41_exact = ds::bench::v41_prefill_flops(tensor_infos(*ckpt), cfg, *specs, split, args.prompt_len,
+                                             args.prompt_len);
+    v41_replay = ds::bench::v41_prefill_flops(tensor_infos(*ckpt), cfg, *specs, split, args.prompt_len,
+                                              std::min(args.decoder_replay_keep, args.prompt_len));
+    prefill_flops = v41_exact.total() / static_cast<double>(args.prompt_len);
+  }
   const double prefill_roofline = fma_gflops * 1e9 / prefill_flops;
 
   fmt::print("decode bytes per token (stored precision incl. scales; MTP layer excluded, {} tensors):\n",
@@ -232,12 +263,39 @@ int run(const BenchArgs& args) {
       v4 ? "window + compressed cache" : "latent cache", mid_ctx, kv_bytes / kMB, decode_bytes / kMB);
   if (aw.n_unclassified > 0)
     fmt::print("  note: {} tensors matched no rule (counted in full)\n", aw.n_unclassified);
-  fmt::print(
-      "prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP = "
-      "{:.3f} GFLOP\n\n",
-      aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9,
-      prefill_flops / 1e9);
+  if (cfg.is_v41()) {
+    fmt::print("prefill FLOPs per token: {:.3f} GFLOP (V4.1, layer by layer below)\n\n", prefill_flops / 1e9);
+  } else {
+    fmt::print(
+        "prefill FLOPs per token: 2 x {:.1f} M body params + head {:.2f} GFLOP / {} + attention {:.3f} GFLOP "
+        "= "
+        "{:.3f} GFLOP\n\n",
+        aw.body_params / 1e6, 2.0 * aw.head_params / 1e9, args.prompt_len, attn_flops / 1e9,
+        prefill_flops / 1e9);
+  }
 
+  if (cfg.is_v41()) {
+    fmt::print(
+        "V4.1 prefill of {} tokens, layer by layer: encoder {:.2f} GFLOP + decoder source compressor {:.2f} "
+        "+ "
+        "decoder {:.2f} + head {:.3f} = {:.2f} GFLOP\n",
+        args.prompt_len, v41_exact.encoder / 1e9, v41_exact.source / 1e9, v41_exact.decoder / 1e9,
+        v41_exact.head / 1e9, v41_exact.total() / 1e9);
+  }
+  if (!replay_s.empty()) {
+    const double replay_median_s = ds::bench::median_of(replay_s);
+    fmt::print(
+        "  with decoder replay (keep {}): decoder {:.2f} GFLOP, total {:.2f} GFLOP ({:.1f}% fewer); "
+        "median {:.1f} ms vs {:.1f} ms exact ({:.1f}% less time, {:.2f}x prompt tok/s)\n",
+        args.decoder_replay_keep, v41_replay.decoder / 1e9, v41_replay.total() / 1e9,
+        100.0 * (1.0 - v41_replay.total() / v41_exact.total()), replay_median_s * 1e3, prefill_median_s * 1e3,
+        100.0 * (1.0 - replay_median_s / prefill_median_s), prefill_median_s / replay_median_s);
+    fmt::print("  GFLOP/s: exact {:.1f} ({:.0f}% of the fp32 FMA peak {:.1f}), replay {:.1f} ({:.0f}%)\n\n",
+               v41_exact.total() / prefill_median_s / 1e9,
+               100.0 * v41_exact.total() / prefill_median_s / 1e9 / fma_gflops, fma_gflops,
+               v41_replay.total() / replay_median_s / 1e9,
+               100.0 * v41_replay.total() / replay_median_s / 1e9 / fma_gflops);
+  }
   fmt::print("{:<34} {:>10} {:>12} {:>14} {:>10} {:>8}\n", "", "tok/s", "ms/token", "roofline tok/s",
              "achieved", "target");
   fmt::print("{:<34} {:>10.2f} {:>12.2f} {:>14.2f} {:>9.0f}% {:>8}\n",
@@ -282,6 +340,9 @@ int main(int argc, char** argv) try {
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--quick", args.quick, "one prefill run, short warm-up, quick peaks");
   app.add_option("--seed", args.seed, "seed of the prompt tokens");
+  app.add_option("--decoder-replay-keep", args.decoder_replay_keep,
+                 "V4.1: also time the prefill with decoder SWA bounded replay keeping this many tokens")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   CLI11_PARSE(app, argc, argv);
   if (args.quick) args.prefill_runs = std::min(args.prefill_runs, 1);
   return run(args);

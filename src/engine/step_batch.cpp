@@ -32,6 +32,7 @@ Status StepBatch::build(StepPlan plan, const Scheduler& scheduler) {
     const std::span<const int32_t> known = scheduler.tokens(c.seq_id);
     const int64_t end = c.pos_begin + c.n_tokens;
     const int64_t n_known = static_cast<int64_t>(known.size());
+    seq.prompt_len = n_known - scheduler.n_generated(c.seq_id);  // V4.1 decoder replay (decoder_replay.h)
     if (c.n_tokens <= 0 || c.pos_begin > n_known || end > n_known + 1) {
       return Status(ErrorCode::internal, "step " + std::to_string(plan_.step_index) + ": chunk of sequence " +
                                              std::to_string(c.seq_id) + " covers [" +

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -17,6 +19,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/model_loader.h"
+#include "model/decoder_replay.h"
 #include "model/model_registry.h"
 #include "model/v4_test_support.h"
 #include "modelgen/make_model.h"
@@ -52,8 +55,10 @@ const std::string& tiny_v41() {
   return d.path();
 }
 
-std::unique_ptr<ModelRunner> load_v41() {
+std::unique_ptr<ModelRunner> load_v41(DecoderReplayOptions replay = {}, const std::string& numerics = "") {
   ModelOptions o;
+  o.decoder_replay = replay;
+  o.numerics = numerics;
   o.isa = best_isa();  // batch invariance holds on every path; the vector one keeps the test short
   o.n_threads = 2;
   o.max_seq_len = 128;
@@ -67,9 +72,10 @@ std::unique_ptr<ModelRunner> load_v41() {
   return std::move(*m);
 }
 
-std::vector<float> run_alone(ModelRunner& m, const std::vector<int32_t>& ids, int slot,
-                             bool reversed = false) {
+std::vector<float> run_alone(ModelRunner& m, const std::vector<int32_t>& ids, int slot, bool reversed = false,
+                             int64_t prompt_len = 0) {
   SequenceState seq;
+  seq.prompt_len = prompt_len;
   for (int b = 0; b < 8; ++b) seq.block_table.push_back(slot * 8 + (reversed ? 7 - b : b));
   seq.state_slot = slot;
   LogitsOutput out;
@@ -182,6 +188,134 @@ TEST(V41Model, EngramLoadErrorsNameTheKey) {
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("text_config.engram_num_embeddings"), std::string::npos)
       << m.status().message();
+}
+
+// Decoder replay (model/decoder_replay.h): the tiny preset's decoder is layers 4..7 (KV source 4).
+constexpr int64_t kVocab = 129280;
+
+// Runs `ids` as `chunk`-token chunks for every sequence of the batch at once (prompt_len = ids'
+// length each), then `decode` teacher-forced single tokens; returns each sequence's logits rows.
+std::vector<std::vector<float>> run_batch(ModelRunner& m, const std::vector<std::vector<int32_t>>& ids,
+                                          size_t prompt, size_t chunk,
+                                          std::vector<int64_t>* n_rows = nullptr) {
+  const size_t n_seq = ids.size();
+  std::vector<SequenceState> seqs(n_seq);
+  for (size_t s = 0; s < n_seq; ++s) {
+    for (int b = 0; b < 8; ++b) seqs[s].block_table.push_back(static_cast<int32_t>(s) * 8 + b);
+    seqs[s].state_slot = static_cast<int32_t>(s);
+    seqs[s].prompt_len = static_cast<int64_t>(prompt);
+  }
+  std::vector<std::vector<float>> got(n_seq);
+  LogitsOutput out;
+  for (size_t at = 0; at < ids[0].size();) {
+    const size_t n = at < prompt ? std::min(chunk, prompt - at) : 1;
+    std::vector<ForwardRequest> reqs;
+    for (size_t s = 0; s < n_seq; ++s)
+      reqs.push_back(ForwardRequest{&seqs[s], {ids[s].data() + at, n}, true});
+    EXPECT_TRUE(m.forward(reqs, out).ok());
+    for (size_t s = 0; s < n_seq; ++s) {
+      const float* b = out.logits.row(out.row_begin[s]);
+      got[s].insert(got[s].end(), b, b + (out.row_begin[s + 1] - out.row_begin[s]) * kVocab);
+    }
+    at += n;
+  }
+  if (n_rows != nullptr)
+    for (const auto& g : got) n_rows->push_back(static_cast<int64_t>(g.size()) / kVocab);
+  return got;
+}
+
+TEST(V41DecoderReplay, ChunkedBatchedAndDecodeEqualOnePass) {
+  auto exact = load_v41();
+  auto replay = load_v41({.compact = true, .keep_tokens = 20});
+  ASSERT_TRUE(exact && replay);
+  const std::vector<std::vector<int32_t>> ids{v4_test::test_ids(46, 1), v4_test::test_ids(46, 2),
+                                              v4_test::test_ids(46, 3)};
+  constexpr size_t kPrompt = 40;  // cut at 40 − 20 = 20; then 6 teacher-forced decode steps
+  std::vector<int64_t> rows;
+  const auto one_pass = run_batch(*replay, {ids[0]}, kPrompt, kPrompt, &rows);
+  EXPECT_EQ(rows[0], 20 + 6);  // only the rows from the cut reach the head
+  // Chunks of 7 (two wholly before the cut give no rows, one straddles it), three sequences at once.
+  rows.clear();
+  const auto chunked = run_batch(*replay, ids, kPrompt, 7, &rows);
+  EXPECT_EQ(rows, (std::vector<int64_t>{26, 26, 26}));
+  EXPECT_TRUE(chunked[0] == one_pass[0]);
+  for (size_t s = 1; s < 3; ++s) EXPECT_TRUE(chunked[s] == run_batch(*replay, {ids[s]}, kPrompt, kPrompt)[0]);
+  EXPECT_FALSE(chunked[0] == chunked[1]);
+
+  // Without a prompt length the replay model is the exact model, bit for bit.
+  const auto exact_rows = run_batch(*exact, {ids[0]}, kPrompt, kPrompt)[0];
+  EXPECT_EQ(exact_rows.size(), 46 * kVocab);
+  EXPECT_TRUE(run_alone(*replay, ids[0], 0) == run_alone(*exact, ids[0], 0));
+  // Replay changes the rows from the cut on (the decoder's window starts at the cut) but not by much.
+  const std::vector<float> exact_tail(exact_rows.end() - 26 * kVocab, exact_rows.end());
+  ASSERT_EQ(exact_tail.size(), one_pass[0].size());
+  EXPECT_FALSE(exact_tail == one_pass[0]);
+  double max_d = 0, max_ref = 0;
+  for (size_t i = 0; i < exact_tail.size(); ++i) {
+    max_d = std::max(max_d, static_cast<double>(std::abs(exact_tail[i] - one_pass[0][i])));
+    max_ref = std::max(max_ref, static_cast<double>(std::abs(exact_tail[i])));
+  }
+  EXPECT_LT(max_d, max_ref);
+  // A prompt no longer than keep_tokens is exact.
+  EXPECT_TRUE(run_alone(*replay, ids[1], 1, false, 20) == run_alone(*exact, ids[1], 1, false, 20));
+}
+
+// The release's index-key publishing (model-spec §9, --numerics index_keys=on_group): a KV source
+// publishes its keys only on steps where its compressor completes a group. A prefill completes
+// groups in every chunk, so it is the exact computation; token-by-token decode is not: on a step
+// at an even position the ratio-2 source (tiny layer 2) does not complete its group and its index
+// layer scores the keys the ratio-1 source (layer 4) published on the previous step.
+TEST(V41IndexKeyPublishing, OnGroupDecodeDiffersFromPrefillFromTheFirstTopKChoice) {
+  constexpr size_t kN = 32;
+  const std::vector<int32_t> ids = v4_test::test_ids(kN, 9);
+  for (const bool on_group : {false, true}) {
+    auto m = load_v41({}, on_group ? "index_keys=on_group" : "index_keys=every_step");
+    ASSERT_TRUE(m);
+    const auto prefill = run_batch(*m, {ids}, kN, kN)[0];
+    const auto decode = run_batch(*m, {ids}, 1, 1)[0];  // one-token prompt, then one token a step
+    ASSERT_EQ(prefill.size(), decode.size());
+    size_t first = kN;
+    for (size_t row = 0; row < kN && first == kN; ++row) {
+      if (!std::equal(prefill.begin() + row * kVocab, prefill.begin() + (row + 1) * kVocab,
+                      decode.begin() + row * kVocab))
+        first = row;
+    }
+    if (!on_group) {
+      EXPECT_EQ(first, kN) << "every-step publishing: decode equals prefill";
+      continue;
+    }
+    // Before position 14 layer 2 sees at most index_topk = 6 entries and takes them all whatever
+    // it scores them with; from there the top-6 of (p + 1) / 2 entries is a choice, and the first
+    // row that differs is one where layer 2 did not publish (an even position).
+    EXPECT_GE(first, 14u);
+    EXPECT_LT(first, kN) << "on_group publishing: decode must stop matching prefill";
+    EXPECT_EQ(first % 2, 0u) << "first differing row " << first;
+  }
+  auto prefill_only = load_v41({}, "index_keys=on_group");
+  auto every_step = load_v41({}, "");
+  EXPECT_TRUE(run_batch(*prefill_only, {ids}, kN, kN)[0] == run_batch(*every_step, {ids}, kN, kN)[0])
+      << "a prefill publishes on every chunk: the release's prefill is the exact one";
+}
+
+TEST(V41DecoderReplay, OptionErrors) {
+  ModelOptions o;
+  o.max_seq_len = 64;
+  o.decoder_replay = {.compact = true, .keep_tokens = 15};  // below the tiny window of 16
+  Result<std::unique_ptr<ModelRunner>> m = load_model(tiny_v41(), o);
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), ErrorCode::invalid_argument);
+  EXPECT_NE(m.status().message().find("--yoco-prefill-keep-tokens 15"), std::string::npos)
+      << m.status().message();
+  EXPECT_FALSE(parse_decoder_replay_mode("on", "X").ok());
+  EXPECT_TRUE(*parse_decoder_replay_mode("compact", "X"));
+  EXPECT_FALSE(*parse_decoder_replay_mode("off", "X"));
+  EXPECT_FALSE(parse_decoder_replay_keep("0", "X").ok());
+  EXPECT_FALSE(parse_decoder_replay_keep("12a", "X").ok());
+  EXPECT_EQ(*parse_decoder_replay_keep("140", "X"), 140);
+  EXPECT_EQ(decoder_first_position({.compact = true, .keep_tokens = 140}, 1000), 860);
+  EXPECT_EQ(decoder_first_position({.compact = true, .keep_tokens = 140}, 100), 0);
+  EXPECT_EQ(decoder_first_position({.compact = false, .keep_tokens = 140}, 1000), 0);
+  EXPECT_EQ(decoder_first_position({.compact = true, .keep_tokens = 140}, 0), 0);
 }
 
 }  // namespace

@@ -70,6 +70,22 @@ Status DeepSeekV4::build() {
     DS_ASSIGN_OR_RETURN(specs_, v4_layer_specs(c));
   }
   replay_ = SwaReplay(c, specs_, c.kv_block_size_multiple());
+  if (opts_.decoder_replay.compact) {
+    // Decoder replay needs V4.1's encoder-decoder split (model/decoder_replay.h).
+    decoder_first_layer_ = v41_ ? decoder_first_layer(specs_, c.num_hidden_layers) : -1;
+    if (decoder_first_layer_ < 0) {
+      return Status(ErrorCode::model_unsupported,
+                    "--yoco-prefill-truncation-mode compact: decoder SWA bounded replay needs a deepseek_v41 "
+                    "model with a KV source layer (model_type '" +
+                        c.model_type + "')");
+    }
+    if (opts_.decoder_replay.keep_tokens < c.sliding_window) {
+      return Status(ErrorCode::invalid_argument,
+                    "--yoco-prefill-keep-tokens " + std::to_string(opts_.decoder_replay.keep_tokens) +
+                        " is below sliding_window " + std::to_string(c.sliding_window) +
+                        " (the kept suffix must cover the window)");
+    }
+  }
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
     DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
@@ -229,7 +245,7 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   embed_.lookup(ids.data(), n_rows, e, d);
   for (int64_t t = 0; t < n_rows; ++t)
     for (int64_t k = 0; k < hc; ++k) std::copy_n(e + t * d, d, streams + (t * hc + k) * d);
-  std::vector<V4SequenceRows> rows(requests.size());
+  std::vector<V4SequenceRows> rows;
   std::vector<V41StepSelection> shared(requests.size());  // V4.1: top-k and pool, per sequence
   double* carried = nullptr;  // V4.1: block 0's attention collapses with the one-hot pre (§5.1)
   if (v41_) {
@@ -246,28 +262,85 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
                        engram_ids_.data() + first_row[r] * slots_per_row,
                        engram_gated_.data() + first_row[r]);
   }
-  for (size_t l = 0; l < layers_.size(); ++l) {
-    if (engram_.applies(static_cast<int>(l)))  // on the streams before the block (§5.7)
-      engram_.forward(static_cast<int>(l), ctx_, streams, n_rows, engram_ids_.data(), engram_gated_.data());
-    const int kv_source = specs_[l].kv_source_layer;
+  // V4.1 decoder replay: rows before a request's first decoder position skip the decoder layers
+  // (model/decoder_replay.h); skip[r] of request r's first rows. None skipped: the exact path.
+  std::vector<int64_t> skip(requests.size(), 0);
+  bool skips = false;
+  if (decoder_first_layer_ >= 0) {
     for (size_t r = 0; r < requests.size(); ++r) {
-      rows[r] = V4SequenceRows{first_row[r], first_row[r + 1] - first_row[r], &slots[r]->layers[l],
-                               pages_for(static_cast<int>(l), seqs[r]->block_table.data())};
-      if (kv_source >= 0 && kv_source != static_cast<int>(l)) rows[r].source = &slots[r]->layers[kv_source];
-      rows[r].shared = &shared[r];
+      const int64_t from = decoder_first_position(opts_.decoder_replay, seqs[r]->prompt_len);
+      skip[r] = std::clamp<int64_t>(from - seqs[r]->n_tokens, 0, first_row[r + 1] - first_row[r]);
+      skips = skips || skip[r] > 0;
     }
-    layers_[l].forward(ctx_, num_, streams, n_rows, pos.data(), ids.data(), rows, scratch_, carried);
   }
-  // The rows that get logits: each request's last row, or all of them (out.row_begin).
+  const std::vector<int64_t> chunk_rows = [&] {
+    std::vector<int64_t> n(requests.size());
+    for (size_t r = 0; r < requests.size(); ++r) n[r] = first_row[r + 1] - first_row[r];
+    return n;
+  }();
+  // active: the requests whose rows run the current layer (all, or after the cut those with rows)
+  std::vector<size_t> active(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) active[r] = r;
+  auto rows_of = [&](size_t l, size_t r) {
+    V4SequenceRows sr{first_row[r], first_row[r + 1] - first_row[r], &slots[r]->layers[l],
+                      pages_for(static_cast<int>(l), seqs[r]->block_table.data())};
+    const int kv_source = specs_[l].kv_source_layer;
+    if (kv_source >= 0 && kv_source != static_cast<int>(l)) sr.source = &slots[r]->layers[kv_source];
+    sr.shared = &shared[r];
+    return sr;
+  };
+  int64_t n_run = n_rows;  // rows that run the current layer
+  for (size_t l = 0; l < layers_.size(); ++l) {
+    if (num_.index_keys_on_group && v41_ && specs_[l].owns_index_keys()) {
+      // The release (model-spec §9): a KV source publishes its keys only on a step where its
+      // compressor completes a group (it writes a new key).
+      for (size_t r = 0; r < requests.size(); ++r) {
+        const int64_t end = seqs[r]->n_tokens + chunk_rows[r];
+        if (end / specs_[l].compress_ratio > slots[r]->layers[l].n_idx_keys)
+          slots[r]->published_index_keys = static_cast<int>(l);
+      }
+    }
+    bool fed = false;
+    if (skips && static_cast<int>(l) == decoder_first_layer_) {
+      // Every row feeds the first decoder layer's compressor (the decoder's compressed KV and index
+      // keys are exact); then only each request's last rows go on.
+      std::vector<V4SequenceRows> all;
+      for (size_t r = 0; r < requests.size(); ++r) all.push_back(rows_of(l, r));
+      layers_[l].feed_compressor(ctx_, num_, streams, n_rows, pos.data(), all, scratch_, carried);
+      compact_decoder_rows(skip, first_row, streams, pos, ids, carried);
+      n_run = first_row.back();
+      active.clear();
+      for (size_t r = 0; r < requests.size(); ++r)
+        if (first_row[r + 1] > first_row[r]) active.push_back(r);
+      fed = true;
+    }
+    if (engram_.applies(static_cast<int>(l)))  // on the streams before the block (§5.7)
+      engram_.forward(static_cast<int>(l), ctx_, streams, n_run, engram_ids_.data(), engram_gated_.data());
+    rows.clear();
+    for (size_t r : active) {
+      rows.push_back(rows_of(l, r));
+      rows.back().compressor_fed = fed;
+      const int published = slots[r]->published_index_keys;
+      if (num_.index_keys_on_group && specs_[l].owns_indexer() && published >= 0) {
+        rows.back().pages.idx = pages_for(published, seqs[r]->block_table.data()).idx;
+        rows.back().keys_owner = &slots[r]->layers[published];
+      }
+    }
+    if (n_run > 0)
+      layers_[l].forward(ctx_, num_, streams, n_run, pos.data(), ids.data(), rows, scratch_, carried);
+  }
+  const int64_t n_out_rows = n_run;  // rows that reached the head
+  // The rows that get logits: each request's last row, or all of them (out.row_begin); with
+  // decoder replay only rows that ran the decoder (a chunk wholly before the cut gets none).
   out.row_begin.assign(1, 0);
   for (size_t r = 0; r < requests.size(); ++r) {
     const int64_t n = first_row[r + 1] - first_row[r];
-    out.row_begin.push_back(out.row_begin.back() + (requests[r].all_logits ? n : 1));
+    out.row_begin.push_back(out.row_begin.back() + (requests[r].all_logits ? n : std::min<int64_t>(n, 1)));
   }
-  // col: [n_rows, d] the collapsed streams; h: [n_rows, d] the final normed rows
-  float* col = scratch_of(scratch_.collapsed, n_rows * d);
-  float* h = scratch_of(scratch_.final_rows, n_rows * d);
-  pool_->parallel_range(n_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
+  // col: [n_out_rows, d] the collapsed streams; h: [n_out_rows, d] the final normed rows
+  float* col = scratch_of(scratch_.collapsed, n_out_rows * d);
+  float* h = scratch_of(scratch_.final_rows, n_out_rows * d);
+  pool_->parallel_range(n_out_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
     for (int64_t t = t0; t < t1; ++t) {
       if (v41_) {  // the last block's FFN pre, no hyper-head (§5.1)
         mhc_collapse(num_, mhc_dims(cfg_), streams + t * hc * d, carried + t * hc, col + t * d,
@@ -277,15 +350,16 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
       }
     }
   });
-  v4_rmsnorm(ctx_.isa, num_, Bf16Point::final_norm, col, n_rows, d, final_norm_.data(), cfg_.rms_norm_eps, h);
+  v4_rmsnorm(ctx_.isa, num_, Bf16Point::final_norm, col, n_out_rows, d, final_norm_.data(), cfg_.rms_norm_eps,
+             h);
 
   const int64_t R = out.row_begin.back();
   out.hidden.reshape(Shape{R, d});  // [R, d] the rows that get logits
   for (size_t r = 0; r < requests.size(); ++r) {
-    const int64_t n = first_row[r + 1] - first_row[r];
+    const int64_t n = chunk_rows[r];
     const int64_t n_out = out.row_begin[r + 1] - out.row_begin[r];
     std::copy_n(h + (first_row[r + 1] - n_out) * d, n_out * d, out.hidden.data() + out.row_begin[r] * d);
-    if (keeps_mtp_state()) {
+    if (keeps_mtp_state()) {  // never with decoder replay (V4.1 keeps no MTP state)
       slots[r]->pending_streams.insert(slots[r]->pending_streams.end(), streams + first_row[r] * hc * d,
                                        streams + first_row[r + 1] * hc * d);
     }
@@ -295,6 +369,31 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   out.logits.reshape(Shape{R, cfg_.vocab_size});
   linear(ctx_, head_.w, out.hidden.data(), R, d, out.logits.data(), cfg_.vocab_size);
   return ok_status();
+}
+
+void DeepSeekV4::compact_decoder_rows(std::span<const int64_t> skip, std::vector<int64_t>& first_row,
+                                      float* streams, std::vector<int32_t>& pos, std::vector<int32_t>& ids,
+                                      double* carried) {
+  const int64_t hc = cfg_.hc_mult, w = hc * cfg_.hidden_size;
+  const int64_t slots_per_row = engram_.empty() ? 0 : engram_.rules().n_slots;
+  int64_t to = 0;
+  std::vector<int64_t> kept_first{0};
+  for (size_t r = 0; r + 1 < first_row.size(); ++r) {
+    for (int64_t from = first_row[r] + skip[r]; from < first_row[r + 1]; ++from, ++to) {
+      if (from == to) continue;  // rows only move towards the front
+      std::copy_n(streams + from * w, w, streams + to * w);
+      pos[to] = pos[from];
+      ids[to] = ids[from];
+      if (carried != nullptr) std::copy_n(carried + from * hc, hc, carried + to * hc);
+      if (slots_per_row > 0) {
+        std::copy_n(engram_ids_.data() + from * slots_per_row, slots_per_row,
+                    engram_ids_.data() + to * slots_per_row);
+        engram_gated_[to] = engram_gated_[from];
+      }
+    }
+    kept_first.push_back(to);
+  }
+  first_row = std::move(kept_first);
 }
 
 Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {

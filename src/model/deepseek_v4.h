@@ -33,6 +33,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "model/decoder_replay.h"
 #include "model/embedding.h"
 #include "model/forward_context.h"
 #include "model/linear.h"
@@ -84,6 +85,10 @@ class DeepSeekV4 final : public ModelRunner {
   bool keeps_mtp_state() const { return has_mtp() && kv_config_.mtp_layer; }
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
   V4LayerPages pages_for(int layer, const int32_t* block_table) const;
+  // Decoder replay: moves each request's rows from skip[r] on to the front of the step's row
+  // arrays (streams, pos, ids, carried pre, Engram ids) and renumbers first_row.
+  void compact_decoder_rows(std::span<const int64_t> skip, std::vector<int64_t>& first_row, float* streams,
+                            std::vector<int32_t>& pos, std::vector<int32_t>& ids, double* carried);
   int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
 
   Checkpoint ckpt_;
@@ -94,6 +99,7 @@ class DeepSeekV4 final : public ModelRunner {
   ForwardContext ctx_;
   Embedding embed_;
   bool v41_ = false;
+  int decoder_first_layer_ = -1;  // V4.1 decoder replay on: the first decoder layer (decoder_replay.h)
   std::vector<LayerSpec> specs_;  // every layer slot's role (main layers, then MTP)
   std::vector<V4Block> layers_;
   MhcHead hc_head_;  // V4 only

@@ -4,9 +4,9 @@
 // pool) and the blocks' V4.1 options: delayed mHC pre and no hyper-head, no per-head q norm
 // (switch q_head_norm), FP8 window KV over all channels in 32-blocks, ungated / gated compressors
 // without ape, index keys from the KV source's latent without Hadamard, FP4 caches, MoE with the
-// bias on every layer, gate_temp and w/(Σ+1e-20). Not yet: Engram (a checkpoint with
-// engram_layer_ids is model_unsupported), DSpark stages (not loaded), vision (skipped), the
-// release's index-key publishing (spec §9; keys are published every step).
+// bias on every layer, gate_temp and w/(Σ+1e-20); Engram (v41_engram.h); decoder-side SWA bounded
+// replay (decoder_replay.h); the release's index-key publishing as `--numerics index_keys=on_group`
+// (spec §9; default: every step). Not yet: DSpark stages (not loaded), vision (skipped).
 #pragma once
 
 #include <memory>

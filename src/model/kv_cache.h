@@ -66,6 +66,10 @@ struct SequenceState {
   // V4: the model's per-sequence state slot in [0, n_sequence_slots), owned by this sequence while
   // it lives (the engine assigns it; a forward at n_tokens 0 resets the slot). -1 = none (V3).
   int32_t state_slot = -1;
+  // The length of the sequence's prompt when the caller knows it (0 = unknown, every row exact).
+  // V4.1 decoder replay (model/decoder_replay.h) runs the decoder layers only on positions from
+  // prompt_len − keep_tokens on; a recomputed (preempted) sequence keeps its original prompt_len.
+  int64_t prompt_len = 0;
 };
 
 // Blocks that hold positions [0, n_tokens): ceil(n_tokens / block_size_tokens).

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/isa.h"
+#include "model/decoder_replay.h"
 
 namespace ds {
 
@@ -41,6 +42,10 @@ struct ModelOptions {
   // `bf16_activations=on` in --numerics, taken out of the text by the registry for every model:
   // bf16-weight linears round x to bf16 (vdpbf16ps on AVX-512 BF16). Off by default.
   bool bf16_activations = false;
+  // DeepSeek-V4.1 decoder-side SWA bounded replay (model/decoder_replay.h; the CLI's
+  // --yoco-prefill-truncation-mode / --yoco-prefill-keep-tokens and DeepInfer's environment
+  // variables). Off = exact; another model refuses `compact` (model_unsupported).
+  DecoderReplayOptions decoder_replay;
 };
 
 }  // namespace ds

@@ -52,6 +52,11 @@ Result<std::unique_ptr<ModelRunner>> load_v3(const std::string& dir, const Model
                                              const ModelOptions& given) {
   DS_ASSIGN_OR_RETURN(const ModelOptions opts, take_common_numerics(given));
   DS_TRY(check_v3_numerics(opts.numerics));
+  if (opts.decoder_replay.compact) {
+    return Status(
+        ErrorCode::model_unsupported,
+        "--yoco-prefill-truncation-mode compact: decoder SWA bounded replay is a deepseek_v41 feature");
+  }
   DS_ASSIGN_OR_RETURN(std::unique_ptr<DeepSeekV3> m, DeepSeekV3::load(dir, opts));
   return std::unique_ptr<ModelRunner>(std::move(m));
 }

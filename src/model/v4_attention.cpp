@@ -100,8 +100,8 @@ void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, co
   if (indexer_ && !v41_) {
     indexer_->select(ctx, num, x, qr, n, pos, inv_freq_, *rows.state, rows.pages.idx, selected);
   } else if (indexer_) {
-    indexer_->select_v41(ctx, num, x, qr, n, pos, inv_freq_, rows.pages.idx, src.n_idx_keys, *rows.shared,
-                         selected);
+    const int64_t n_keys = rows.keys_owner != nullptr ? rows.keys_owner->n_idx_keys : src.n_idx_keys;
+    indexer_->select_v41(ctx, num, x, qr, n, pos, inv_freq_, rows.pages.idx, n_keys, *rows.shared, selected);
     rows.shared->topk = selected;  // the layers up to the next index source reuse it
   } else if (v41_) {
     selected = rows.shared->topk;
@@ -114,6 +114,35 @@ void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, co
   }
 }
 
+void V4Attention::compress(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+                           const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const {
+  const int64_t D = head_dim_;
+  V4LayerState& st = *rows.state;
+  const V4LayerPages& pages = rows.pages;
+  std::vector<float>& new_kv = scratch.new_kv;  // [n_new, D]
+  std::vector<float> latent;                    // V4.1: before RoPE, for the index keys
+  std::vector<int32_t> entry_pos;
+  compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, st.n_entries, new_kv,
+                    index_keys_ ? &latent : nullptr, index_keys_ ? &entry_pos : nullptr);
+  const int64_t n_new = static_cast<int64_t>(new_kv.size()) / D;
+  pages.comp.write(st.n_entries, n_new, new_kv.data());
+  st.n_entries += n_new;
+  if (index_keys_) {  // published every step, so decode equals prefill (model-spec §9)
+    std::vector<float> keys;
+    index_keys_->make(ctx, num, latent.data(), n_new, entry_pos.data(), inv_freq_, keys);
+    pages.idx.write(st.n_idx_keys, n_new, keys.data());
+    st.n_idx_keys += n_new;
+  }
+}
+
+void V4Attention::feed_compressor(const ForwardContext& ctx, const V4Numerics& num, const float* x,
+                                  const int32_t* pos, std::span<const V4SequenceRows> seqs,
+                                  V4Scratch& scratch) const {
+  if (!compressor_) return;
+  for (const V4SequenceRows& s : seqs)
+    compress(ctx, num, x + s.first_row * hidden_, s.n, pos + s.first_row, s, scratch);
+}
+
 void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
                          const float* q, const float* kv, int64_t n, const int32_t* pos,
                          const V4SequenceRows& rows, float* o, V4Scratch& scratch) const {
@@ -123,22 +152,7 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
   // The entries this chunk completes go to the pages first; attention and the indexer then read
   // every entry where it lies (comp_idx below holds pool rows, V4EntryPages::row_of), so a step
   // copies no O(context) data.
-  if (compressor_) {
-    std::vector<float>& new_kv = scratch.new_kv;  // [n_new, D]
-    std::vector<float> latent;                    // V4.1: before RoPE, for the index keys
-    std::vector<int32_t> entry_pos;
-    compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, st.n_entries, new_kv,
-                      index_keys_ ? &latent : nullptr, index_keys_ ? &entry_pos : nullptr);
-    const int64_t n_new = static_cast<int64_t>(new_kv.size()) / D;
-    pages.comp.write(st.n_entries, n_new, new_kv.data());
-    st.n_entries += n_new;
-    if (index_keys_) {  // published every step, so decode equals prefill (model-spec §9)
-      std::vector<float> keys;
-      index_keys_->make(ctx, num, latent.data(), n_new, entry_pos.data(), inv_freq_, keys);
-      pages.idx.write(st.n_idx_keys, n_new, keys.data());
-      st.n_idx_keys += n_new;
-    }
-  }
+  if (compressor_ && !rows.compressor_fed) compress(ctx, num, x, n, pos, rows, scratch);
   const int64_t n_entries = rows.source != nullptr ? rows.source->n_entries : st.n_entries;
   std::vector<std::vector<int32_t>> selected;
   if (ratio_ > 0) selection(ctx, num, x, qr, n, pos, rows, n_entries, selected);

@@ -45,6 +45,13 @@ class V4Attention {
                const int32_t* pos, std::span<const V4SequenceRows> seqs, float* out,
                V4Scratch& scratch) const;
 
+  // V4.1 decoder replay (model/decoder_replay.h): feeds the rows of `seqs` (x [n_rows, hidden],
+  // all of each sequence's chunk) into this KV source's compressor and index keys only; a later
+  // forward over a suffix of those rows with V4SequenceRows::compressor_fed runs the rest.
+  void feed_compressor(const ForwardContext& ctx, const V4Numerics& num, const float* x, const int32_t* pos,
+                       std::span<const V4SequenceRows> seqs, V4Scratch& scratch) const;
+  bool owns_compressor() const { return compressor_.has_value(); }
+
   int32_t ratio() const { return ratio_; }
   bool csa() const { return indexer_.has_value(); }
   bool q_head_norm(const V4Numerics& num) const {
@@ -63,6 +70,9 @@ class V4Attention {
   void selection(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
                  const int32_t* pos, const V4SequenceRows& rows, int64_t n_entries,
                  std::vector<std::vector<int32_t>>& selected) const;
+  // One sequence's compressor (and V4.1 index keys): writes the entries its rows complete.
+  void compress(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+                const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const;
   void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
 
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;

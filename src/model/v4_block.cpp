@@ -47,6 +47,15 @@ void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, cons
   v4_rmsnorm(ctx.isa, num, Bf16Point::sub_norm, x, n, d, norm_w.data(), eps_, x_norm);
 }
 
+void V4Block::feed_compressor(const ForwardContext& ctx, const V4Numerics& num, float* streams,
+                              int64_t n_rows, const int32_t* pos, std::span<const V4SequenceRows> seqs,
+                              V4Scratch& scratch, const double* carried_pre) const {
+  std::vector<double> pre;  // a copy: the block's own forward collapses with the same pre again
+  if (carried_pre != nullptr) pre.assign(carried_pre, carried_pre + n_rows * dims_.hc);
+  sublayer_io(ctx, num, hc_attn_, attn_norm_, streams, n_rows, scratch, carried_pre ? pre.data() : nullptr);
+  attn_.feed_compressor(ctx, num, scratch.x_norm.data(), pos, seqs, scratch);
+}
+
 void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
                       const int32_t* pos, const int32_t* tokens, std::span<const V4SequenceRows> seqs,
                       V4Scratch& scratch, double* carried_pre) const {

@@ -35,6 +35,11 @@ class V4Block {
   // V4.1: carried_pre [n_rows, hc] holds the pre the previous sublayer computed (block 0: the
   // one-hot (1, 0, .., 0)); each sublayer collapses with it and leaves its own, so after the last
   // block it is the final collapse's. nullptr for V4 (each sublayer uses its own pre).
+  // V4.1 decoder replay (model/decoder_replay.h): the attention input of every row (collapsed
+  // with carried_pre, which is left unchanged) fed into this KV source's compressor only.
+  void feed_compressor(const ForwardContext& ctx, const V4Numerics& num, float* streams, int64_t n_rows,
+                       const int32_t* pos, std::span<const V4SequenceRows> seqs, V4Scratch& scratch,
+                       const double* carried_pre) const;
   // An expert-parallel idle step: the MoE with no rows (ModelRunner::forward_idle).
   void ffn_idle(const ForwardContext& ctx, const V4Numerics& num, V4Scratch& scratch) const {
     ffn_.forward(ctx, num, nullptr, 0, nullptr, nullptr, scratch);

@@ -86,6 +86,12 @@ struct V4SequenceRows {
   // and the step's shared selection.
   const V4LayerState* source = nullptr;
   V41StepSelection* shared = nullptr;
+  // V4.1 decoder replay: the layer's compressor has consumed this chunk already (all its rows,
+  // V4Attention::feed_compressor); these rows only attend.
+  bool compressor_fed = false;
+  // V4.1 release index-key publishing (V4Numerics::index_keys_on_group): the layer whose keys
+  // pages.idx holds and whose n_idx_keys counts them (null: the KV source's, as ever).
+  const V4LayerState* keys_owner = nullptr;
 };
 
 struct V4SequenceSlot {
@@ -97,6 +103,8 @@ struct V4SequenceSlot {
   std::vector<float> pending_streams;
   // V4.1 Engram: the last max_ngram_size − 1 token ids (oldest first) the n-grams reach back to.
   std::vector<int32_t> engram_history;
+  // V4.1 release index-key publishing: the KV source whose keys are published (-1: none yet).
+  int published_index_keys = -1;
   bool in_use = false;
 };
 

@@ -43,6 +43,12 @@ struct V4Numerics {
   // Per-head RMS normalisation of the queries (model-spec §4.3): -1 = the model's (V4 on, V4.1
   // off, §5.2 [?]: one port disagrees, so it stays switchable), 0 = off, 1 = on.
   int8_t q_head_norm = -1;
+  // V4.1 index-key publishing (model-spec §9; `index_keys=every_step|on_group`): false = every KV
+  // source's own keys are what its index sources score, every step (decode equals prefill); true =
+  // the release's reference: one published key set per sequence, replaced by a KV source only on a
+  // step where its compressor completed a group, so in decode a ratio-2 source's index layers score
+  // (on the other steps) the keys the last publisher left (docs/models.md).
+  bool index_keys_on_group = false;
 
   bool rounds(Bf16Point p) const { return (bf16_points & bf16_point_bit(p)) != 0; }
   float round(Bf16Point p, float v) const { return rounds(p) ? round_to_bf16(v) : v; }

@@ -79,7 +79,7 @@ Result<V4Numerics> parse_v4_numerics(std::string_view text) {
     if (eq == std::string_view::npos) {
       return bad(item,
                  "expected production, no-bf16 or key=value (keys: bf16, bf16_points, "
-                 "shared_expert_clamp, kv_fp8_sim, q_head_norm)");
+                 "shared_expert_clamp, kv_fp8_sim, q_head_norm, index_keys)");
     }
     const std::string_view key = item.substr(0, eq), value = item.substr(eq + 1);
     if (key == "bf16") {
@@ -98,8 +98,13 @@ Result<V4Numerics> parse_v4_numerics(std::string_view text) {
         DS_ASSIGN_OR_RETURN(bool on, parse_on_off(item, value));
         num.q_head_norm = on ? 1 : 0;
       }
+    } else if (key == "index_keys") {
+      if (value != "every_step" && value != "on_group") return bad(item, "expected every_step or on_group");
+      num.index_keys_on_group = value == "on_group";
     } else {
-      return bad(item, "unknown key (keys: bf16, bf16_points, shared_expert_clamp, kv_fp8_sim, q_head_norm)");
+      return bad(item,
+                 "unknown key (keys: bf16, bf16_points, shared_expert_clamp, kv_fp8_sim, q_head_norm, "
+                 "index_keys)");
     }
   }
   return num;
@@ -122,6 +127,7 @@ std::string format_v4_numerics(const V4Numerics& num) {
                      ",shared_expert_clamp=" + (num.shared_expert_clamp ? "on" : "off") +
                      ",kv_fp8_sim=" + (num.kv_fp8_sim ? "on" : "off");
   if (num.q_head_norm >= 0) text += std::string(",q_head_norm=") + (num.q_head_norm ? "on" : "off");
+  if (num.index_keys_on_group) text += ",index_keys=on_group";
   return text;
 }
 

@@ -62,6 +62,15 @@ TEST(V4NumericsOptions, QHeadNormIsTriState) {
   EXPECT_FALSE(parse_v4_numerics("q_head_norm=maybe").ok());
 }
 
+TEST(V4NumericsOptions, IndexKeyPublishing) {
+  EXPECT_FALSE(parse_v4_numerics("")->index_keys_on_group);  // every step: decode equals prefill
+  EXPECT_TRUE(parse_v4_numerics("index_keys=on_group")->index_keys_on_group);
+  EXPECT_FALSE(parse_v4_numerics("index_keys=on_group,index_keys=every_step")->index_keys_on_group);
+  const V4Numerics n = *parse_v4_numerics("no-bf16,index_keys=on_group");
+  EXPECT_TRUE(parse_v4_numerics(format_v4_numerics(n))->index_keys_on_group);
+  EXPECT_FALSE(parse_v4_numerics("index_keys=sometimes").ok());
+}
+
 TEST(V4NumericsOptions, BadItemsNameThemselves) {
   for (const char* text : {"fast", "bf16=maybe", "bf16_points=q_norm+nope", "clamp=on", "kv_fp8_sim", ","}) {
     Result<V4Numerics> n = parse_v4_numerics(text);

@@ -46,7 +46,8 @@ V4SequenceSlot& V4StateSlots::take(SequenceState& seq, bool replay, int64_t repl
   slot.n_tokens = seq.n_tokens;
   slot.n_mtp_tokens = seq.n_mtp_tokens;
   slot.pending_streams.clear();
-  slot.engram_history.clear();  // a replay restarts W tokens early: see SwaReplay (Engram margin)
+  slot.engram_history.clear();
+  slot.published_index_keys = -1;  // a replay restarts W tokens early: see SwaReplay (Engram margin)
   slot.layers.clear();
   for (int l = 0; l < cfg.num_hidden_layers; ++l) {
     slot.layers.push_back(fresh_layer(cfg, specs[l]));

@@ -11,12 +11,28 @@ through FP4 (16-blocks, E4M3 scales); index keys and queries through FP4 (32-blo
     deepseek_v41_ref.py --model DIR --tokens 0,17,42 --out logits.npy [--prefill N | --chunks 5,3,...]
                         [--no-bf16] [--kv-sim fp8|none] [--shared-expert-clamp on|off] [--q-head-norm on|off]
                         [--sim-input f64|f32] [--engram-ngram-order spec|reversed]
+                        [--decoder-replay KEEP [--prompt-len P]] [--replay-hit H --replay-tokens W]
 
 Engram (§5.7) is its own: the compressed token map from the checkpoint's tokenizer.json (byte-level vocabulary
 decoded here, Python's unicodedata for NFKC/NFD/Mn, str.lower, str.strip), the hash constants from NumPy's
 default_rng and a trial-division prime walk, the n-grams from the sequence's whole token list, the tables
 dequantised per row, the gates in float64. `--engram-ngram-order` (a mutation switch for the tests) hashes
 the history in the wrong order.
+
+Decoder-side SWA bounded replay (deepinfer-features.md §6.1, DeepInfer's DEEPINFER_YOCO_PREFILL_TRUNCATION_MODE=
+compact, `--decoder-replay KEEP`): the decoder is every layer from the last KV source on (the release's 20..39: their
+compressed KV is that source's projection of the encoder output, §5.11). In the prompt (its first P tokens,
+`--prompt-len`, default the first chunk), only the positions from P − KEEP on go through the decoder; every prompt
+row still feeds the first decoder layer's compressor, so the decoder's compressed KV and index keys are those of the
+full run. Decoder window attention then sees no row before the cut. Output rows: only the positions that reached
+the head (the prompt's last KEEP, then every decoded one).
+
+Encoder-side SWA bounded replay on a prefix-cache hit (`--replay-hit H --replay-tokens W`, §6.1, as
+deepseek_v4_ref.py): a cold run of tokens[:H] leaves its compressed KV and index keys; a new sequence starts at
+s = H − W with empty window rings and compressor groups and those caches' entries below H / ratio (groups completing
+below H keep the cached entry). It has no token history before s: Engram's n-gram slots reaching before s are the
+pad's (the engine's slot keeps no history across a replay; its W is window + max_ngram_size − 1 so those rows leave
+the rings before H). `--out` holds the rows from s (or from the decoder-replay cut, if later).
 
 Not covered (as in the engine today): DSpark (§5.9), vision (§5.10). Index keys are published every step (§9),
 so a prefill and token-by-token decode agree.
@@ -207,6 +223,8 @@ class V41Numerics:
     bf16_points: tuple = BF16_POINTS
     sim_input: str = "f64"  # "f32": round the FP8/FP4 simulations' inputs to f32 first
     engram_ngram_order: str = "spec"  # "reversed": a mutation (slot s hashes the token n-1-s back)
+    decoder_replay: int = 0  # KEEP > 0: decoder SWA bounded replay of the prompt's last KEEP tokens
+    prompt_len: int = 0      # P, the prompt's length (decoder replay)
 
     def rounds(self, point):
         return self.bf16 and point in self.bf16_points
@@ -228,7 +246,8 @@ class LayerState:
 class SequenceState:
     def __init__(self, cfg):
         self.n_tokens = 0
-        self.tokens = []  # every token so far (Engram's n-grams)
+        self.first = 0    # the first position with a token (a replay's start)
+        self.tokens = []  # tokens of positions first, first + 1, ... (Engram's n-grams)
         self.layers = [LayerState(cfg, layer) for layer in range(cfg.n_layers)]
 
 
@@ -282,7 +301,8 @@ class DeepseekV41Reference:
 
     # ---- CSA2 sources (§5.4, §5.5)
     def compress(self, p, x, positions, st, freqs):
-        """Feeds x [T, d] into a KV source's compressor; returns (entries, keys) the completed groups give."""
+        """Feeds x [T, d] into a KV source's compressor; returns (entries, keys) the completed groups give (a group
+        whose entry is cached already, in a replay, gives nothing)."""
         cfg = self.cfg
         ratio = st.ratio
         a = self.linear(x, p + "compressor.wkv")
@@ -290,7 +310,7 @@ class DeepseekV41Reference:
         latents, entry_pos = [], []
         for t, pos in enumerate(positions):
             st.pend_kv[pos % ratio], st.pend_gate[pos % ratio] = a[t], z[t]
-            if pos % ratio != ratio - 1:
+            if pos % ratio != ratio - 1 or (pos + 1) // ratio <= len(st.comp_kv):
                 continue
             if ratio == 1:
                 latents.append(st.pend_kv[0].copy())
@@ -347,7 +367,7 @@ class DeepseekV41Reference:
         return chosen
 
     # ---- attention (§5.2)
-    def attention(self, layer, x, positions, state, step):
+    def attention(self, layer, x, positions, state, step, fed=False):
         cfg = self.cfg
         p = f"layers.{layer}.attn."
         st = state.layers[layer]
@@ -365,7 +385,7 @@ class DeepseekV41Reference:
 
         chosen = None
         if st.ratio:
-            if st.owner:
+            if st.owner and not fed:  # fed: decoder replay gave the compressor every prompt row already
                 entries, keys = self.compress(p, x, positions, st, freqs)
                 st.comp_kv = np.concatenate([st.comp_kv, entries])
                 st.idx_keys = np.concatenate([st.idx_keys, keys])
@@ -431,18 +451,19 @@ class DeepseekV41Reference:
         return y
 
     # ---- Engram (§5.7)
-    def engram_slots(self, tokens, pos):
-        """Compressed ids t_0..t_{n-1} of position pos: pad from the first slot before 0 or at an image token."""
+    def engram_slots(self, tokens, pos, first=0):
+        """Compressed ids t_0..t_{n-1} of position pos (tokens[i] is position first + i): pad from the first slot
+        before `first` (0, or a replay's start) or at an image token."""
         e, cfg = self.cfg.engram, self.cfg
         pad = int(self.cmap[e.pad])
-        out, dead = [int(self.cmap[tokens[pos]])], False
+        out, dead = [int(self.cmap[tokens[pos - first]])], False
         for s in range(1, e.n):
             back = s if self.num.engram_ngram_order == "spec" else e.n - s
-            dead = dead or pos - back < 0 or tokens[pos - back] == cfg.image_token
-            out.append(pad if dead else int(self.cmap[tokens[pos - back]]))
+            dead = dead or pos - back < first or tokens[pos - back - first] == cfg.image_token
+            out.append(pad if dead else int(self.cmap[tokens[pos - back - first]]))
         return out
 
-    def engram(self, layer, streams, positions, tokens):
+    def engram(self, layer, streams, positions, tokens, first=0):
         cfg, e = self.cfg, self.cfg.engram
         p = f"layers.{layer}.engram."
         table, tdtype = self.w.raw(p + "embed.weight"), self.w.dtype(p + "embed.weight")
@@ -452,9 +473,9 @@ class DeepseekV41Reference:
         d, hc = cfg.dim, cfg.hc_mult
         out = streams.copy()
         for t, pos in enumerate(positions):
-            if tokens[pos] == cfg.image_token:
+            if tokens[pos - first] == cfg.image_token:
                 continue  # image-span token: gate 0
-            ids = self.engram_slots(tokens, pos)
+            ids = self.engram_slots(tokens, pos, first)
             prods = [wrap64(ids[s] * e.mult[layer][s]) for s in range(e.n)]
             rows, r = [], prods[0]
             for n in range(1, e.n):
@@ -489,18 +510,35 @@ class DeepseekV41Reference:
         pre = np.zeros((len(tokens), cfg.hc_mult))
         pre[:, 0] = 1.0  # block 0's attention: the one-hot pre
         step = {}
+        decoder = max(cfg.kv_sources) if cfg.kv_sources else -1  # the first decoder layer (§5.11)
+        cut = max(0, self.num.prompt_len - self.num.decoder_replay) if self.num.decoder_replay > 0 else 0
         for layer in range(cfg.n_layers):
             p = f"layers.{layer}."
+            fed = False
+            if layer == decoder and np.any(positions < cut):
+                # every row's attention input into the source's compressor; only rows >= cut go on
+                src = state.layers[layer]
+                x = self.norm(self.collapse(pre, streams), p + "attn_norm.weight", "sub_norm")
+                entries, keys = self.compress(p + "attn.", x, positions, src, self.freqs_comp)
+                src.comp_kv = np.concatenate([src.comp_kv, entries])
+                src.idx_keys = np.concatenate([src.idx_keys, keys])
+                keep = positions >= cut
+                streams, pre, positions = streams[keep], pre[keep], positions[keep]
+                fed = True
             if cfg.engram and layer in cfg.engram.layers:
-                streams = self.engram(layer, streams, positions, state.tokens)
+                streams = self.engram(layer, streams, positions, state.tokens, state.first)
+            if len(positions) == 0:
+                continue
             pre_attn, post, comb = self.coefficients(streams, p + "hc_attn_")
             x = self.norm(self.collapse(pre, streams), p + "attn_norm.weight", "sub_norm")
-            streams = self.expand(self.attention(layer, x, positions, state, step), streams, post, comb)
+            streams = self.expand(self.attention(layer, x, positions, state, step, fed), streams, post, comb)
             pre_ffn, post, comb = self.coefficients(streams, p + "hc_ffn_")
             x = self.norm(self.collapse(pre_attn, streams), p + "ffn_norm.weight", "sub_norm")
             streams = self.expand(self.moe(p + "ffn.", x), streams, post, comb)
             pre = pre_ffn
         state.n_tokens += len(tokens)
+        if len(positions) == 0:
+            return np.zeros((0, cfg.dim))
         # the final collapse uses the last FFN's pre; no hc_head (§5.1)
         return self.norm(self.collapse(pre, streams, "head_collapse"), "norm.weight", "final_norm")
 
@@ -510,6 +548,26 @@ class DeepseekV41Reference:
         for r in range(0, vocab, 16384):
             out[:, r:r + 16384] = h @ self.w.f64("head.weight", slice(r, r + 16384)).T
         return out
+
+    def run_replay(self, tokens, hit, replay_tokens, chunks):
+        """Encoder SWA bounded replay on a prefix hit of `hit` tokens (see the module doc): returns the logits of
+        the rows from hit - replay_tokens run as `chunks` (sizes summing to n - hit + replay_tokens)."""
+        start = hit - replay_tokens
+        if not (0 <= start < hit <= len(tokens)) or sum(chunks) != len(tokens) - start:
+            raise ValueError(f"replay of hit {hit} by {replay_tokens} tokens does not fit {len(tokens)} tokens")
+        cold = SequenceState(self.cfg)
+        self.forward_chunk(cold, tokens[:hit])
+        state = SequenceState(self.cfg)
+        state.n_tokens = state.first = start
+        for st, cached in zip(state.layers, cold.layers):
+            if st.owner:
+                st.comp_kv = cached.comp_kv[:hit // st.ratio].copy()
+                st.idx_keys = cached.idx_keys[:hit // st.ratio].copy()
+        hs, at = [], start
+        for size in chunks:
+            hs.append(self.forward_chunk(state, tokens[at:at + size]))
+            at += size
+        return self.head(np.concatenate(hs))
 
     def run(self, tokens, chunks):
         state = SequenceState(self.cfg)
@@ -534,14 +592,31 @@ def main(argv):
     ap.add_argument("--bf16-points")
     ap.add_argument("--sim-input", choices=["f64", "f32"], default="f64")
     ap.add_argument("--engram-ngram-order", choices=["spec", "reversed"], default="spec")
+    ap.add_argument("--decoder-replay", type=int, default=0, metavar="KEEP",
+                    help="decoder SWA bounded replay: the decoder runs on the prompt's last KEEP tokens")
+    ap.add_argument("--prompt-len", type=int, help="the prompt's length P (default: the first chunk)")
+    ap.add_argument("--replay-hit", type=int, help="encoder SWA bounded replay of a cached prefix of this many "
+                    "tokens: --out holds the rows from hit - replay_tokens, --prefill/--chunks split those rows")
+    ap.add_argument("--replay-tokens", type=int, help="replay length (the engine's swa_replay_tokens)")
     args = ap.parse_args(argv)
     tokens = [int(t) for t in args.tokens.split(",")]
     num = V41Numerics(kv_sim=args.kv_sim, shared_expert_clamp=args.shared_expert_clamp == "on",
                       q_head_norm=args.q_head_norm == "on", bf16=not args.no_bf16,
                       bf16_points=parse_points(args.bf16_points), engram_ngram_order=args.engram_ngram_order,
                       sim_input=args.sim_input)
+    start = 0
+    if args.replay_hit:
+        if not args.replay_tokens:
+            raise ValueError("--replay-hit needs --replay-tokens")
+        start = args.replay_hit - args.replay_tokens
+    chunks = chunk_sizes(len(tokens) - start, args.prefill,
+                         [int(c) for c in args.chunks.split(",")] if args.chunks else None)
+    num.decoder_replay = args.decoder_replay
+    num.prompt_len = args.prompt_len if args.prompt_len is not None else start + chunks[0]
     ref = DeepseekV41Reference(args.model, num)
-    chunks = chunk_sizes(len(tokens), args.prefill, [int(c) for c in args.chunks.split(",")] if args.chunks else None)
+    if args.replay_hit:
+        np.save(args.out, ref.run_replay(tokens, args.replay_hit, args.replay_tokens, chunks))
+        return 0
     t0 = time.perf_counter()
     logits = ref.run(tokens, chunks)
     print(f"deepseek_v41_ref: {len(tokens)} tokens in {len(chunks)} chunks, {time.perf_counter() - t0:.1f} s",
