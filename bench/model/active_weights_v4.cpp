@@ -1,8 +1,9 @@
 #include "active_weights_v4.h"
 
 #include <algorithm>
-#include <charconv>
 #include <string_view>
+
+#include "tensor_name.h"
 
 namespace ds::bench {
 namespace {
@@ -10,18 +11,6 @@ namespace {
 constexpr double kFp4BitsPerWeight = 4.25;  // E2M1 + one E8M0 byte per 32 weights
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// Layer index of "layers.<i>.<rest>" (rest returned), or -1.
-int layer_index(std::string_view name, std::string_view& rest) {
-  constexpr std::string_view kPrefix = "layers.";
-  if (!starts_with(name, kPrefix)) return -1;
-  name.remove_prefix(kPrefix.size());
-  int idx = -1;
-  const auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), idx);
-  if (ec != std::errc() || ptr == name.data() + name.size() || *ptr != '.') return -1;
-  rest = name.substr(static_cast<size_t>(ptr - name.data()) + 1);
-  return idx;
-}
 
 bool is_scale(std::string_view name) { return name.ends_with(".scale"); }
 

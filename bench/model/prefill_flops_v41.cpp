@@ -1,25 +1,14 @@
 #include "prefill_flops_v41.h"
 
 #include <algorithm>
-#include <charconv>
 #include <string_view>
+
+#include "tensor_name.h"
 
 namespace ds::bench {
 namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
-// Layer index of "layers.<i>.<rest>" (rest returned), or -1.
-int layer_of(std::string_view name, std::string_view& rest) {
-  constexpr std::string_view kPrefix = "layers.";
-  if (!starts_with(name, kPrefix)) return -1;
-  name.remove_prefix(kPrefix.size());
-  int idx = -1;
-  const auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), idx);
-  if (ec != std::errc() || ptr == name.data() + name.size() || *ptr != '.') return -1;
-  rest = name.substr(static_cast<size_t>(ptr - name.data()) + 1);
-  return idx;
-}
 
 // Multiply-adds per row of a 2-D matmul weight (packed FP4 I8 [out, in/2] holds two per byte);
 // scales, the Engram table (a gather) and 1-D vectors are not matmuls.
@@ -46,7 +35,7 @@ V41PrefillFlops v41_prefill_flops(const std::vector<TensorInfo>& tensors, const 
       continue;
     }
     std::string_view rest;
-    const int l = layer_of(t.name, rest);
+    const int l = layer_index(t.name, rest);
     if (l < 0 || l >= n_layers) continue;  // embedding (a gather), final norm, DSpark stages
     const double p = params(t) * (starts_with(rest, "ffn.experts.") ? routed : 1.0);
     if (starts_with(rest, "attn.compressor.") || rest == "attn.indexer.wk.weight") {

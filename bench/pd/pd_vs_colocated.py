@@ -24,19 +24,7 @@ import threading
 import time
 import urllib.request
 
-
-def start(cmd, name):
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        line = p.stdout.readline()
-        if "listening on http://127.0.0.1:" in line:
-            threading.Thread(target=p.stdout.read, daemon=True).start()
-            return p, f"http://127.0.0.1:{int(line.split('127.0.0.1:')[1].split()[0])}"
-        if not line and p.poll() is not None:
-            raise SystemExit(f"{name} exited")
-    p.kill()
-    raise SystemExit(f"{name} did not start")
+from pd_processes import start  # bench/pd/, beside this script
 
 
 def stream_completion(base, tokens, max_tokens):

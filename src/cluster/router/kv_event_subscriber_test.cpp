@@ -70,6 +70,18 @@ bool eventually(F cond) {
   return cond();
 }
 
+// ZeroMQ connects asynchronously: sends probe batches (numbers seq, seq + 1, ..., each storing its own
+// 8 tokens at ids 9000 + 8 * number) until `arrived()`; seq ends past the last probe sent.
+template <class Send, class Cond>
+bool probe_until(uint64_t& seq, Send send, Cond arrived) {
+  return eventually([&] {
+    send(seq, stored_batch(1000 + seq * 10, ids(9000 + static_cast<int>(seq) * 8, 8)));
+    ++seq;
+    std::this_thread::sleep_for(5ms);
+    return arrived();
+  });
+}
+
 TEST(KvEventSubscriber, AppliesBatchesAndForgetsOnGapsAndRestarts) {
   Publisher pub;
   WorkerPool pool;
@@ -92,12 +104,8 @@ TEST(KvEventSubscriber, AppliesBatchesAndForgetsOnGapsAndRestarts) {
   // ZeroMQ connects asynchronously: probes until one arrives (sequence numbers 0, 1, ... as a publisher
   // sends).
   uint64_t seq = 0;
-  ASSERT_TRUE(eventually([&] {
-    pub.send(seq, stored_batch(1000 + seq * 10, ids(9000 + static_cast<int>(seq) * 8, 8)));
-    ++seq;
-    std::this_thread::sleep_for(5ms);
-    return batches() > 0;
-  }));
+  ASSERT_TRUE(probe_until(
+      seq, [&](uint64_t n, const std::string& b) { pub.send(n, b); }, [&] { return batches() > 0; }));
   const std::vector<int32_t> prompt = ids(1, 12);  // 3 blocks
   pub.send(seq++, stored_batch(1, prompt));
   ASSERT_TRUE(eventually([&] { return matched(prompt) == 3u; }));
@@ -236,12 +244,9 @@ TEST(KvEventSubscriber, FillsAGapFromTheReplaySocketInsteadOfForgetting) {
   SubscriberFixture f(w);
   KvEventSubscriber subscriber(f.pool, f.router, f.metrics, 10ms);
   uint64_t seq = 0;
-  ASSERT_TRUE(eventually([&] {
-    w.send(seq, stored_batch(1000 + seq * 10, ids(9000 + static_cast<int>(seq) * 8, 8)));
-    ++seq;
-    std::this_thread::sleep_for(5ms);
-    return f.metrics.kv_event_batches.with({f.url}).value() > 0;
-  }));
+  ASSERT_TRUE(probe_until(
+      seq, [&](uint64_t n, const std::string& b) { w.send(n, b); },
+      [&] { return f.metrics.kv_event_batches.with({f.url}).value() > 0; }));
   ASSERT_TRUE(eventually([&] { return f.matched(ids(9000 + static_cast<int>(seq - 1) * 8, 8)) == 2u; }));
   // The probes the SUB socket missed while connecting were fetched as history ("filled" once or not at all).
   const double filled_before = f.replays("filled");
@@ -278,12 +283,8 @@ TEST(KvEventSubscriber, ARouterThatStartsLateFetchesTheHistoryItMissed) {
   SubscriberFixture f(w);
   KvEventSubscriber subscriber(f.pool, f.router, f.metrics, 10ms);
   uint64_t seq = 3;
-  ASSERT_TRUE(eventually([&] {
-    w.send(seq, stored_batch(1000 + seq * 10, ids(9000 + static_cast<int>(seq) * 8, 8)));
-    ++seq;
-    std::this_thread::sleep_for(5ms);
-    return f.matched(early) == 3u;
-  }));
+  ASSERT_TRUE(probe_until(
+      seq, [&](uint64_t n, const std::string& b) { w.send(n, b); }, [&] { return f.matched(early) == 3u; }));
   EXPECT_EQ(f.matched(ids(60, 8)), 2u);
   EXPECT_GE(f.replays("filled"), 1);
   EXPECT_EQ(f.resets("gap"), 0);
@@ -306,12 +307,8 @@ TEST(KvEventSubscriber, AReplaySocketThatDoesNotAnswerCountsAsFailedAndForgets) 
   KvEventSubscriber subscriber(pool, router, metrics, 10ms, 200ms);
   auto batches = [&] { return metrics.kv_event_batches.with({a.url}).value(); };
   uint64_t seq = 0;
-  ASSERT_TRUE(eventually([&] {
-    pub.send(seq, stored_batch(1000 + seq * 10, ids(9000 + static_cast<int>(seq) * 8, 8)));
-    ++seq;
-    std::this_thread::sleep_for(5ms);
-    return batches() > 0;
-  }));
+  ASSERT_TRUE(probe_until(
+      seq, [&](uint64_t n, const std::string& b) { pub.send(n, b); }, [&] { return batches() > 0; }));
   const double before = batches();
   pub.send(seq + 1, stored_batch(50, ids(100, 8)));  // a gap of one
   ASSERT_TRUE(eventually([&] { return metrics.kv_event_resets.with({a.url, "gap"}).value() == 1; }));
