@@ -1,25 +1,14 @@
 #include "active_weights.h"
 
-#include <charconv>
 #include <string_view>
+
+#include "tensor_name.h"
 
 namespace ds::bench {
 namespace {
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
-
-// Layer index of "model.layers.<i>.<rest>" (rest returned), or -1.
-int layer_index(std::string_view name, std::string_view& rest) {
-  constexpr std::string_view kPrefix = "model.layers.";
-  if (!starts_with(name, kPrefix)) return -1;
-  name.remove_prefix(kPrefix.size());
-  int idx = -1;
-  const auto [ptr, ec] = std::from_chars(name.data(), name.data() + name.size(), idx);
-  if (ec != std::errc() || ptr == name.data() + name.size() || *ptr != '.') return -1;
-  rest = name.substr(static_cast<size_t>(ptr - name.data()) + 1);
-  return idx;
-}
 
 // Scales (V3 weight_scale_inv, V4 .scale) are bytes to read but not parameters.
 bool is_scale(std::string_view name) {
@@ -60,7 +49,7 @@ ActiveWeights count_active_weights(const std::vector<TensorInfo>& tensors, const
       continue;
     }
     std::string_view rest;
-    const int layer = layer_index(name, rest);
+    const int layer = layer_index(name, rest, "model.layers.");
     if (layer < 0) {
       ++a.n_unclassified;
       a.other_bytes += bytes;

@@ -41,13 +41,14 @@ Fixture& fixture() {
   return f;
 }
 
-std::unique_ptr<Engine> make_engine(Fixture& f, bool async) {
+std::unique_ptr<Engine> make_engine(Fixture& f, bool async, bool jump_forward = false) {
   EngineConfig cfg;
   cfg.scheduler.max_running = 16;
   cfg.block_size_tokens = 16;
   cfg.n_kv_blocks = 400;
   cfg.async_scheduling = async;
   cfg.check_integrity = true;
+  cfg.jump_forward = jump_forward;
   Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *f.model, f.tokenizer.get());
   EXPECT_TRUE(e.ok()) << e.status().to_string();
   return e.ok() ? std::move(e).value() : nullptr;
@@ -157,21 +158,15 @@ TEST(EngineGrammar, JumpForwardAppendsForcedTokensAndOutputsStayValid) {
                    R"({"type":"object","properties":{"identifier":{"type":"integer","minimum":0,"maximum":99},
                        "description":{"type":"string","maxLength":10},"category":{"enum":["alpha","beta"]}},
                        "required":["identifier","description","category"],"additionalProperties":false})");
-  EngineConfig cfg;
-  cfg.scheduler.max_running = 16;
-  cfg.block_size_tokens = 16;
-  cfg.n_kv_blocks = 400;
-  cfg.check_integrity = true;
-  cfg.jump_forward = true;
-  Result<std::unique_ptr<Engine>> engine = Engine::create(cfg, *f.model, f.tokenizer.get());
-  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  std::unique_ptr<Engine> engine = make_engine(f, /*async=*/true, /*jump_forward=*/true);
+  ASSERT_NE(engine, nullptr);
   std::vector<RequestStream> streams(8);
   for (size_t i = 0; i < streams.size(); ++i) {
     Request r = request_for(f, "Describe a thing as JSON", i % 2 == 0 ? 0.0f : 1.0f, 40 + i);
     r.grammar = g;
     r.sampling.logprobs = i % 3 == 0;
     if (i == 5) r.sampling.repetition_penalty = 1.2f;
-    ASSERT_TRUE((*engine)->submit(r, streams[i].sink()).ok());
+    ASSERT_TRUE(engine->submit(r, streams[i].sink()).ok());
   }
   for (RequestStream& s : streams) {
     const TokenEvent out = s.collect();
@@ -183,7 +178,7 @@ TEST(EngineGrammar, JumpForwardAppendsForcedTokensAndOutputsStayValid) {
         << out.text;
     EXPECT_EQ(*f.tokenizer->decode(out.tokens), out.text);
   }
-  const EngineStats stats = (*engine)->stats();
+  const EngineStats stats = engine->stats();
   EXPECT_GT(stats.jump_forward_tokens_total, 8) << "no key was jumped over";
   EXPECT_LT(stats.jump_forward_tokens_total, stats.generation_tokens_total);
 }

@@ -102,8 +102,9 @@ KvEventPublisherStats KvEventPublisher::stats() const {
 }
 
 void KvEventPublisher::run() {
-  // With a replay socket the sender wakes every few ms to answer requests between batches.
-  constexpr auto kReplayPollInterval = std::chrono::milliseconds(5);
+  // With a replay socket the sender also wakes every 20 ms when idle to answer requests (a router
+  // waits up to 1 s for an answer).
+  constexpr auto kReplayPollInterval = std::chrono::milliseconds(20);
   while (true) {
     if (impl_->replay) serve_replay_requests();
     std::vector<KvCacheEvent> events;
