@@ -9,7 +9,7 @@
 // p50 / p99 / max over all steps, split into steps that hit the per-state cache and steps that computed a
 // state (first visit); the baseline is the plain reference mask (every token tried) on a sample of the same
 // steps, and a 16 KB memcpy (the floor of any mask that is copied). Plus the trie build and a ~10 KB schema's
-// compile time.
+// compile time, and the mask cost of bounded repeats too wide to go flat (report_long_repeats).
 //
 // usage: grammar_bench [--tokenizer DIR] [--per-category N] [--walks N] [--seed S]
 #include <algorithm>
@@ -52,6 +52,35 @@ double percentile(std::vector<double> v, double p) {
 }
 
 }  // namespace
+
+// Bounded repeats wider than the flat limit (32 optional copies) nest, (e (e ...)?)?: after k copies
+// every byte completes k nested rules when nothing follows the repeat (a regex that ends with it), so
+// the mask costs grow with k. Random walks of 8 steps with the repeat last and with a byte after it.
+void report_long_repeats(const std::shared_ptr<const ds::grammar::TokenTrie>& vocab, uint32_t seed) {
+  ds::grammar::GrammarCompiler compiler(vocab);
+  for (const char* source : {"[a-z ]{0,40}", "[a-z ]{0,80}", "[a-z ]{0,40}x", "[a-z ]{0,80}x"}) {
+    ds::grammar::GrammarSpec spec;
+    spec.kind = ds::grammar::GrammarSpec::Kind::regex;
+    spec.source = source;
+    auto compiled = compiler.compile(spec);
+    if (!compiled.ok()) continue;
+    ds::grammar::GrammarMatcher m(*compiled);
+    std::vector<uint32_t> mask(ds::grammar::bitmask_words(vocab->vocab_size()));
+    std::mt19937 rng(seed);
+    std::vector<double> us;
+    for (int step = 0; step < 8 && !m.is_terminated(); ++step) {
+      const double c0 = thread_cpu_us();
+      m.fill_next_token_mask(mask);
+      us.push_back(thread_cpu_us() - c0);
+      std::vector<int32_t> allowed;
+      for (size_t t = 0; t < vocab->vocab_size(); ++t)
+        if (ds::grammar::bitmask_test(mask, static_cast<int32_t>(t))) allowed.push_back(static_cast<int32_t>(t));
+      if (allowed.empty() || !m.accept_token(allowed[rng() % allowed.size()])) break;
+    }
+    std::printf("long repeat %-14s mask CPU p50 %9.0f us  max %9.0f us  (%zu steps)\n", source,
+                percentile(us, 0.5), percentile(us, 1.0), us.size());
+  }
+}
 
 int main(int argc, char** argv) {
   std::string tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR;
@@ -239,5 +268,6 @@ int main(int argc, char** argv) {
     }
     std::printf("compile %zu-byte schema: median of 5 %.2f ms\n", big.size(), percentile(ms, 0.5));
   }
+  report_long_repeats(vocab, seed);
   return 0;
 }

@@ -440,9 +440,10 @@ std::vector<int32_t> Engine::mtp_draft_vocab(int32_t n) const {
 }
 
 bool Engine::speculates(const Request& r) const {
-  // Grammar rows would need the matcher rolled back past rejected drafts and penalties the drafts
-  // added per row: not built yet, so those requests decode one token per step.
-  return !r.grammar && !r.sampling.has_penalties();
+  // Grammar and penalised requests draft too (StepBatch::verify masks and penalises each row as a
+  // run without drafts would). Jump-forward appends forced tokens between steps, which a drafting
+  // sequence's pending verify cannot take: its grammar requests decode one token per step.
+  return !(r.grammar && config_.jump_forward);
 }
 
 void Engine::retry_unadmitted() {
@@ -524,11 +525,7 @@ Status Engine::launch(StepBatch& batch) {
     r.in_flight = true;
     if (chunks[i].samples) {
       const bool speculate = drafter_ != nullptr && speculates(r.request);
-      batch.sample_jobs.push_back(StepBatch::SampleJob{
-          i, &r.request.sampling, &r.penalties, static_cast<uint64_t>(r.output.n_generated()),
-          r.grammar_active ? r.matcher.get() : nullptr, speculate,
-          speculate && config_.speculative.draft_sampling == DraftSampling::sampled &&
-              !r.request.sampling.is_greedy()});
+      batch.sample_jobs.push_back(sample_job(i, r, speculate));
     }
   }
   batch.forget.swap(drafter_forgets_);
@@ -545,6 +542,23 @@ Status Engine::launch(StepBatch& batch) {
   }
   const Status step_status = batch.run(model_, sampler_, sample_vocab_);
   return complete_forward(batch, step_status, now_ns());
+}
+
+StepBatch::SampleJob Engine::sample_job(size_t chunk_idx, ActiveRequest& r, bool speculate) const {
+  StepBatch::SampleJob job;
+  job.chunk_idx = chunk_idx;
+  job.params = &r.request.sampling;
+  job.penalties = &r.penalties;
+  job.position = static_cast<uint64_t>(r.output.n_generated());
+  job.matcher = r.grammar_active ? r.matcher.get() : nullptr;
+  if (r.matcher && !r.grammar_active) {
+    job.dormant_matcher = r.matcher.get();
+    job.activation_token = r.request.grammar_after_token;
+  }
+  job.speculate = speculate;
+  job.sampled_drafts = speculate && config_.speculative.draft_sampling == DraftSampling::sampled &&
+                       !r.request.sampling.is_greedy();
+  return job;
 }
 
 Status Engine::wait_and_complete(StepBatch& batch) {
@@ -589,22 +603,25 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     if (r.output.finished()) continue;  // cancelled or stopped while in flight: its token is discarded
     if (r.output.first_token_at == SteadyTime{}) r.output.first_token_at = now;
     const SampleResult& sample = batch.samples[job.chunk_idx];
-    if (r.matcher && !advance_grammar(r, sample.token_id)) {
-      touched_.push_back(seq);
-      continue;
-    }
-    // Accepted drafts first (no grammar, no penalties: such requests do not draft), then the sample;
-    // a stop among them discards the rest, as a non-speculative run would never have produced them.
+    // Accepted drafts first, then the sample, each through the grammar and the penalties; a stop
+    // among them discards the rest, as a non-speculative run would never have produced them.
     if (drafter_) {
       for (const SampleResult& a : batch.accepted_drafts[job.chunk_idx]) {
         if (r.output.finished()) break;
+        if (r.matcher && !advance_grammar(r, a.token_id)) break;
+        if (r.request.sampling.has_penalties()) r.penalties.add_output_token(a.token_id);
         r.output.add_token(a);
         ++local_stats_.generation_tokens_total;
+        if (r.grammar_active && r.matcher->is_terminated()) r.output.finish(FinishReason::stop);
       }
       if (r.output.finished()) {
         touched_.push_back(seq);
         continue;
       }
+    }
+    if (r.matcher && !advance_grammar(r, sample.token_id)) {
+      touched_.push_back(seq);
+      continue;
     }
     if (r.request.sampling.has_penalties()) r.penalties.add_output_token(sample.token_id);
     r.output.add_token(sample);

@@ -140,6 +140,8 @@ class Engine {
   void jump_forward(SeqId seq, ActiveRequest& r);
   // Speculative decoding: whether a request may draft (no grammar, no penalties).
   bool speculates(const Request& r) const;
+  // What the step samples for request r, chunk chunk_idx of the batch.
+  StepBatch::SampleJob sample_job(size_t chunk_idx, ActiveRequest& r, bool speculate) const;
   // The MTP head's draft vocabulary for SpeculativeConfig::draft_vocab = n (empty: the full head).
   std::vector<int32_t> mtp_draft_vocab(int32_t n) const;
   void count_drafts(const StepBatch& batch);

@@ -4,7 +4,8 @@
 // accepted runs, many rejections), the engine must give exactly the tokens and log-probabilities of a
 // run without speculation — greedy and seeded sampling, several requests at once, chunked prefill,
 // prefix caching, stop strings and stop ids — and leave the same KV rows behind for every finished
-// sequence (the rejected positions rolled back exactly).
+// sequence (the rejected positions rolled back exactly). Penalised and grammar-constrained requests
+// draft too.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -465,50 +467,115 @@ TEST(EngineSpeculative, MtpRowsAreTheSameWhateverWasDrafted) {
   }
 }
 
-TEST(EngineSpeculative, RequestsWithPenaltiesRunWithoutDrafts) {
-  // Penalties would need each verify row to see the drafts before it: such a request decodes one
-  // token per step (and still gives the tokens of a run without speculation).
+TEST(EngineSpeculative, PenalisedRequestsDraftAndGiveTheTokensOfARunWithoutDrafts) {
+  // Each verify row is penalised with the drafts accepted before it counted, as a run without drafts
+  // penalises that output position: the same tokens, log-probabilities and KV, greedy and sampled.
   ASSERT_NE(fixture().model, nullptr);
-  std::vector<Request> reqs = requests(0.0f);
-  reqs.resize(2);
-  for (Request& r : reqs) r.sampling.repetition_penalty = 1.3f;
-  const Outcome base = run(no_spec(), reqs);
-  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
-  const Outcome o = run(scripted_spec(4, drafter), reqs);
-  expect_same_outputs(o, base, "penalties");
-  EXPECT_EQ(drafter->n_proposals, 0);
-  EXPECT_EQ(o.stats.spec_decode_num_drafts, 0);
+  for (const float temperature : {0.0f, 1.0f}) {
+    std::vector<Request> reqs = requests(temperature);
+    reqs.resize(3);
+    reqs[0].sampling.repetition_penalty = 1.3f;
+    reqs[1].sampling.frequency_penalty = 0.7f;
+    reqs[2].sampling.presence_penalty = 0.9f;
+    reqs[2].sampling.repetition_penalty = 1.1f;
+    const std::string name = "penalties, temperature " + std::to_string(temperature);
+    const Outcome base = run(no_spec(), reqs);
+    auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+    const Outcome o = run(scripted_spec(4, drafter), reqs);
+    expect_same_outputs(o, base, name + ", scripted k=4");
+    expect_same_kv(o, base, name + ", scripted k=4");
+    EXPECT_GT(drafter->n_proposals, 10) << name;
+    EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, o.stats.spec_decode_num_drafts)
+        << name << ": mean acceptance length > 2";
+    EXPECT_LT(o.stats.n_steps, base.stats.n_steps) << name;
+    expect_same_outputs(run(mtp_spec(3), reqs), base, name + ", mtp k=3");
+  }
 }
 
-TEST(EngineSpeculative, GrammarRequestsRunWithoutDraftsNextToDraftingOnes) {
-  // Structured output would need the matcher rolled back past rejected drafts: a grammar request
-  // decodes one token per step (its rows still feed the MTP layer), the others draft as usual.
+std::shared_ptr<const grammar::CompiledGrammar> compiled_regex(const std::string& source) {
   Fixture& f = fixture();
-  ASSERT_NE(f.model, nullptr);
-  std::shared_ptr<const grammar::CompiledGrammar> g;
-  {
-    EngineConfig cfg;
-    cfg.n_kv_blocks = 8;
-    cfg.block_size_tokens = 16;
-    Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *f.model, f.tokenizer.get());
-    ASSERT_TRUE(e.ok()) << e.status().to_string();
-    grammar::GrammarSpec spec;
-    spec.kind = grammar::GrammarSpec::Kind::regex;
-    spec.source = "[a-z]{4,10}";
-    Result<std::shared_ptr<const grammar::CompiledGrammar>> compiled = (*e)->compile_grammar(spec);
-    ASSERT_TRUE(compiled.ok()) << compiled.status().to_string();
-    g = *compiled;
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 8;
+  cfg.block_size_tokens = 16;
+  Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *f.model, f.tokenizer.get());
+  EXPECT_TRUE(e.ok()) << e.status().to_string();
+  if (!e.ok()) return nullptr;
+  grammar::GrammarSpec spec;
+  spec.kind = grammar::GrammarSpec::Kind::regex;
+  spec.source = source;
+  Result<std::shared_ptr<const grammar::CompiledGrammar>> compiled = (*e)->compile_grammar(spec);
+  EXPECT_TRUE(compiled.ok()) << compiled.status().to_string();
+  return compiled.ok() ? *compiled : nullptr;
+}
+
+// Four constrained requests: a long grammar, a short one that completes within the drafts, and the
+// long one starting only after the fifth token of an unconstrained run (Request::grammar_after_token).
+std::vector<Request> grammar_requests(float temperature) {
+  std::vector<Request> reqs = requests(temperature);
+  reqs.resize(4);
+  const std::shared_ptr<const grammar::CompiledGrammar> words = compiled_regex("([a-z]{1,3}[0-9] )+");
+  const std::shared_ptr<const grammar::CompiledGrammar> word = compiled_regex("[a-z]{4,10}");
+  if (!words || !word) return {};
+  const Outcome free_run = run(no_spec(), reqs);
+  for (Request& r : reqs) r.grammar = words;
+  reqs[2].grammar = word;
+  EXPECT_GT(free_run.events[3].tokens.size(), 5u);
+  if (free_run.events[3].tokens.size() > 5) reqs[3].grammar_after_token = free_run.events[3].tokens[4];
+  return reqs;
+}
+
+TEST(EngineSpeculative, GrammarRequestsDraftAndGiveTheTokensOfARunWithoutDrafts) {
+  // Each verify row is masked by the grammar advanced over the drafts accepted before it (and the
+  // matcher is left where it was for the engine to advance): the same tokens, log-probabilities and
+  // KV as a run without drafts, while the constrained requests accept drafts. A draft the grammar
+  // does not allow is rejected; a draft that completes the grammar ends the request.
+  ASSERT_NE(fixture().model, nullptr);
+  for (const float temperature : {0.0f, 1.0f}) {
+    const std::string name = "grammar, temperature " + std::to_string(temperature);
+    const std::vector<Request> reqs = grammar_requests(temperature);
+    ASSERT_EQ(reqs.size(), 4u);
+    const Outcome base = run(no_spec(), reqs);
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      ASSERT_TRUE(base.events[i].error.ok()) << name << " " << i << ": " << base.events[i].error.to_string();
+      ASSERT_GE(base.events[i].tokens.size(), 2u) << name << " request " << i << " generated nothing";
+    }
+    EXPECT_EQ(base.events[2].finish_reason, FinishReason::stop) << name << ": the short grammar completes";
+    auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+    const Outcome o = run(scripted_spec(4, drafter), reqs);
+    expect_same_outputs(o, base, name + ", scripted k=4");
+    expect_same_kv(o, base, name + ", scripted k=4");
+    EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, o.stats.spec_decode_num_drafts)
+        << name << ": mean acceptance length > 2";
+    EXPECT_LT(o.stats.spec_decode_num_accepted_tokens, o.stats.spec_decode_num_draft_tokens)
+        << name << ": some drafts rejected";
+    EXPECT_LT(o.stats.n_steps, base.stats.n_steps) << name;
+    SpecSetup sync = scripted_spec(3, std::make_shared<ScriptedDrafter>(references_of(reqs, base)));
+    sync.async = false;
+    expect_same_outputs(run(sync, reqs), base, name + ", scripted k=3, sync loop");
+    expect_same_outputs(run(mtp_spec(3), reqs), base, name + ", mtp k=3");
   }
-  std::vector<Request> reqs = requests(0.0f);
-  reqs.resize(3);
-  reqs[1].grammar = g;
-  const Outcome base = run(no_spec(), reqs);
-  ASSERT_TRUE(base.events[1].error.ok()) << base.events[1].error.to_string();
-  ASSERT_GE(base.events[1].tokens.size(), 1u) << "the grammar request generated nothing";
-  auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
-  const Outcome o = run(scripted_spec(4, drafter), reqs);
-  expect_same_outputs(o, base, "grammar next to drafting requests");
-  EXPECT_GT(o.stats.spec_decode_num_accepted_tokens, 0) << "the plain requests still draft";
+}
+
+TEST(EngineSpeculative, SampledDraftsUnderAGrammarStayInsideIt) {
+  // Sampled drafts verified against the masked target distribution: every output token is one the
+  // grammar allows (the engine ends a request with an error otherwise), run after run the same.
+  ASSERT_NE(fixture().model, nullptr);
+  std::vector<Request> reqs = grammar_requests(1.0f);
+  ASSERT_EQ(reqs.size(), 4u);
+  for (Request& r : reqs) r.detokenize = true;
+  SpecSetup sampled = mtp_spec(3);
+  sampled.draft_sampling = DraftSampling::sampled;
+  const Outcome a = run(sampled, reqs);
+  expect_same_outputs(run(sampled, reqs), a, "sampled drafts under a grammar, second run");
+  EXPECT_GT(a.stats.spec_decode_num_draft_tokens, 0);
+  for (size_t i = 0; i < 3; ++i) {  // request 3's text starts unconstrained
+    ASSERT_TRUE(a.events[i].error.ok()) << i << ": " << a.events[i].error.to_string();
+    ASSERT_FALSE(a.events[i].text.empty()) << i;
+    // Request 2 completed its grammar; the others were cut by max_tokens: a prefix of the language.
+    const std::regex language(i == 2 ? "[a-z]{4,10}" : "([a-z]{1,3}[0-9] )*[a-z]{0,3}([0-9] ?)?");
+    EXPECT_TRUE(std::regex_match(a.events[i].text, language)) << "request " << i << ": " << a.events[i].text;
+  }
+  EXPECT_EQ(a.events[2].finish_reason, FinishReason::stop);
 }
 
 TEST(EngineSpeculative, SyncLoopGivesTheSameOutputs) {

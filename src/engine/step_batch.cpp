@@ -155,30 +155,35 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
   samples.resize(plan_.chunks.size());
   size_t g = 0;
   for (const SampleJob& job : sample_jobs) {
-    if (n_drafts_verified[job.chunk_idx] > 0) {  // never a grammar row: those requests do not draft
-      verify(job, sampler, sample_vocab);
+    std::span<const uint32_t> mask;
+    if (job.matcher != nullptr) mask = std::span<const uint32_t>(grammar_masks_.data() + g++ * words, words);
+    if (n_drafts_verified[job.chunk_idx] > 0) {
+      verify(job, sampler, sample_vocab, mask);
       continue;
     }
     std::span<const float> row(sample_row(job.chunk_idx), sample_vocab);
     if (job.matcher != nullptr) {
       // Unconstrained rows skip this entirely; a grammar row pays one masked copy of its row.
-      const std::span<const uint32_t> mask(grammar_masks_.data() + g * words, words);
-      ++g;
-      masked_row_.assign(row.begin(), row.end());
-      grammar::apply_bitmask(masked_row_, mask);
-      bool any = false;
-      for (size_t w = 0; w < std::min(words, grammar::bitmask_words(sample_vocab)) && !any; ++w)
-        any = mask[w] != 0;
-      if (!any) {
+      row = masked(row, mask);
+      if (row.empty()) {
         samples[job.chunk_idx] = SampleResult{};
         samples[job.chunk_idx].token_id = -1;  // the engine ends the request with an error
         continue;
       }
-      row = masked_row_;
     }
     samples[job.chunk_idx] = sampler.sample(row, *job.params, *job.penalties, job.position, /*draft_slot=*/0);
   }
   return drafting_ ? observe_kept() : ok_status();
+}
+
+std::span<const float> StepBatch::masked(std::span<const float> row, std::span<const uint32_t> mask) {
+  bool any = false;
+  for (size_t w = 0; w < std::min(mask.size(), grammar::bitmask_words(row.size())) && !any; ++w)
+    any = mask[w] != 0;
+  if (!any) return {};
+  masked_row_.assign(row.begin(), row.end());
+  grammar::apply_bitmask(masked_row_, mask);
+  return masked_row_;
 }
 
 Status StepBatch::propose_drafts() {
@@ -231,68 +236,103 @@ Status StepBatch::propose_drafts() {
   return ok_status();
 }
 
-void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab) {
+void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab,
+                       std::span<const uint32_t> first_mask) {
   const size_t i = job.chunk_idx;
-  if (draft_probs_begin_[i] >= 0) {
-    verify_sampled(job, sampler, sample_vocab);
-    return;
-  }
   const int32_t n_drafts = n_drafts_verified[i];
   const int32_t* drafts = tokens_.data() + token_begin_[i] + plan_.chunks[i].n_tokens;
   // Every token of the chunk has a logits row; the one of the chunk's last known token comes first.
   const int64_t first_row = out_.row_begin[i] + plan_.chunks[i].n_tokens - 1;
-  for (int32_t j = 0; j <= n_drafts; ++j) {
-    // The draw a non-speculative run makes at this output position: same logits row (batch
-    // invariance), same key, so the output is the same token for token whatever the drafts were.
-    SampleResult r = sampler.sample(std::span<const float>(out_.logits.row(first_row + j), sample_vocab),
-                                    *job.params, *job.penalties, job.position + static_cast<uint64_t>(j),
-                                    /*draft_slot=*/0);
-    if (j < n_drafts && r.token_id == drafts[j]) {
-      accepted_drafts[i].push_back(r);
-      continue;
-    }
-    samples[i] = r;
-    return;
+  // The state a run without drafts would sample output position job.position + j in: the grammar
+  // advanced by the accepted drafts (undone at the end: the engine advances it once the step is
+  // complete) and the penalties counting them.
+  grammar::GrammarMatcher* matcher = job.matcher;
+  size_t n_advanced = 0;
+  const PenaltyState* penalties = job.penalties;
+  if (job.params->has_penalties()) {
+    draft_penalties_ = *job.penalties;
+    penalties = &draft_penalties_;
   }
+  for (int32_t j = 0; j <= n_drafts; ++j) {
+    std::span<const float> row(out_.logits.row(first_row + j), sample_vocab);
+    if (matcher != nullptr) {
+      std::span<const uint32_t> mask = first_mask;
+      if (j > 0 || job.matcher == nullptr) {
+        draft_row_mask_.assign(grammar::bitmask_words(matcher->grammar().vocab().vocab_size()), 0);
+        matcher->fill_next_token_mask(draft_row_mask_);
+        mask = draft_row_mask_;
+      }
+      row = masked(row, mask);
+      if (row.empty()) {
+        samples[i] = SampleResult{};
+        samples[i].token_id = -1;  // the engine ends the request with an error
+        break;
+      }
+    }
+    if (j == n_drafts) {
+      // Every draft accepted: the token after them is the plain keyed sample of the last row.
+      samples[i] =
+          sampler.sample(row, *job.params, *penalties, job.position + static_cast<uint64_t>(j), /*draft_slot=*/0);
+      break;
+    }
+    const DraftCheck check = check_draft(job, sampler, row, *penalties, j);
+    if (!check.accepted) {
+      samples[i] = check.result;
+      break;
+    }
+    const int32_t token = drafts[j];
+    if (matcher != nullptr) {
+      if (!matcher->accept_token(token)) {  // the masked row never gives a token outside it
+        samples[i] = SampleResult{};
+        samples[i].token_id = -1;
+        break;
+      }
+      ++n_advanced;
+      if (matcher->is_terminated()) {
+        // The draft completes the grammar: it is the step's token, and the request ends with it.
+        samples[i] = check.result;
+        break;
+      }
+    } else if (job.dormant_matcher != nullptr && token == job.activation_token) {
+      matcher = job.dormant_matcher;  // the grammar starts after this token (the token is not in it)
+    }
+    if (penalties == &draft_penalties_) draft_penalties_.add_output_token(token);
+    accepted_drafts[i].push_back(check.result);
+  }
+  if (matcher != nullptr) matcher->rollback(n_advanced);
 }
 
-// Leviathan et al. / Chen et al.: draft j was drawn from q_j; accept it with min(1, p_j / q_j), else
-// the step's token is drawn from norm(max(0, p_j - q_j)); with every draft accepted, the token after
-// them is the plain keyed sample of the last row. p_j is the distribution the request's own sample
-// of row j draws from (Sampler::distribution), so every output token follows it exactly.
-void StepBatch::verify_sampled(const SampleJob& job, Sampler& sampler, size_t sample_vocab) {
+// Greedy drafts: accepted when the keyed sample a run without drafts draws at this output position
+// (same logits row by batch invariance, same key) equals the draft, so the output is the same token
+// for token whatever the drafts were. Sampled drafts, Leviathan et al. / Chen et al.: draft j was
+// drawn from q_j; accept it with min(1, p_j / q_j), else the token is drawn from
+// norm(max(0, p_j - q_j)). p_j is the distribution the request's own sample of the row draws from
+// (Sampler::distribution, after the grammar mask and penalties), so every output token follows it.
+StepBatch::DraftCheck StepBatch::check_draft(const SampleJob& job, Sampler& sampler, std::span<const float> row,
+                                             const PenaltyState& penalties, int32_t j) {
   const size_t i = job.chunk_idx;
-  const int32_t n_drafts = n_drafts_verified[i];
-  const int32_t* drafts = tokens_.data() + token_begin_[i] + plan_.chunks[i].n_tokens;
-  const int64_t first_row = out_.row_begin[i] + plan_.chunks[i].n_tokens - 1;
+  const int32_t draft = tokens_[static_cast<size_t>(token_begin_[i] + plan_.chunks[i].n_tokens + j)];
   const SamplingParams& params = *job.params;
-  target_probs_.resize(sample_vocab);
-  for (int32_t j = 0; j < n_drafts; ++j) {
-    const std::span<const float> row(out_.logits.row(first_row + j), sample_vocab);
-    std::span<const float> q(draft_probs_.data() + draft_probs_begin_[i] + j * sample_vocab, sample_vocab);
-    sampler.distribution(row, params, *job.penalties, target_probs_);
-    const uint64_t position = job.position + static_cast<uint64_t>(j);
-    if (q[static_cast<size_t>(drafts[j])] <= 0.0f) {
-      // A drafter that proposed without filling q: the draft is a point mass, for which the same
-      // rule accepts with p(d) and resamples from p without d.
-      point_mass_.assign(sample_vocab, 0.0f);
-      point_mass_[static_cast<size_t>(drafts[j])] = 1.0f;
-      q = point_mass_;
-    }
-    const DraftVerdict v = accept_or_resample(
-        target_probs_, q, drafts[j], philox_uniform(params.seed, position, kAcceptDrawSlot),
-        philox_uniform(params.seed, position, kResampleDrawSlot), residual_);
-    const SampleResult r = sampler.score(row, params, *job.penalties, v.token);
-    if (v.accepted) {
-      accepted_drafts[i].push_back(r);
-      continue;
-    }
-    samples[i] = r;
-    return;
+  const uint64_t position = job.position + static_cast<uint64_t>(j);
+  if (draft_probs_begin_[i] < 0) {
+    const SampleResult r = sampler.sample(row, params, penalties, position, /*draft_slot=*/0);
+    return DraftCheck{r.token_id == draft, r};
   }
-  samples[i] = sampler.sample(std::span<const float>(out_.logits.row(first_row + n_drafts), sample_vocab),
-                              params, *job.penalties, job.position + static_cast<uint64_t>(n_drafts),
-                              /*draft_slot=*/0);
+  const size_t vocab = row.size();
+  std::span<const float> q(draft_probs_.data() + draft_probs_begin_[i] + j * vocab, vocab);
+  target_probs_.resize(vocab);
+  sampler.distribution(row, params, penalties, target_probs_);
+  if (q[static_cast<size_t>(draft)] <= 0.0f) {
+    // A drafter that proposed without filling q: the draft is a point mass, for which the same rule
+    // accepts with p(d) and resamples from p without d.
+    point_mass_.assign(vocab, 0.0f);
+    point_mass_[static_cast<size_t>(draft)] = 1.0f;
+    q = point_mass_;
+  }
+  const DraftVerdict v =
+      accept_or_resample(target_probs_, q, draft, philox_uniform(params.seed, position, kAcceptDrawSlot),
+                         philox_uniform(params.seed, position, kResampleDrawSlot), residual_);
+  return DraftCheck{v.accepted, sampler.score(row, params, penalties, v.token)};
 }
 
 Status StepBatch::observe_kept() {

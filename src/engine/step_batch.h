@@ -51,6 +51,10 @@ class StepBatch {
     // Structured output: the row is masked to the tokens this matcher allows before sampling. Read on
     // the executor; the engine thread advances it only after the step completes.
     grammar::GrammarMatcher* matcher = nullptr;
+    // A grammar that starts after a token (Request::grammar_after_token) and has not started yet:
+    // verification switches to it after an accepted draft equal to activation_token (null: none).
+    grammar::GrammarMatcher* dormant_matcher = nullptr;
+    int32_t activation_token = -1;
     bool speculate = false;  // the request drafts (its MTP state should produce a first draft)
     // Its drafts are sampled and verified by rejection sampling (SpeculativeConfig::draft_sampling,
     // temperature > 0), not greedy and verified by equality.
@@ -112,15 +116,28 @@ class StepBatch {
   std::vector<ForwardRequest> requests_;
   LogitsOutput out_;
   // Grammar rows only: their token masks (one per grammar job, in job order) and the masked copy of
-  // the row being sampled (reused across jobs and steps).
+  // the row being sampled (reused across jobs and steps); a verify row's mask after accepted drafts.
   std::vector<uint32_t> grammar_masks_;
   std::vector<float> masked_row_;
+  std::vector<uint32_t> draft_row_mask_;
+  // A penalised request's penalty state with the drafts accepted so far (verification only).
+  PenaltyState draft_penalties_;
 
   Status propose_drafts();
   // Samples chunk i's rows from its token on, accepting drafts while they equal the samples (or, for
-  // sampled drafts, while the rejection rule accepts them).
-  void verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab);
-  void verify_sampled(const SampleJob& job, Sampler& sampler, size_t sample_vocab);
+  // sampled drafts, while the rejection rule accepts them). Row j is sampled as a run without drafts
+  // would sample that output position: masked by the grammar after drafts 0..j-1 (row 0's mask is
+  // first_mask) and penalised with them counted. The matchers end where they began.
+  void verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab, std::span<const uint32_t> first_mask);
+  // Verification of draft j (drafts[j] proposed for `row`): accepted, with the target's token.
+  struct DraftCheck {
+    bool accepted = false;
+    SampleResult result;
+  };
+  DraftCheck check_draft(const SampleJob& job, Sampler& sampler, std::span<const float> row,
+                         const PenaltyState& penalties, int32_t j);
+  // The row masked to `mask` (in masked_row_), or an empty span when the mask allows no token.
+  std::span<const float> masked(std::span<const float> row, std::span<const uint32_t> mask);
   Status observe_kept();
 };
 
