@@ -11,7 +11,8 @@
 // (acceptance on reply tokens only) instead of decoding max_tokens past it.
 //   spec_decode_bench --model DIR [--threads N] [--concurrency 1,4,16] [--k 1,3] [--max-tokens 128]
 //                     [--prompts FILE (one prompt per line)] [--runs 3] [--no-auto] [--stop-at-eos]
-//                     [--temperature T] [--draft-sampling greedy|sampled]
+//                     [--temperature T] [--draft-sampling greedy|sampled] [--frequency-penalty F]
+//                     [--json-schema SCHEMA (every request constrained: structured output under drafts)]
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <CLI/CLI.hpp>
@@ -55,6 +56,8 @@ struct Args {
   float temperature = 0.0f;
   std::string draft_sampling = "greedy";
   int32_t draft_vocab = -1;
+  float frequency_penalty = 0.0f;
+  std::string json_schema;  // every request constrained to it (empty: unconstrained)
 };
 
 // Chat prompts of the kinds the demo model was trained on (docs/demo-model.md).
@@ -97,6 +100,15 @@ Cell run_once(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, 
   const double t0 = now_seconds();
   // Every prompt at least once: with fewer users than prompts the rest queue (max_running = n).
   const int n_requests = std::max(n, static_cast<int>(prompts.size()));
+  std::shared_ptr<const grammar::CompiledGrammar> grammar;
+  if (!a.json_schema.empty()) {
+    grammar::GrammarSpec spec;
+    spec.kind = grammar::GrammarSpec::Kind::json_schema;
+    spec.source = a.json_schema;
+    Result<std::shared_ptr<const grammar::CompiledGrammar>> compiled = engine.compile_grammar(spec);
+    check(compiled.status(), "compile --json-schema");
+    grammar = *compiled;
+  }
   for (int i = 0; i < n_requests; ++i) {
     timings.push_back(std::make_unique<bench::TokenTiming>());
     Request r;
@@ -105,6 +117,8 @@ Cell run_once(Engine& engine, const std::vector<std::vector<int32_t>>& prompts, 
     r.stop.ignore_eos = !a.stop_at_eos;  // by default every request decodes max_tokens
     r.sampling.temperature = a.temperature;
     r.sampling.seed = 1000 + static_cast<uint64_t>(i);
+    r.sampling.frequency_penalty = a.frequency_penalty;
+    r.grammar = grammar;
     r.detokenize = false;
     check(engine.submit(std::move(r), timings.back()->sink()).status(), "submit");
   }
@@ -185,6 +199,9 @@ int main(int argc, char** argv) {
   app.add_flag("--stop-at-eos", a.stop_at_eos, "Stop replies at EOS (default: decode max_tokens)");
   app.add_option("--temperature", a.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
   app.add_option("--draft-sampling", a.draft_sampling, "greedy | sampled")->capture_default_str();
+  app.add_option("--frequency-penalty", a.frequency_penalty, "Every request's frequency penalty")
+      ->capture_default_str();
+  app.add_option("--json-schema", a.json_schema, "Constrain every request to this JSON Schema (structured output)");
   app.add_option("--draft-vocab", a.draft_vocab, "MTP draft vocabulary (-1 auto, 0 full)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
