@@ -82,28 +82,37 @@ Status GrammarBuilder::append_repeat(Alternative& alt, const Element& e, int64_t
   }
   // Up to kFlatRepeat optional copies go flat into the alternative (e? e? e?): the Earley item then
   // moves its dot instead of completing one nested rule per repetition, so consuming an element never
-  // completes an item from an earlier set (no escape, no completion chain; docs/grammar.md). Larger
-  // bounds nest, (e (e (e)?)?)?, which stays linear in size and unambiguous.
+  // completes an item from an earlier set (no escape, no completion chain; docs/grammar.md).
   constexpr int64_t kFlatRepeat = 32;
-  if (max > min && max - min <= kFlatRepeat) {
-    const Element opt = optional(e);
-    for (int64_t i = 0; i < max - min; ++i) alt.push_back(opt);
+  const int64_t extra = max - min;
+  if (extra <= 0) return {};
+  const Element opt = optional(e);
+  if (extra <= kFlatRepeat) {
+    for (int64_t i = 0; i < extra; ++i) alt.push_back(opt);
     return {};
   }
-  if (max > min) {
-    Element tail{};
-    bool have_tail = false;
-    for (int64_t i = 0; i < max - min; ++i) {
-      const uint32_t r = new_rule("rep");
-      Alternative one{e};
-      if (have_tail) one.push_back(tail);
-      add_alternative(r, std::move(one));
-      add_alternative(r, {});
-      tail = ref(r);
-      have_tail = true;
-    }
-    alt.push_back(tail);
+  // Larger bounds nest by blocks of kFlatRepeat copies, T_i -> e^B T_(i-1) | (e?)^(B-1) (B = kFlatRepeat)
+  // around T_0 = (e?)^r (r = extra % B): c copies take the first alternative exactly when c >= B, so the
+  // parse is unique up to the flat copies, the size stays linear, and after c copies a byte completes
+  // c / B nested rules instead of c (a right-recursive chain, which Earley walks once per byte).
+  Element inner{};
+  bool have_inner = false;
+  if (extra % kFlatRepeat != 0) {
+    const uint32_t r = new_rule("rep");
+    add_alternative(r, Alternative(static_cast<size_t>(extra % kFlatRepeat), opt));
+    inner = ref(r);
+    have_inner = true;
   }
+  for (int64_t i = 0; i < extra / kFlatRepeat; ++i) {
+    const uint32_t r = new_rule("rep");
+    Alternative full(static_cast<size_t>(kFlatRepeat), e);
+    if (have_inner) full.push_back(inner);
+    add_alternative(r, std::move(full));
+    add_alternative(r, Alternative(static_cast<size_t>(kFlatRepeat - 1), opt));
+    inner = ref(r);
+    have_inner = true;
+  }
+  alt.push_back(inner);
   return {};
 }
 

@@ -39,6 +39,37 @@ TEST(RegexCompiler, AgreesWithStdRegexOnRandomStrings) {
   }
 }
 
+TEST(RegexCompiler, WideBoundedRepeatsAcceptExactlyTheirCounts) {
+  // Bounds wider than 32 optional copies nest in blocks of 32 (GrammarBuilder::append_repeat): every
+  // count on both sides of each bound and of each block boundary, with and without a byte after.
+  struct Case {
+    const char* pattern;
+    std::string unit;  // one copy
+    int min, max;
+    std::string after;
+  };
+  const Case cases[] = {
+      {"a{0,70}", "a", 0, 70, ""},         {"a{0,64}x", "a", 0, 64, "x"},
+      {"(ab|c){3,75}d", "ab", 3, 75, "d"}, {"(ab|c){3,75}d", "c", 3, 75, "d"},
+      {"[a-c]{33,100}", "b", 33, 100, ""}, {"a{5,37}", "a", 5, 37, ""},
+      {"a{1,33}", "a", 1, 33, ""},
+  };
+  for (const Case& c : cases) {
+    Result<Grammar> g = compile_regex(c.pattern);
+    ASSERT_TRUE(g.ok()) << c.pattern << ": " << g.status().to_string();
+    const ParserTables tables = ParserTables::build(*g);
+    const std::regex re(c.pattern, std::regex::ECMAScript);
+    for (int n = 0; n <= c.max + 3; ++n) {
+      std::string s;
+      for (int i = 0; i < n; ++i) s += c.unit;
+      s += c.after;
+      const bool want = n >= c.min && n <= c.max;
+      ASSERT_EQ(std::regex_match(s, re), want) << c.pattern << " x" << n;  // the case itself is right
+      ASSERT_EQ(testing::grammar_accepts(tables, s), want) << c.pattern << " with " << n << " copies";
+    }
+  }
+}
+
 TEST(RegexCompiler, NamedGroupsAndLazyQuantifiers) {
   Result<Grammar> g = compile_regex("(?<year>\\d{4})-(?P<m>\\d\\d)x+?");
   ASSERT_TRUE(g.ok()) << g.status().to_string();
