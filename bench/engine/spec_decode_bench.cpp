@@ -201,7 +201,8 @@ int main(int argc, char** argv) {
   app.add_option("--draft-sampling", a.draft_sampling, "greedy | sampled")->capture_default_str();
   app.add_option("--frequency-penalty", a.frequency_penalty, "Every request's frequency penalty")
       ->capture_default_str();
-  app.add_option("--json-schema", a.json_schema, "Constrain every request to this JSON Schema (structured output)");
+  app.add_option("--json-schema", a.json_schema,
+                 "Constrain every request to this JSON Schema (structured output)");
   app.add_option("--draft-vocab", a.draft_vocab, "MTP draft vocabulary (-1 auto, 0 full)")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);

@@ -74,7 +74,8 @@ void report_long_repeats(const std::shared_ptr<const ds::grammar::TokenTrie>& vo
       us.push_back(thread_cpu_us() - c0);
       std::vector<int32_t> allowed;
       for (size_t t = 0; t < vocab->vocab_size(); ++t)
-        if (ds::grammar::bitmask_test(mask, static_cast<int32_t>(t))) allowed.push_back(static_cast<int32_t>(t));
+        if (ds::grammar::bitmask_test(mask, static_cast<int32_t>(t)))
+          allowed.push_back(static_cast<int32_t>(t));
       if (allowed.empty() || !m.accept_token(allowed[rng() % allowed.size()])) break;
     }
     std::printf("long repeat %-14s mask CPU p50 %9.0f us  max %9.0f us  (%zu steps)\n", source,

@@ -271,8 +271,8 @@ void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_voc
     }
     if (j == n_drafts) {
       // Every draft accepted: the token after them is the plain keyed sample of the last row.
-      samples[i] =
-          sampler.sample(row, *job.params, *penalties, job.position + static_cast<uint64_t>(j), /*draft_slot=*/0);
+      samples[i] = sampler.sample(row, *job.params, *penalties, job.position + static_cast<uint64_t>(j),
+                                  /*draft_slot=*/0);
       break;
     }
     const DraftCheck check = check_draft(job, sampler, row, *penalties, j);
@@ -308,8 +308,9 @@ void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_voc
 // drawn from q_j; accept it with min(1, p_j / q_j), else the token is drawn from
 // norm(max(0, p_j - q_j)). p_j is the distribution the request's own sample of the row draws from
 // (Sampler::distribution, after the grammar mask and penalties), so every output token follows it.
-StepBatch::DraftCheck StepBatch::check_draft(const SampleJob& job, Sampler& sampler, std::span<const float> row,
-                                             const PenaltyState& penalties, int32_t j) {
+StepBatch::DraftCheck StepBatch::check_draft(const SampleJob& job, Sampler& sampler,
+                                             std::span<const float> row, const PenaltyState& penalties,
+                                             int32_t j) {
   const size_t i = job.chunk_idx;
   const int32_t draft = tokens_[static_cast<size_t>(token_begin_[i] + plan_.chunks[i].n_tokens + j)];
   const SamplingParams& params = *job.params;

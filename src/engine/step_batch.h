@@ -128,7 +128,8 @@ class StepBatch {
   // sampled drafts, while the rejection rule accepts them). Row j is sampled as a run without drafts
   // would sample that output position: masked by the grammar after drafts 0..j-1 (row 0's mask is
   // first_mask) and penalised with them counted. The matchers end where they began.
-  void verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab, std::span<const uint32_t> first_mask);
+  void verify(const SampleJob& job, Sampler& sampler, size_t sample_vocab,
+              std::span<const uint32_t> first_mask);
   // Verification of draft j (drafts[j] proposed for `row`): accepted, with the target's token.
   struct DraftCheck {
     bool accepted = false;
