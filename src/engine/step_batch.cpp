@@ -256,8 +256,9 @@ void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_voc
   for (int32_t j = 0; j <= n_drafts; ++j) {
     std::span<const float> row(out_.logits.row(first_row + j), sample_vocab);
     if (matcher != nullptr) {
+      // Row 0's mask was computed during the forward; later rows see the drafts accepted before them.
       std::span<const uint32_t> mask = first_mask;
-      if (j > 0 || job.matcher == nullptr) {
+      if (j > 0) {
         draft_row_mask_.assign(grammar::bitmask_words(matcher->grammar().vocab().vocab_size()), 0);
         matcher->fill_next_token_mask(draft_row_mask_);
         mask = draft_row_mask_;
