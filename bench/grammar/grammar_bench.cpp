@@ -53,9 +53,10 @@ double percentile(std::vector<double> v, double p) {
 
 }  // namespace
 
-// Bounded repeats wider than the flat limit (32 optional copies) nest, (e (e ...)?)?: after k copies
-// every byte completes k nested rules when nothing follows the repeat (a regex that ends with it), so
-// the mask costs grow with k. Random walks of 8 steps with the repeat last and with a byte after it.
+// Bounded repeats wider than the flat limit (32 optional copies) nest in blocks of 32: after k copies
+// every byte completes k / 32 nested rules, and when nothing follows the repeat (a regex that ends with
+// it) it is no repeat run, so every position is a first visit (docs/grammar.md, "Known gap"). Random
+// walks of 8 steps with the repeat last and with a byte after it.
 void report_long_repeats(const std::shared_ptr<const ds::grammar::TokenTrie>& vocab, uint32_t seed) {
   ds::grammar::GrammarCompiler compiler(vocab);
   for (const char* source : {"[a-z ]{0,40}", "[a-z ]{0,80}", "[a-z ]{0,40}x", "[a-z ]{0,80}x"}) {

@@ -138,7 +138,7 @@ class Engine {
   // Jump-forward (EngineConfig::jump_forward): appends the tokens the grammar forces after the last
   // sample to the output, the matcher and the scheduler's sequence.
   void jump_forward(SeqId seq, ActiveRequest& r);
-  // Speculative decoding: whether a request may draft (no grammar, no penalties).
+  // Speculative decoding: whether a request may draft (all but grammar requests under jump-forward).
   bool speculates(const Request& r) const;
   // What the step samples for request r, chunk chunk_idx of the batch.
   StepBatch::SampleJob sample_job(size_t chunk_idx, ActiveRequest& r, bool speculate) const;

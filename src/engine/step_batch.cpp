@@ -118,6 +118,17 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
   return ok_status();
 }
 
+namespace {
+
+// The sample of a grammar row whose mask allows no token: the engine ends the request with an error.
+SampleResult no_allowed_token() {
+  SampleResult r;
+  r.token_id = -1;
+  return r;
+}
+
+}  // namespace
+
 Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab) {
   // Grammar masks depend only on tokens already accepted, so they are computed on a helper thread
   // while the forward runs; unconstrained steps start no thread at all.
@@ -166,8 +177,7 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
       // Unconstrained rows skip this entirely; a grammar row pays one masked copy of its row.
       row = masked(row, mask);
       if (row.empty()) {
-        samples[job.chunk_idx] = SampleResult{};
-        samples[job.chunk_idx].token_id = -1;  // the engine ends the request with an error
+        samples[job.chunk_idx] = no_allowed_token();
         continue;
       }
     }
@@ -265,8 +275,7 @@ void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_voc
       }
       row = masked(row, mask);
       if (row.empty()) {
-        samples[i] = SampleResult{};
-        samples[i].token_id = -1;  // the engine ends the request with an error
+        samples[i] = no_allowed_token();
         break;
       }
     }
@@ -284,8 +293,7 @@ void StepBatch::verify(const SampleJob& job, Sampler& sampler, size_t sample_voc
     const int32_t token = drafts[j];
     if (matcher != nullptr) {
       if (!matcher->accept_token(token)) {  // the masked row never gives a token outside it
-        samples[i] = SampleResult{};
-        samples[i].token_id = -1;
+        samples[i] = no_allowed_token();
         break;
       }
       ++n_advanced;
