@@ -1,12 +1,15 @@
 // engine_bench: the Engine's serving numbers on a checkpoint (or the fake model).
 //   1. output tok/s vs concurrency (1/4/16/64 by default): aggregate throughput grows with
-//      concurrency because a decode step reads the weights once for all its rows;
+//      concurrency because a decode step reads the weights once for all its rows; beside the
+//      end-to-end figure (prefill included) the decode-only rate: tokens of the steps with only
+//      decode rows over those steps' wall time (llama-batched-bench's S_TG);
 //   2. TTFT of a request with a 2,000-token prefix, cold and with the prefix in the cache;
 //   3. scheduling overhead per step with async scheduling on and off (engine-thread time during
 //      which the model sits idle between two forwards).
 // Fixed seeds; each cell is the median over --runs runs after one warm-up run.
 //   engine_bench --model DIR [--threads N] [--isa auto] [--concurrency 1,4,16,64] [--max-tokens 32]
 //                [--prompt-tokens 64] [--prefix-tokens 2000] [--runs 3] [--decoder-replay-keep K]
+//                [--sections concurrency,ttft,async]
 //   --decoder-replay-keep K: V4.1 decoder SWA bounded replay on (model/decoder_replay.h)
 //   engine_bench --fake [--fake-step-us 2000]   (no checkpoint: a fake model that sleeps per step)
 #include <fmt/format.h>
@@ -44,6 +47,7 @@ struct Args {
   int32_t prefix_tokens = 2000;
   int runs = 3;
   int64_t kv_cache_mib = 1024;
+  std::vector<std::string> sections = {"concurrency", "ttft", "async"};
 };
 
 std::vector<int32_t> random_tokens(int64_t n, int vocab, uint64_t seed) {
@@ -89,6 +93,7 @@ struct LoadResult {
   double mean_ttft_ms = 0;
   double gap_us_per_step = 0;
   double forward_ms_per_step = 0;
+  double decode_tok_s = 0;  // decode-only steps (EngineStats::decode_only_*)
   int64_t steps = 0;
 };
 
@@ -126,6 +131,12 @@ LoadResult run_load(Engine& engine, int n, const Args& a, int vocab, uint64_t se
   r.forward_ms_per_step =
       r.steps > 0 ? 1e-6 * static_cast<double>(after.forward_ns_total - before.forward_ns_total) / r.steps
                   : 0;
+  const int64_t decode_ns = after.decode_only_ns_total - before.decode_only_ns_total;
+  r.decode_tok_s =
+      decode_ns > 0
+          ? 1e9 * static_cast<double>(after.decode_only_tokens_total - before.decode_only_tokens_total) /
+                static_cast<double>(decode_ns)
+          : 0;
   return r;
 }
 
@@ -143,16 +154,18 @@ void bench_concurrency(ModelRunner& model, const Args& a, int vocab) {
   fmt::print(
       "\n== output tok/s vs concurrency (prompt {} tokens, {} generated each, async on, median of {}) ==\n",
       a.prompt_tokens, a.max_tokens, a.runs);
-  fmt::print("{:>11} {:>12} {:>10} {:>10} {:>8} {:>12} {:>10}\n", "concurrency", "output tok/s", "vs c=1",
-             "TTFT ms", "steps", "fwd ms/step", "wall s");
-  double base = 0;
+  fmt::print("{:>11} {:>12} {:>10} {:>10} {:>8} {:>12} {:>10} {:>12} {:>10}\n", "concurrency", "output tok/s",
+             "vs c=1", "TTFT ms", "steps", "fwd ms/step", "wall s", "decode tok/s", "vs c=1");
+  double base = 0, decode_base = 0;
   for (int c : a.concurrency) {
     std::unique_ptr<Engine> engine = make_engine(model, std::max(c, 1), true, false, a);
     const LoadResult r =
         median_load(a.runs, [&](uint64_t seed) { return run_load(*engine, c, a, vocab, seed); });
     if (base == 0) base = r.output_tok_s;
-    fmt::print("{:>11} {:>12.1f} {:>9.2f}x {:>10.1f} {:>8} {:>12.2f} {:>10.2f}\n", c, r.output_tok_s,
-               r.output_tok_s / base, r.mean_ttft_ms, r.steps, r.forward_ms_per_step, r.wall_s);
+    if (decode_base == 0) decode_base = r.decode_tok_s;
+    fmt::print("{:>11} {:>12.1f} {:>9.2f}x {:>10.1f} {:>8} {:>12.2f} {:>10.2f} {:>12.1f} {:>9.2f}x\n", c,
+               r.output_tok_s, r.output_tok_s / base, r.mean_ttft_ms, r.steps, r.forward_ms_per_step,
+               r.wall_s, r.decode_tok_s, decode_base > 0 ? r.decode_tok_s / decode_base : 0.0);
   }
 }
 
@@ -236,9 +249,12 @@ int run(const Args& a) {
   // Sample only ids that every vocabulary has (the model's; no tokenizer here).
   const int vocab = std::min(model->config().vocab_size, 120000);
   fmt::print("engine_bench: {}\n", what);
-  bench_concurrency(*model, a, vocab);
-  bench_prefix_ttft(*model, a, vocab);
-  bench_async(*model, a, vocab);
+  auto wanted = [&](const char* name) {
+    return std::find(a.sections.begin(), a.sections.end(), name) != a.sections.end();
+  };
+  if (wanted("concurrency")) bench_concurrency(*model, a, vocab);
+  if (wanted("ttft")) bench_prefix_ttft(*model, a, vocab);
+  if (wanted("async")) bench_async(*model, a, vocab);
   return 0;
 }
 
@@ -261,6 +277,9 @@ int main(int argc, char** argv) {
   app.add_option("--kv-cache-mib", a.kv_cache_mib, "KV cache budget")->capture_default_str();
   app.add_option("--decoder-replay-keep", a.decoder_replay_keep,
                  "V4.1: decoder SWA bounded replay keeping this many prompt tokens (0: off)");
+  app.add_option("--sections", a.sections, "Parts to run: concurrency, ttft, async (default all)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"concurrency", "ttft", "async"}));
   CLI11_PARSE(app, argc, argv);
   if (a.model_dir.empty() && !a.fake) {
     std::fprintf(stderr, "engine_bench: --model DIR or --fake is required\n");

@@ -3,7 +3,7 @@
 // measure the other processes; CPU time per call does not count the time the thread waited for a
 // core, so A/B ratios between kernel variants stay meaningful. (It still includes slow-downs from a
 // busy sibling hyperthread or a lower clock, like the peaks' best runs may not: read the ratios.)
-//   matmul_cpu_bench --format bf16|fp8 [--fp8-pow2-scales] [--bf16-activations] [--m 1]
+//   matmul_cpu_bench --format bf16|fp8|fp4 [--fp8-pow2-scales] [--bf16-activations] [--m 1]
 //                    [--rows 1536] [--cols 2048] [--calls N] [--isa avx512]
 // W stays in cache (one matrix, reused): this measures the kernel's compute cost per weight, the
 // bound a DRAM-streaming GEMV cannot beat.
@@ -26,7 +26,8 @@ int main(int argc, char** argv) {
   bool pow2 = false, bf16_act = false;
   int64_t m = 1, rows = 1536, cols = 2048;
   int calls = 0;
-  app.add_option("--format", format, "bf16 or fp8")->check(CLI::IsMember({"bf16", "fp8"}));
+  app.add_option("--format", format, "bf16, fp8 or fp4 (E2M1, E8M0 scales per 32: V4 experts)")
+      ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
   app.add_flag("--fp8-pow2-scales", pow2, "fp8 block scales as powers of two (V4)");
   app.add_flag("--bf16-activations", bf16_act, "x rounded to bf16 (vdpbf16ps for bf16 weights)");
   app.add_option("--m", m, "rows of x")->check(CLI::Range(1, 4096));
@@ -43,7 +44,9 @@ int main(int argc, char** argv) {
   }
 
   const ds::bench::MachinePeaks peaks = ds::bench::measure_peaks(1, ds::bench::quick_peak_options());
-  const ds::WeightFormat f = format == "fp8" ? ds::WeightFormat::fp8_e4m3_block : ds::WeightFormat::bf16;
+  const ds::WeightFormat f = format == "fp8"   ? ds::WeightFormat::fp8_e4m3_block
+                             : format == "fp4" ? ds::WeightFormat::fp4_e2m1_block
+                                               : ds::WeightFormat::bf16;
   const ds::bench::WeightSet ws(f, rows, cols, 1, 42, pow2);
   std::vector<float> x(static_cast<size_t>(m * cols)), y(static_cast<size_t>(m * rows));
   ds::bench::fill_signed_unit(x.data(), m * cols, 7);

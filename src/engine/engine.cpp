@@ -520,9 +520,12 @@ Status Engine::launch(StepBatch& batch) {
   }
   batch.sample_jobs.clear();
   const std::vector<ScheduledChunk>& chunks = batch.plan().chunks;
+  batch.decode_only = true;
   for (size_t i = 0; i < chunks.size(); ++i) {
     ActiveRequest& r = *active_.at(chunks[i].seq_id);
     r.in_flight = true;
+    const auto prompt_len = static_cast<int64_t>(r.request.prompt_tokens.size());
+    batch.decode_only = batch.decode_only && chunks[i].n_tokens == 1 && chunks[i].pos_begin >= prompt_len;
     if (chunks[i].samples) {
       const bool speculate = drafter_ != nullptr && speculates(r.request);
       batch.sample_jobs.push_back(sample_job(i, r, speculate));
@@ -530,8 +533,10 @@ Status Engine::launch(StepBatch& batch) {
   }
   batch.forget.swap(drafter_forgets_);
   batch.launch_ns = now_ns();
+  batch.gap_ns = 0;
   if (last_done_ns_ != 0) {
-    local_stats_.step_gap_ns_total += batch.launch_ns - last_done_ns_;
+    batch.gap_ns = batch.launch_ns - last_done_ns_;
+    local_stats_.step_gap_ns_total += batch.gap_ns;
     ++local_stats_.n_step_gaps;
   }
   ++local_stats_.n_steps;
@@ -584,6 +589,7 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
   }
   for (const StepBatch::SampleJob& job : batch.sample_jobs)
     sampled_[job.chunk_idx] = batch.samples[job.chunk_idx].token_id;
+  if (batch.decode_only) count_decode_only(batch, done_ns);
   if (drafter_) {
     accepted_.resize(plan.chunks.size());
     for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -639,6 +645,15 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     touched_.push_back(seq);
   }
   return ok_status();
+}
+
+void Engine::count_decode_only(const StepBatch& batch, int64_t done_ns) {
+  ++local_stats_.decode_only_steps;
+  local_stats_.decode_only_ns_total += batch.gap_ns + (done_ns - batch.launch_ns);
+  int64_t tokens = static_cast<int64_t>(batch.sample_jobs.size());
+  for (size_t i = 0; i < batch.accepted_drafts.size(); ++i)
+    tokens += static_cast<int64_t>(batch.accepted_drafts[i].size());
+  local_stats_.decode_only_tokens_total += tokens;
 }
 
 void Engine::count_drafts(const StepBatch& batch) {

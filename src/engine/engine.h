@@ -145,6 +145,8 @@ class Engine {
   // The MTP head's draft vocabulary for SpeculativeConfig::draft_vocab = n (empty: the full head).
   std::vector<int32_t> mtp_draft_vocab(int32_t n) const;
   void count_drafts(const StepBatch& batch);
+  // EngineStats::decode_only_*: a decode-only step that ended at done_ns.
+  void count_decode_only(const StepBatch& batch, int64_t done_ns);
   void emit_events();
   void release_finished();
   void fail_all(const Status& error);

@@ -96,6 +96,13 @@ struct EngineStats {
   int64_t step_gap_ns_total = 0;
   int64_t n_step_gaps = 0;
   int64_t forward_ns_total = 0;
+  // Decode-only steps (every row a sequence's next token, no prompt rows): how many, the wall time
+  // they took (the gap before each plus its forward), and the tokens they produced (one per row,
+  // plus accepted drafts). decode_only_tokens / decode_only_ns is the aggregate decode rate that
+  // llama-batched-bench reports as S_TG, without the prefill steps an end-to-end figure mixes in.
+  int64_t decode_only_steps = 0;
+  int64_t decode_only_ns_total = 0;
+  int64_t decode_only_tokens_total = 0;
   // KV tiers (zeros without): sequences restored, tokens that arrived, blocks written, write jobs
   // dropped because the queue was full.
   int64_t kv_tier_restores = 0;

@@ -86,6 +86,34 @@ TEST_P(EngineModes, SingleGreedyRequestMatchesTheReference) {
   EXPECT_LE(out.first_scheduled_at, out.first_token_at);
 }
 
+TEST_P(EngineModes, DecodeOnlyStepsAreCountedApartFromStepsWithPromptRows) {
+  // 2 ms a step: the second request below arrives while the first is still in its first steps
+  FakeModelRunner model(FakeModelOptions{.step_sleep_us = 2000});
+  std::unique_ptr<Engine> engine = make_engine(test_config(GetParam()), model);
+  // Alone: one prefill step (37 tokens, one chunk) gives the first token, 11 decode steps the rest.
+  const TokenEvent out = run_one(*engine, greedy_request(make_prompt(37, 1, 512), 12));
+  ASSERT_TRUE(out.error.ok()) << out.error.to_string();
+  EngineStats s = settled_stats(*engine, 1);
+  EXPECT_EQ(s.decode_only_steps, 11);
+  EXPECT_EQ(s.decode_only_tokens_total, 11);
+  EXPECT_GT(s.decode_only_ns_total, 0);
+  EXPECT_LE(s.decode_only_ns_total, s.forward_ns_total + s.step_gap_ns_total);
+  // Beside a 200-token prompt (several 64-token chunks, one token): the steps that carry its chunks
+  // are not decode-only, so fewer than the 19 decode rows of the first request are counted.
+  RequestStream a, b;
+  ASSERT_TRUE(engine->submit(greedy_request(make_prompt(10, 2, 512), 20), a.sink()).ok());
+  ASSERT_TRUE(engine->submit(greedy_request(make_prompt(200, 3, 512), 1), b.sink()).ok());
+  ASSERT_TRUE(a.collect().error.ok());
+  ASSERT_TRUE(b.collect().error.ok());
+  const EngineStats before = s;
+  s = settled_stats(*engine, 3);
+  const int64_t steps = s.decode_only_steps - before.decode_only_steps;
+  const int64_t tokens = s.decode_only_tokens_total - before.decode_only_tokens_total;
+  EXPECT_EQ(tokens, steps) << "one row in each: the long prompt's request had ended";
+  EXPECT_GT(tokens, 0);
+  EXPECT_LE(tokens, 19 - 2) << "at least two of the first request's decode rows shared a step with a chunk";
+}
+
 TEST_P(EngineModes, ManyConcurrentRequestsWithChunkedPrefillMatchTheReference) {
   FakeModelRunner model(FakeModelOptions{});
   std::unique_ptr<Engine> engine = make_engine(test_config(GetParam()), model);

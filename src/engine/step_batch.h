@@ -83,6 +83,8 @@ class StepBatch {
   Status run(ModelRunner& model, Sampler& sampler, size_t sample_vocab);
 
   int64_t launch_ns = 0;  // when the forward started (engine bookkeeping)
+  int64_t gap_ns = 0;     // engine-thread time between the previous forward's end and this launch
+  bool decode_only = false;  // every chunk is one generated token (no prompt rows): EngineStats
 
   // Models with per-sequence state (V4): names each chunk's state slot (after build()).
   Status assign_state_slots(const std::function<Result<int32_t>(SeqId)>& slot_for);

@@ -93,15 +93,16 @@ void V4Attention::slice_wo_a() {
   }
 }
 
-void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                            int64_t n, const int32_t* pos, const V4SequenceRows& rows, int64_t n_entries,
+void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, const Projections& p, int64_t n,
+                            const int32_t* pos, const V4SequenceRows& rows, int64_t n_entries,
                             std::vector<std::vector<int32_t>>& selected) const {
   const V4LayerState& src = rows.source != nullptr ? *rows.source : *rows.state;
   if (indexer_ && !v41_) {
-    indexer_->select(ctx, num, x, qr, n, pos, inv_freq_, *rows.state, rows.pages.idx, selected);
+    indexer_->select(ctx, num, p.key_kv, p.key_score, p.iq, p.iw, n, pos, inv_freq_, *rows.state, rows.pages.idx,
+                     selected);
   } else if (indexer_) {
     const int64_t n_keys = rows.keys_owner != nullptr ? rows.keys_owner->n_idx_keys : src.n_idx_keys;
-    indexer_->select_v41(ctx, num, x, qr, n, pos, inv_freq_, rows.pages.idx, n_keys, *rows.shared, selected);
+    indexer_->select_v41(ctx, p.iq, p.iw, n, pos, rows.pages.idx, n_keys, *rows.shared, selected);
     rows.shared->topk = selected;  // the layers up to the next index source reuse it
   } else if (v41_) {
     selected = rows.shared->topk;
@@ -114,15 +115,15 @@ void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, co
   }
 }
 
-void V4Attention::compress(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-                           const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const {
+void V4Attention::compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score,
+                           int64_t n, const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const {
   const int64_t D = head_dim_;
   V4LayerState& st = *rows.state;
   const V4LayerPages& pages = rows.pages;
   std::vector<float>& new_kv = scratch.new_kv;  // [n_new, D]
   std::vector<float> latent;                    // V4.1: before RoPE, for the index keys
   std::vector<int32_t> entry_pos;
-  compressor_->feed(ctx, num, x, n, pos, inv_freq_, st.comp, st.n_entries, new_kv,
+  compressor_->feed(ctx, num, kv, score, n, pos, inv_freq_, st.comp, st.n_entries, new_kv,
                     index_keys_ ? &latent : nullptr, index_keys_ ? &entry_pos : nullptr);
   const int64_t n_new = static_cast<int64_t>(new_kv.size()) / D;
   pages.comp.write(st.n_entries, n_new, new_kv.data());
@@ -138,24 +139,90 @@ void V4Attention::compress(const ForwardContext& ctx, const V4Numerics& num, con
 void V4Attention::feed_compressor(const ForwardContext& ctx, const V4Numerics& num, const float* x,
                                   const int32_t* pos, std::span<const V4SequenceRows> seqs,
                                   V4Scratch& scratch) const {
-  if (!compressor_) return;
-  for (const V4SequenceRows& s : seqs)
-    compress(ctx, num, x + s.first_row * hidden_, s.n, pos + s.first_row, s, scratch);
+  if (!compressor_ || seqs.empty()) return;
+  const int64_t w = compressor_->width(), first = seqs.front().first_row;
+  const int64_t n = seqs.back().first_row + seqs.back().n - first;
+  float* kv = scratch_of(scratch.comp_kv, n * w);  // [n, w]: the rows of `seqs`
+  float* score = scratch_of(scratch.comp_score, n * w);
+  compressor_->project(ctx, x + first * hidden_, n, kv, score);
+  for (const V4SequenceRows& s : seqs) {
+    const int64_t r = s.first_row - first;
+    compress(ctx, num, kv + r * w, score + r * w, s.n, pos + s.first_row, s, scratch);
+  }
 }
 
-void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                         const float* q, const float* kv, int64_t n, const int32_t* pos,
-                         const V4SequenceRows& rows, float* o, V4Scratch& scratch) const {
+V4Attention::Projections V4Attention::Projections::from_row(int64_t row) const {
+  Projections p = *this;
+  auto shift = [row](const float*& ptr, int64_t width) {
+    if (ptr != nullptr) ptr += row * width;
+  };
+  shift(p.comp_kv, comp_width);
+  shift(p.comp_score, comp_width);
+  shift(p.key_kv, key_width);
+  shift(p.key_score, key_width);
+  shift(p.iq, iq_width);
+  shift(p.iw, iw_width);
+  return p;
+}
+
+V4Attention::Projections V4Attention::project(const ForwardContext& ctx, const V4Numerics& num, const float* x,
+                                              const float* qr, int64_t n_rows, const int32_t* pos,
+                                              std::span<const V4SequenceRows> seqs, V4Scratch& scratch) const {
+  Projections p;
+  if (compressor_) {
+    const int64_t w = compressor_->width();
+    float* kv = scratch_of(scratch.comp_kv, n_rows * w);
+    float* score = scratch_of(scratch.comp_score, n_rows * w);
+    p.comp_kv = kv;
+    p.comp_score = score;
+    p.comp_width = w;
+    // Runs of consecutive sequences whose chunk the compressor has still to consume (all of them
+    // but a V4.1 decoder replay's): one call per run, one in the common case.
+    for (size_t i = 0; i < seqs.size();) {
+      if (seqs[i].compressor_fed) {
+        ++i;
+        continue;
+      }
+      size_t j = i;
+      while (j < seqs.size() && !seqs[j].compressor_fed) ++j;
+      const int64_t first = seqs[i].first_row, count = seqs[j - 1].first_row + seqs[j - 1].n - first;
+      compressor_->project(ctx, x + first * hidden_, count, kv + first * w, score + first * w);
+      i = j;
+    }
+  }
+  if (!indexer_) return p;
+  if (!v41_) {  // V4: the indexer's own key compressor
+    const V4Compressor& kc = indexer_->key_compressor();
+    p.key_width = kc.width();
+    float* kv = scratch_of(scratch.key_kv, n_rows * p.key_width);
+    float* score = scratch_of(scratch.key_score, n_rows * p.key_width);
+    kc.project(ctx, x, n_rows, kv, score);
+    p.key_kv = kv;
+    p.key_score = score;
+  }
+  p.iq_width = indexer_->query_width();
+  p.iw_width = indexer_->n_heads();
+  float* iq = scratch_of(scratch.iq, n_rows * p.iq_width);
+  float* iw = scratch_of(scratch.iw, n_rows * p.iw_width);
+  indexer_->queries(ctx, num, x, qr, n_rows, pos, inv_freq_, iq, iw);
+  p.iq = iq;
+  p.iw = iw;
+  return p;
+}
+
+void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const Projections& p, const float* q,
+                         const float* kv, int64_t n, const int32_t* pos, const V4SequenceRows& rows, float* o,
+                         V4Scratch& scratch) const {
   const int64_t H = n_heads_, D = head_dim_;
   V4LayerState& st = *rows.state;
   const V4LayerPages& pages = rows.pages;
   // The entries this chunk completes go to the pages first; attention and the indexer then read
   // every entry where it lies (comp_idx below holds pool rows, V4EntryPages::row_of), so a step
   // copies no O(context) data.
-  if (compressor_ && !rows.compressor_fed) compress(ctx, num, x, n, pos, rows, scratch);
+  if (compressor_ && !rows.compressor_fed) compress(ctx, num, p.comp_kv, p.comp_score, n, pos, rows, scratch);
   const int64_t n_entries = rows.source != nullptr ? rows.source->n_entries : st.n_entries;
   std::vector<std::vector<int32_t>> selected;
-  if (ratio_ > 0) selection(ctx, num, x, qr, n, pos, rows, n_entries, selected);
+  if (ratio_ > 0) selection(ctx, num, p, n, pos, rows, n_entries, selected);
 
   // Window keys in canonical order: the ring's positions ascending, then this chunk's tokens.
   // win_kv: [n_ring + n, D]
@@ -240,9 +307,10 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
 
   // o: [n_rows, H, D] the attention output of every row
   float* o = scratch_of(scratch.o, n * hd);
+  const Projections p = project(ctx, num, x, qr, n, pos, seqs, scratch);
   for (const V4SequenceRows& s : seqs) {
-    attend(ctx, num, x + s.first_row * hidden_, qr + s.first_row * q_lora_, q + s.first_row * hd,
-           kv + s.first_row * D, s.n, pos + s.first_row, s, o + s.first_row * hd, scratch);
+    attend(ctx, num, p.from_row(s.first_row), q + s.first_row * hd, kv + s.first_row * D, s.n, pos + s.first_row,
+           s, o + s.first_row * hd, scratch);
   }
   rope_interleaved(ctx.isa, o, n, hd, H, D, D - rd, pos, inv_freq_, /*inverse=*/true);
 

@@ -36,11 +36,12 @@ class V4Attention {
                                   const LayerSpec& spec);
 
   // x: [n_rows, hidden] the normed attention input of the chunks of `seqs` (rows consecutive, in
-  // order) at positions pos[0..n_rows); out: [n_rows, hidden]. The query/KV and output
-  // projections run over all rows at once (weights read once per step); compressors, indexer and
-  // the attention itself per sequence: each reads and advances its `state` (ring, compressors),
-  // reads its compressed entries and indexer keys from its `pages` and writes the ones its chunk
-  // completes. x and out must not be in the attention's scratch fields.
+  // order) at positions pos[0..n_rows); out: [n_rows, hidden]. Every projection (query/KV, the
+  // compressors', the indexer's queries and weights, output) runs over all rows at once (weights
+  // read once per step); the compressors' pooling, the indexer's scoring and the attention itself
+  // run per sequence: each reads and advances its `state` (ring, compressors), reads its
+  // compressed entries and indexer keys from its `pages` and writes the ones its chunk completes.
+  // x and out must not be in the attention's scratch fields.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n_rows,
                const int32_t* pos, std::span<const V4SequenceRows> seqs, float* out,
                V4Scratch& scratch) const;
@@ -59,19 +60,39 @@ class V4Attention {
   }
 
  private:
-  // One sequence's part of forward: its compressor and indexer, window keys and sparse attention
-  // over its rows (x [n, hidden], qr [n, q_lora], q [n, H, D], kv [n, D] from the projections);
+  // The compressors' and the indexer's projections of a step's rows (project()), pointers into
+  // V4Scratch with the matrices' widths as row strides; null where the layer has no such part.
+  struct Projections {
+    const float* comp_kv = nullptr;  // main compressor kv, score [n, comp_width]
+    const float* comp_score = nullptr;
+    int64_t comp_width = 0;
+    const float* key_kv = nullptr;  // V4 indexer key compressor kv, score [n, key_width]
+    const float* key_score = nullptr;
+    int64_t key_width = 0;
+    const float* iq = nullptr;  // indexer queries [n, iq_width] and head weights [n, iw_width]
+    const float* iw = nullptr;
+    int64_t iq_width = 0, iw_width = 0;
+    Projections from_row(int64_t row) const;  // the same rows from `row` on
+  };
+  // Projects every row of `seqs` that needs it: the main compressor for the sequences whose
+  // compressor has not consumed their chunk (V4SequenceRows::compressor_fed), the indexer for all.
+  Projections project(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
+                      int64_t n_rows, const int32_t* pos, std::span<const V4SequenceRows> seqs,
+                      V4Scratch& scratch) const;
+  // One sequence's part of forward: its compressor's pooling and the indexer, window keys and
+  // sparse attention over its rows (p: its rows' projections, q [n, H, D], kv [n, D]);
   // o: [n, H, D] before the inverse RoPE. Advances the ring.
-  void attend(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-              const float* q, const float* kv, int64_t n, const int32_t* pos, const V4SequenceRows& rows,
-              float* o, V4Scratch& scratch) const;
+  void attend(const ForwardContext& ctx, const V4Numerics& num, const Projections& p, const float* q,
+              const float* kv, int64_t n, const int32_t* pos, const V4SequenceRows& rows, float* o,
+              V4Scratch& scratch) const;
   // The compressed entries each row attends to (entry ids of the source's cache): the indexer's
   // top-k (V4 CSA, V4.1 index sources), the reused top-k (V4.1), or every visible one (V4 HCA).
-  void selection(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
+  void selection(const ForwardContext& ctx, const V4Numerics& num, const Projections& p, int64_t n,
                  const int32_t* pos, const V4SequenceRows& rows, int64_t n_entries,
                  std::vector<std::vector<int32_t>>& selected) const;
-  // One sequence's compressor (and V4.1 index keys): writes the entries its rows complete.
-  void compress(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+  // One sequence's compressor (and V4.1 index keys) over its rows' projections kv, score
+  // [n, compressor width]: writes the entries its rows complete.
+  void compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score, int64_t n,
                 const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const;
   void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
 

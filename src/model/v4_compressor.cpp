@@ -50,16 +50,19 @@ void v4_cache_quant_sim(Isa isa, const V4Numerics& num, CacheQuant quant, float*
   }
 }
 
-void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
-                        const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st,
+void V4Compressor::project(const ForwardContext& ctx, const float* x, int64_t n, float* kv,
+                           float* score) const {
+  linear(ctx, wkv_.w, x, n, dims_.hidden, kv, width());
+  if (dims_.gated) linear(ctx, wgate_.w, x, n, dims_.hidden, score, width());
+}
+
+void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* a, const float* z,
+                        int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st,
                         int64_t n_present, std::vector<float>& new_entries, std::vector<float>* pre_rope,
                         std::vector<int32_t>* entry_pos_out) const {
   const int64_t width = st.width, d_c = dims_.d_c, ratio = dims_.ratio;
-  // a, z: [n, coff·d_c]
-  std::vector<float> a(static_cast<size_t>(n * width)), z(static_cast<size_t>(n * width));
-  linear(ctx, wkv_.w, x, n, dims_.hidden, a.data(), width);
   // Ungated (V4.1 ratio 1): equal scores, so a group's softmax weights are 1 / ratio = 1 exactly.
-  if (dims_.gated) linear(ctx, wgate_.w, x, n, dims_.hidden, z.data(), width);
+  const bool gated = dims_.gated;
   const int64_t first_new = n_present;
   std::vector<int32_t> entry_pos;
   std::vector<float> pooled;  // [n_new, d_c] before the norm
@@ -70,7 +73,7 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
     const int64_t row = (st.overlap ? ratio : 0) + phase;
     for (int64_t c = 0; c < width; ++c) {
       st.kv[row * width + c] = a[t * width + c];
-      st.score[row * width + c] = z[t * width + c] + ape_[phase * width + c];
+      st.score[row * width + c] = (gated ? z[t * width + c] : 0.0f) + ape_[phase * width + c];
     }
     if (phase != ratio - 1) continue;
     // SWA bounded replay: a group completing below the cached prefix's end is already an entry in

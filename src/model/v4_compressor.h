@@ -39,14 +39,21 @@ class V4Compressor {
   static Result<V4Compressor> load(const Checkpoint& ckpt, const std::string& prefix,
                                    const V4CompressorDims& dims);
 
-  // Feeds x [n, hidden] (the attention's normed input) at positions pos[0..n) into `st`; the
-  // entries their groups complete are entries n_present, n_present + 1, ... and are returned in
-  // `new_entries` [n_new, d_c] (resized). A group whose entry is below n_present (a replay of a
-  // cached prefix: the entry is in the shared blocks already) updates the state but returns nothing.
-  // pre_rope (optional): the same entries after the norm, before RoPE and the storage simulation
-  // (V4.1 derives the index keys from them); entry_pos (optional): their first token positions.
-  void feed(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n, const int32_t* pos,
-            const std::vector<float>& inv_freq, V4CompressorState& st, int64_t n_present,
+  // The projections of rows x [n, hidden] (the attention's normed input): kv = W_kv·x and, gated,
+  // score = W_gate·x, each [n, width()] (row stride width()). Row results do not depend on n, so a
+  // step projects all its sequences' rows at once (weights read once per step).
+  void project(const ForwardContext& ctx, const float* x, int64_t n, float* kv, float* score) const;
+  int64_t width() const { return (dims_.overlap ? 2 : 1) * dims_.d_c; }
+
+  // Feeds rows at positions pos[0..n) into `st`, given their projections kv, score [n, width()]
+  // (project(); score is ignored when ungated); the entries their groups complete are entries
+  // n_present, n_present + 1, ... and are returned in `new_entries` [n_new, d_c] (resized). A group
+  // whose entry is below n_present (a replay of a cached prefix: the entry is in the shared blocks
+  // already) updates the state but returns nothing. pre_rope (optional): the same entries after
+  // the norm, before RoPE and the storage simulation (V4.1 derives the index keys from them);
+  // entry_pos (optional): their first token positions.
+  void feed(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score, int64_t n,
+            const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st, int64_t n_present,
             std::vector<float>& new_entries, std::vector<float>* pre_rope = nullptr,
             std::vector<int32_t>* entry_pos = nullptr) const;
 

@@ -44,31 +44,25 @@ Result<V4Indexer> V4Indexer::load(const Checkpoint& ckpt, const std::string& pre
 }
 
 void V4Indexer::queries(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                        int64_t n, const int32_t* pos, const std::vector<float>& inv_freq,
-                        std::vector<float>& q, std::vector<float>& w) const {
+                        int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, float* q,
+                        float* w) const {
   const int64_t hd = n_heads_ * head_dim_;
-  // q: [n, Hi, Di] after RoPE, Hadamard (V4) and FP4; w: [n, Hi] = bf16(W_w·x) · Di^-½ · Hi^-½
-  q.resize(static_cast<size_t>(n * hd));
-  w.resize(static_cast<size_t>(n * n_heads_));
-  linear(ctx, wq_b_.w, qr, n, q_lora_, q.data(), hd);
-  rope_interleaved(ctx.isa, q.data(), n, hd, n_heads_, head_dim_, head_dim_ - rope_dim_, pos, inv_freq);
-  if (hadamard_) {
-    hadamard_rows(ctx.isa, q.data(), n * n_heads_, head_dim_, head_dim_, hadamard_default_scale(head_dim_));
-  }
-  v4_cache_quant_sim(ctx.isa, num, quant_, q.data(), n * n_heads_, head_dim_, rope_dim_);
-  linear(ctx, weights_proj_.w, x, n, hidden_, w.data(), n_heads_);
+  linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
+  rope_interleaved(ctx.isa, q, n, hd, n_heads_, head_dim_, head_dim_ - rope_dim_, pos, inv_freq);
+  if (hadamard_) hadamard_rows(ctx.isa, q, n * n_heads_, head_dim_, head_dim_, hadamard_default_scale(head_dim_));
+  v4_cache_quant_sim(ctx.isa, num, quant_, q, n * n_heads_, head_dim_, rope_dim_);
+  linear(ctx, weights_proj_.w, x, n, hidden_, w, n_heads_);
   const float w_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_) * n_heads_));
-  for (float& v : w) v = num.round(Bf16Point::index_w, v) * w_scale;
+  for (int64_t i = 0; i < n * n_heads_; ++i) w[i] = num.round(Bf16Point::index_w, w[i]) * w_scale;
 }
 
-void V4Indexer::score(const ForwardContext& ctx, const std::vector<float>& q, const std::vector<float>& w,
-                      int64_t n, const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys,
+void V4Indexer::score(const ForwardContext& ctx, const float* q, const float* w, int64_t n, const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys,
                       float* scores, std::vector<std::vector<int32_t>>& selected) const {
   std::vector<int32_t> top(static_cast<size_t>(n * top_k_), -1);
   if (n_keys > 0) {
     IndexerArgs a;
-    a.q = q.data();
-    a.weights = w.data();
+    a.q = q;
+    a.weights = w;
     a.n_q = n;
     a.n_heads = static_cast<int32_t>(n_heads_);
     a.head_dim = static_cast<int32_t>(head_dim_);
@@ -97,28 +91,24 @@ void V4Indexer::score(const ForwardContext& ctx, const std::vector<float>& q, co
   }
 }
 
-void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                       int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, V4LayerState& st,
-                       const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const {
+void V4Indexer::select(const ForwardContext& ctx, const V4Numerics& num, const float* key_kv,
+                       const float* key_score, const float* q, const float* w, int64_t n, const int32_t* pos,
+                       const std::vector<float>& inv_freq, V4LayerState& st, const V4EntryPages& keys,
+                       std::vector<std::vector<int32_t>>& selected) const {
   std::vector<float> new_keys;  // [n_new, index_dim]
-  compressor_.feed(ctx, num, x, n, pos, inv_freq, st.idx_comp, st.n_idx_keys, new_keys);
+  compressor_.feed(ctx, num, key_kv, key_score, n, pos, inv_freq, st.idx_comp, st.n_idx_keys, new_keys);
   const int64_t n_new = static_cast<int64_t>(new_keys.size()) / head_dim_;
   keys.write(st.n_idx_keys, n_new, new_keys.data());
   st.n_idx_keys += n_new;
-  std::vector<float> q, w;
-  queries(ctx, num, x, qr, n, pos, inv_freq, q, w);
   const int64_t n_keys = st.n_idx_keys;
   std::vector<int64_t> n_visible(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) n_visible[t] = std::min<int64_t>((pos[t] + 1) / ratio_, n_keys);
   score(ctx, q, w, n, n_visible.data(), keys, n_keys, nullptr, selected);
 }
 
-void V4Indexer::select_v41(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                           int64_t n, const int32_t* pos, const std::vector<float>& inv_freq,
-                           const V4EntryPages& keys, int64_t n_keys, V41StepSelection& shared,
-                           std::vector<std::vector<int32_t>>& selected) const {
-  std::vector<float> q, w;
-  queries(ctx, num, x, qr, n, pos, inv_freq, q, w);
+void V4Indexer::select_v41(const ForwardContext& ctx, const float* q, const float* w, int64_t n,
+                           const int32_t* pos, const V4EntryPages& keys, int64_t n_keys,
+                           V41StepSelection& shared, std::vector<std::vector<int32_t>>& selected) const {
   std::vector<int64_t> n_visible(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) n_visible[t] = std::min<int64_t>((pos[t] + 1) / ratio_, n_keys);
   const bool need_rows = candidate_source_ || candidate_pool_;

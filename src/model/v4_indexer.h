@@ -29,31 +29,38 @@ class V4Indexer {
   static Result<V4Indexer> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
                                 const LayerSpec& spec);
 
-  // Feeds the chunk into the indexer's compressor and writes the keys it completes to `keys` (the
-  // sequence's paged indexer keys [n_keys, index_dim]; st.n_idx_keys counts them), then selects
-  // for each token t its entries: selected[t] ascending entry ids among the (pos[t] + 1) / ratio
-  // visible ones (all of them when at most index_topk are visible). The keys are scored where they
-  // lie in the pages (no copy). x: [n, hidden] attention input, qr: [n, q_lora_rank] normed query
-  // latent.
-  void select(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
-              const int32_t* pos, const std::vector<float>& inv_freq, V4LayerState& st,
-              const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const;
+  // The per-row projections select() and select_v41() take, over rows [n] of a step (row results
+  // do not depend on n, so a step projects all its sequences' rows at once): queries q
+  // [n, query_width()] (RoPE, Hadamard in V4, FP4) and head weights w [n, n_heads()] =
+  // bf16(W_w·x) · Di^-½ · Hi^-½, from x [n, hidden] (attention input) and qr [n, q_lora_rank]
+  // (normed query latent) at positions pos.
+  void queries(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
+               const int32_t* pos, const std::vector<float>& inv_freq, float* q, float* w) const;
+  int64_t query_width() const { return n_heads_ * head_dim_; }
+  int64_t n_heads() const { return n_heads_; }
+  // V4: the indexer compressor's projections of x [n, hidden] (V4Compressor::project).
+  const V4Compressor& key_compressor() const { return compressor_; }
+
+  // Feeds the chunk (its key compressor projections key_kv, key_score) into the indexer's
+  // compressor and writes the keys it completes to `keys` (the sequence's paged indexer keys
+  // [n_keys, index_dim]; st.n_idx_keys counts them), then selects for each token t its entries:
+  // selected[t] ascending entry ids among the (pos[t] + 1) / ratio visible ones (all of them when
+  // at most index_topk are visible). The keys are scored where they lie in the pages (no copy).
+  // q, w: the chunk's rows of queries().
+  void select(const ForwardContext& ctx, const V4Numerics& num, const float* key_kv, const float* key_score,
+              const float* q, const float* w, int64_t n, const int32_t* pos, const std::vector<float>& inv_freq,
+              V4LayerState& st, const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const;
 
   // V4.1: scores the n_keys keys of the KV source (`keys`, written already) and selects as
   // select() does; the candidate source also fills shared.pool_blocks, a pool layer selects
   // only inside them (among at most top-k pool entries; decision in docs/models.md).
-  void select_v41(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
-                  int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, const V4EntryPages& keys,
-                  int64_t n_keys, V41StepSelection& shared,
+  void select_v41(const ForwardContext& ctx, const float* q, const float* w, int64_t n, const int32_t* pos,
+                  const V4EntryPages& keys, int64_t n_keys, V41StepSelection& shared,
                   std::vector<std::vector<int32_t>>& selected) const;
 
  private:
-  // q [n, Hi, Di] (RoPE, Hadamard in V4, FP4) and w [n, Hi] of the chunk's rows.
-  void queries(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr, int64_t n,
-               const int32_t* pos, const std::vector<float>& inv_freq, std::vector<float>& q,
-               std::vector<float>& w) const;
   // scores (optional) [n, n_keys] and selected from the kernel.
-  void score(const ForwardContext& ctx, const std::vector<float>& q, const std::vector<float>& w, int64_t n,
+  void score(const ForwardContext& ctx, const float* q, const float* w, int64_t n,
              const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys, float* scores,
              std::vector<std::vector<int32_t>>& selected) const;
 

@@ -21,6 +21,9 @@ struct V4Scratch {
   std::vector<double> post, comb;  // double: see mix() in v4_mhc.cpp
   // V4Attention
   std::vector<float> qa, qr, q, kva, kv, new_kv, win_kv, o, z;
+  // V4Attention's per-step projections of the compressor (comp_*), V4's indexer key compressor
+  // (key_*) and the indexer queries and head weights (iq, iw), over all rows of a step
+  std::vector<float> comp_kv, comp_score, key_kv, key_score, iq, iw;
   // V4Moe (g, u, h: one expert's hidden rows; dispatch: the routed rows grouped by expert)
   std::vector<float> logits, weights, y_slot, y_shared, g, u, h;
   MoeDispatchScratch dispatch;

@@ -11,13 +11,15 @@
 
 namespace ds::x86_fp4 {
 
-// xp[r * cols + c * 2L + l] = x[r * ldx + c * 2L + 2l], xp[... + L + l] = x[... + 2l + 1].
-// cols must be a multiple of 2 * kLanes.
+// xp[r * ldp + c * 2L + l] = x[r * ldx + c * 2L + 2l], xp[... + L + l] = x[... + 2l + 1]
+// (ldp: the packed rows' stride, cols unless given). cols must be a multiple of 2 * kLanes.
 template <int kLanes>
-inline void pack_x_rows(const float* x, int64_t ldx, int64_t n_rows, int64_t cols, float* xp) {
+inline void pack_x_rows(const float* x, int64_t ldx, int64_t n_rows, int64_t cols, float* xp,
+                        int64_t ldp = 0) {
+  if (ldp == 0) ldp = cols;
   for (int64_t r = 0; r < n_rows; ++r) {
     const float* src = x + r * ldx;
-    float* dst = xp + r * cols;
+    float* dst = xp + r * ldp;
     for (int64_t c0 = 0; c0 < cols; c0 += 2 * kLanes) {
       for (int l = 0; l < kLanes; ++l) {
         dst[c0 + l] = src[c0 + 2 * l];
