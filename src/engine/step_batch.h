@@ -82,8 +82,8 @@ class StepBatch {
   // Grammar jobs' masks are computed on a helper thread during the forward.
   Status run(ModelRunner& model, Sampler& sampler, size_t sample_vocab);
 
-  int64_t launch_ns = 0;  // when the forward started (engine bookkeeping)
-  int64_t gap_ns = 0;     // engine-thread time between the previous forward's end and this launch
+  int64_t launch_ns = 0;     // when the forward started (engine bookkeeping)
+  int64_t gap_ns = 0;        // engine-thread time between the previous forward's end and this launch
   bool decode_only = false;  // every chunk is one generated token (no prompt rows): EngineStats
 
   // Models with per-sequence state (V4): names each chunk's state slot (after build()).

@@ -98,8 +98,8 @@ void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, co
                             std::vector<std::vector<int32_t>>& selected) const {
   const V4LayerState& src = rows.source != nullptr ? *rows.source : *rows.state;
   if (indexer_ && !v41_) {
-    indexer_->select(ctx, num, p.key_kv, p.key_score, p.iq, p.iw, n, pos, inv_freq_, *rows.state, rows.pages.idx,
-                     selected);
+    indexer_->select(ctx, num, p.key_kv, p.key_score, p.iq, p.iw, n, pos, inv_freq_, *rows.state,
+                     rows.pages.idx, selected);
   } else if (indexer_) {
     const int64_t n_keys = rows.keys_owner != nullptr ? rows.keys_owner->n_idx_keys : src.n_idx_keys;
     indexer_->select_v41(ctx, p.iq, p.iw, n, pos, rows.pages.idx, n_keys, *rows.shared, selected);
@@ -115,8 +115,9 @@ void V4Attention::selection(const ForwardContext& ctx, const V4Numerics& num, co
   }
 }
 
-void V4Attention::compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score,
-                           int64_t n, const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const {
+void V4Attention::compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv,
+                           const float* score, int64_t n, const int32_t* pos, const V4SequenceRows& rows,
+                           V4Scratch& scratch) const {
   const int64_t D = head_dim_;
   V4LayerState& st = *rows.state;
   const V4LayerPages& pages = rows.pages;
@@ -165,9 +166,10 @@ V4Attention::Projections V4Attention::Projections::from_row(int64_t row) const {
   return p;
 }
 
-V4Attention::Projections V4Attention::project(const ForwardContext& ctx, const V4Numerics& num, const float* x,
-                                              const float* qr, int64_t n_rows, const int32_t* pos,
-                                              std::span<const V4SequenceRows> seqs, V4Scratch& scratch) const {
+V4Attention::Projections V4Attention::project(const ForwardContext& ctx, const V4Numerics& num,
+                                              const float* x, const float* qr, int64_t n_rows,
+                                              const int32_t* pos, std::span<const V4SequenceRows> seqs,
+                                              V4Scratch& scratch) const {
   Projections p;
   if (compressor_) {
     const int64_t w = compressor_->width();
@@ -210,9 +212,9 @@ V4Attention::Projections V4Attention::project(const ForwardContext& ctx, const V
   return p;
 }
 
-void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const Projections& p, const float* q,
-                         const float* kv, int64_t n, const int32_t* pos, const V4SequenceRows& rows, float* o,
-                         V4Scratch& scratch) const {
+void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const Projections& p,
+                         const float* q, const float* kv, int64_t n, const int32_t* pos,
+                         const V4SequenceRows& rows, float* o, V4Scratch& scratch) const {
   const int64_t H = n_heads_, D = head_dim_;
   V4LayerState& st = *rows.state;
   const V4LayerPages& pages = rows.pages;
@@ -309,8 +311,8 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   float* o = scratch_of(scratch.o, n * hd);
   const Projections p = project(ctx, num, x, qr, n, pos, seqs, scratch);
   for (const V4SequenceRows& s : seqs) {
-    attend(ctx, num, p.from_row(s.first_row), q + s.first_row * hd, kv + s.first_row * D, s.n, pos + s.first_row,
-           s, o + s.first_row * hd, scratch);
+    attend(ctx, num, p.from_row(s.first_row), q + s.first_row * hd, kv + s.first_row * D, s.n,
+           pos + s.first_row, s, o + s.first_row * hd, scratch);
   }
   rope_interleaved(ctx.isa, o, n, hd, H, D, D - rd, pos, inv_freq_, /*inverse=*/true);
 

@@ -92,8 +92,8 @@ class V4Attention {
                  std::vector<std::vector<int32_t>>& selected) const;
   // One sequence's compressor (and V4.1 index keys) over its rows' projections kv, score
   // [n, compressor width]: writes the entries its rows complete.
-  void compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score, int64_t n,
-                const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const;
+  void compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score,
+                int64_t n, const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const;
   void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
 
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;

@@ -57,9 +57,9 @@ void V4Compressor::project(const ForwardContext& ctx, const float* x, int64_t n,
 }
 
 void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const float* a, const float* z,
-                        int64_t n, const int32_t* pos, const std::vector<float>& inv_freq, V4CompressorState& st,
-                        int64_t n_present, std::vector<float>& new_entries, std::vector<float>* pre_rope,
-                        std::vector<int32_t>* entry_pos_out) const {
+                        int64_t n, const int32_t* pos, const std::vector<float>& inv_freq,
+                        V4CompressorState& st, int64_t n_present, std::vector<float>& new_entries,
+                        std::vector<float>* pre_rope, std::vector<int32_t>* entry_pos_out) const {
   const int64_t width = st.width, d_c = dims_.d_c, ratio = dims_.ratio;
   // Ungated (V4.1 ratio 1): equal scores, so a group's softmax weights are 1 / ratio = 1 exactly.
   const bool gated = dims_.gated;

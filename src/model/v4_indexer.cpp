@@ -49,15 +49,17 @@ void V4Indexer::queries(const ForwardContext& ctx, const V4Numerics& num, const 
   const int64_t hd = n_heads_ * head_dim_;
   linear(ctx, wq_b_.w, qr, n, q_lora_, q, hd);
   rope_interleaved(ctx.isa, q, n, hd, n_heads_, head_dim_, head_dim_ - rope_dim_, pos, inv_freq);
-  if (hadamard_) hadamard_rows(ctx.isa, q, n * n_heads_, head_dim_, head_dim_, hadamard_default_scale(head_dim_));
+  if (hadamard_)
+    hadamard_rows(ctx.isa, q, n * n_heads_, head_dim_, head_dim_, hadamard_default_scale(head_dim_));
   v4_cache_quant_sim(ctx.isa, num, quant_, q, n * n_heads_, head_dim_, rope_dim_);
   linear(ctx, weights_proj_.w, x, n, hidden_, w, n_heads_);
   const float w_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_) * n_heads_));
   for (int64_t i = 0; i < n * n_heads_; ++i) w[i] = num.round(Bf16Point::index_w, w[i]) * w_scale;
 }
 
-void V4Indexer::score(const ForwardContext& ctx, const float* q, const float* w, int64_t n, const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys,
-                      float* scores, std::vector<std::vector<int32_t>>& selected) const {
+void V4Indexer::score(const ForwardContext& ctx, const float* q, const float* w, int64_t n,
+                      const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys, float* scores,
+                      std::vector<std::vector<int32_t>>& selected) const {
   std::vector<int32_t> top(static_cast<size_t>(n * top_k_), -1);
   if (n_keys > 0) {
     IndexerArgs a;

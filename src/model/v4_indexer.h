@@ -48,8 +48,9 @@ class V4Indexer {
   // at most index_topk are visible). The keys are scored where they lie in the pages (no copy).
   // q, w: the chunk's rows of queries().
   void select(const ForwardContext& ctx, const V4Numerics& num, const float* key_kv, const float* key_score,
-              const float* q, const float* w, int64_t n, const int32_t* pos, const std::vector<float>& inv_freq,
-              V4LayerState& st, const V4EntryPages& keys, std::vector<std::vector<int32_t>>& selected) const;
+              const float* q, const float* w, int64_t n, const int32_t* pos,
+              const std::vector<float>& inv_freq, V4LayerState& st, const V4EntryPages& keys,
+              std::vector<std::vector<int32_t>>& selected) const;
 
   // V4.1: scores the n_keys keys of the KV source (`keys`, written already) and selects as
   // select() does; the candidate source also fills shared.pool_blocks, a pool layer selects
@@ -60,8 +61,8 @@ class V4Indexer {
 
  private:
   // scores (optional) [n, n_keys] and selected from the kernel.
-  void score(const ForwardContext& ctx, const float* q, const float* w, int64_t n,
-             const int64_t* n_visible, const V4EntryPages& keys, int64_t n_keys, float* scores,
+  void score(const ForwardContext& ctx, const float* q, const float* w, int64_t n, const int64_t* n_visible,
+             const V4EntryPages& keys, int64_t n_keys, float* scores,
              std::vector<std::vector<int32_t>>& selected) const;
 
   int64_t n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, hidden_ = 0, q_lora_ = 0, top_k_ = 0;

@@ -1,7 +1,7 @@
 """Step 1: the training corpus as JSONL, one rendered document per line: {"kind", "segments":
 [[is_marker, text, trained], ...]}. Deterministic for a seed.
 
-usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix general|arithmetic|hard_arithmetic|default_think]
+usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix general|arithmetic|hard_arithmetic|default_think|default_think_replay]
 """
 import argparse
 import json
@@ -33,6 +33,13 @@ MIXES = {  # name -> [(kind, weight)]
     "default_think": [("arithmetic_default_think", 30), ("arithmetic_hard_think", 18),
                       ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
                       ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1), ("prose", 2)],
+    # phase 4, second form (2026-12-02, session 9): default_think lost phase 3's worked solutions under the
+    # thinking system prompt (3-digit subtraction 96% -> 68-80%) at 18% replay; this keeps phase 3's 38%
+    # share of them (arithmetic_hard_think) beside the new default-thinking requests
+    "default_think_replay": [("arithmetic_default_think", 22), ("arithmetic_hard_think", 30),
+                             ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
+                             ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1),
+                             ("prose", 2)],
 }
 
 
