@@ -141,14 +141,11 @@ void V4Attention::feed_compressor(const ForwardContext& ctx, const V4Numerics& n
                                   const int32_t* pos, std::span<const V4SequenceRows> seqs,
                                   V4Scratch& scratch) const {
   if (!compressor_ || seqs.empty()) return;
-  const int64_t w = compressor_->width(), first = seqs.front().first_row;
-  const int64_t n = seqs.back().first_row + seqs.back().n - first;
-  float* kv = scratch_of(scratch.comp_kv, n * w);  // [n, w]: the rows of `seqs`
-  float* score = scratch_of(scratch.comp_score, n * w);
-  compressor_->project(ctx, x + first * hidden_, n, kv, score);
+  const int64_t n_rows = seqs.back().first_row + seqs.back().n;  // the step rows up to the last sequence's
+  const Projections p = project_compressor(ctx, x, n_rows, seqs, /*skip_fed=*/false, scratch);
   for (const V4SequenceRows& s : seqs) {
-    const int64_t r = s.first_row - first;
-    compress(ctx, num, kv + r * w, score + r * w, s.n, pos + s.first_row, s, scratch);
+    const Projections r = p.from_row(s.first_row);
+    compress(ctx, num, r.comp_kv, r.comp_score, s.n, pos + s.first_row, s, scratch);
   }
 }
 
@@ -166,32 +163,40 @@ V4Attention::Projections V4Attention::Projections::from_row(int64_t row) const {
   return p;
 }
 
+V4Attention::Projections V4Attention::project_compressor(const ForwardContext& ctx, const float* x,
+                                                         int64_t n_rows, std::span<const V4SequenceRows> seqs,
+                                                         bool skip_fed, V4Scratch& scratch) const {
+  Projections p;
+  if (!compressor_ || seqs.empty()) return p;
+  const int64_t w = compressor_->width();
+  float* kv = scratch_of(scratch.comp_kv, n_rows * w);
+  float* score = scratch_of(scratch.comp_score, n_rows * w);
+  p.comp_kv = kv;
+  p.comp_score = score;
+  p.comp_width = w;
+  // Runs of consecutive sequences to project (with skip_fed, those whose compressor has not
+  // consumed their chunk yet: all but a V4.1 decoder replay's): one call per run, one in the
+  // common case.
+  auto needed = [&](const V4SequenceRows& s) { return !(skip_fed && s.compressor_fed); };
+  for (size_t i = 0; i < seqs.size();) {
+    if (!needed(seqs[i])) {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < seqs.size() && needed(seqs[j])) ++j;
+    const int64_t first = seqs[i].first_row, count = seqs[j - 1].first_row + seqs[j - 1].n - first;
+    compressor_->project(ctx, x + first * hidden_, count, kv + first * w, score + first * w);
+    i = j;
+  }
+  return p;
+}
+
 V4Attention::Projections V4Attention::project(const ForwardContext& ctx, const V4Numerics& num,
                                               const float* x, const float* qr, int64_t n_rows,
                                               const int32_t* pos, std::span<const V4SequenceRows> seqs,
                                               V4Scratch& scratch) const {
-  Projections p;
-  if (compressor_) {
-    const int64_t w = compressor_->width();
-    float* kv = scratch_of(scratch.comp_kv, n_rows * w);
-    float* score = scratch_of(scratch.comp_score, n_rows * w);
-    p.comp_kv = kv;
-    p.comp_score = score;
-    p.comp_width = w;
-    // Runs of consecutive sequences whose chunk the compressor has still to consume (all of them
-    // but a V4.1 decoder replay's): one call per run, one in the common case.
-    for (size_t i = 0; i < seqs.size();) {
-      if (seqs[i].compressor_fed) {
-        ++i;
-        continue;
-      }
-      size_t j = i;
-      while (j < seqs.size() && !seqs[j].compressor_fed) ++j;
-      const int64_t first = seqs[i].first_row, count = seqs[j - 1].first_row + seqs[j - 1].n - first;
-      compressor_->project(ctx, x + first * hidden_, count, kv + first * w, score + first * w);
-      i = j;
-    }
-  }
+  Projections p = project_compressor(ctx, x, n_rows, seqs, /*skip_fed=*/true, scratch);
   if (!indexer_) return p;
   if (!v41_) {  // V4: the indexer's own key compressor
     const V4Compressor& kc = indexer_->key_compressor();

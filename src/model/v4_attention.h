@@ -79,6 +79,11 @@ class V4Attention {
   Projections project(const ForwardContext& ctx, const V4Numerics& num, const float* x, const float* qr,
                       int64_t n_rows, const int32_t* pos, std::span<const V4SequenceRows> seqs,
                       V4Scratch& scratch) const;
+  // The main compressor's part of project() over rows [0, n_rows) (indexed by step row; the
+  // sequences' rows only are written), skipping V4SequenceRows::compressor_fed ones if skip_fed.
+  Projections project_compressor(const ForwardContext& ctx, const float* x, int64_t n_rows,
+                                 std::span<const V4SequenceRows> seqs, bool skip_fed,
+                                 V4Scratch& scratch) const;
   // One sequence's part of forward: its compressor's pooling and the indexer, window keys and
   // sparse attention over its rows (p: its rows' projections, q [n, H, D], kv [n, D]);
   // o: [n, H, D] before the inverse RoPE. Advances the ring.
