@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Reproduces models/demo from scratch (docs/demo-model.md): corpus -> tokenizer -> token ids ->
 # phase 1 (every skill) -> phase 2 (arithmetic-heavy mix) -> phase 3 (subtraction and multiplication)
-# [-> phase 4 (arithmetic thinks by default, definitions repeat the word) -> phase 5 (phase 4 annealed)],
-# each phase starting from the last one's weights -> export. Every phase is resumable: rerun the same
-# command to continue.
+# -> phase 4 (arithmetic thinks by default, definitions repeat the word, phase 3's worked solutions
+# replayed) -> phase 5 (phase 4's corpus again at half the lr), each phase starting from the last one's
+# weights -> export. Every phase is resumable: rerun the same command to continue.
 # usage: tools/train/train_demo.sh [RUN_DIR] [PHASE1_STEPS] [PHASE2_STEPS] [PHASE3_STEPS] [PHASE4_STEPS] [PHASE5_STEPS]
-#        (default build/demo-train 4000 4000 2000 0 0: the committed models/demo; 200 80 adds the phase-4/5
-#        experiment of docs/demo-model.md, not committed: it did not keep the worked solutions' accuracy)
+#        (default build/demo-train 4000 4000 2000 600 600: the committed models/demo; 0 for a phase stops
+#        the curriculum before it)
 # THREADS=N sets torch threads (default 2; 1 on a machine busy with builds).
 # Needs: build/release/apps/deepinfer/deepinfer and the Debian packages of scripts/setup.sh.
 set -euo pipefail
@@ -15,8 +15,8 @@ run=${1:-build/demo-train}
 steps1=${2:-4000}
 steps2=${3:-4000}
 steps3=${4:-2000}
-steps4=${5:-0}   # phases 4-5: an experiment, not in the committed model (docs/demo-model.md); run it with 200 80
-steps5=${6:-0}
+steps4=${5:-600}
+steps5=${6:-600}
 py=/usr/bin/python3   # Debian's python3 with python3-torch, python3-numpy, python3-regex
 bin=$PWD/build/release/apps/deepinfer/deepinfer
 t=tools/train
@@ -45,11 +45,12 @@ if [ "$steps2" -gt 0 ]; then
   if [ "$steps3" -gt 0 ]; then
     phase data3 run3 run2/checkpoint.pt 9012 hard_arithmetic "$steps3" 5e-4 50
     if [ "$steps4" -gt 0 ]; then
-      # phase 4 was laid out as 1200 steps and cut at 200 (the machine was shared with five builds);
-      # phase 5 anneals it: 80 steps from 2e-4 to 2e-5, phase 4's corpus in another order
-      phase data4 run4 run3/export 3456 default_think "$steps4" 5e-4 100 --schedule-steps 1200
+      # phase 4 ("4r" in docs/demo-model.md) from phase 3's export (weights only, fresh AdamW moments: it
+      # was trained from the phase-3 models/demo) at a peak lr of 1e-4, twice the lr phase 3 ended on;
+      # phase 5 goes over the same corpus in another order at 5e-5
+      phase data4 run4 run3/export 3456 default_think_replay "$steps4" 1e-4 60
       if [ "$steps5" -gt 0 ]; then
-        phase data4 run5 run4/checkpoint.pt 3456 default_think "$steps5" 2e-4 1 --seed 4321
+        phase data4 run5 run4/checkpoint.pt 3456 default_think_replay "$steps5" 5e-5 1 --seed 4321
       fi
     fi
   fi
