@@ -36,6 +36,12 @@ struct KernelTable {
                   float* y, int64_t ldy) = nullptr;
   void (*rmsnorm_f64)(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
                       float* y) = nullptr;
+  void (*mhc_mix)(const float* fn_t, int64_t n, int64_t n_out, const float* v, double eps,
+                  double* mixes) = nullptr;
+  void (*mhc_collapse)(const float* streams, int64_t hc, int64_t hidden, const double* pre, bool to_bf16,
+                       float* x) = nullptr;
+  void (*mhc_expand)(const float* streams, const float* f, const double* post, const double* comb, int64_t hc,
+                     int64_t hidden, bool to_bf16, float* out) = nullptr;
   void (*rope_rotate)(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
                       int64_t n_pairs) = nullptr;
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out, float limit) = nullptr;

@@ -331,17 +331,20 @@ TEST_P(MatmulIsaTest, ForcedPathFollowsItsDocumentedLaneOrder) {
   ThreadPool pool(2);
   for (WeightFormat f : kAllFormats) {
     for (int64_t cols : {8, 24, 100, 1040}) {
-      const int64_t rows = 9, m = 7;
-      // fp8 blocks of 24 columns straddle vector chunks; 32 does not (both scale walks covered).
-      const TestWeights t = make_weights(f, rows, cols, 31, 4, cols == 1040 ? 32 : 24);
-      const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), 32);
-      const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t n = 0; n < rows; ++n) {
-          const float want = lane_order_model(&x[i * cols], t.w, n, lanes);
-          ASSERT_TRUE(bit_equal(y[i * rows + n], want))
-              << describe(isa, f, m, rows, cols) << " y[" << i << ", " << n << "] = " << y[i * rows + n]
-              << ", lane model " << want;
+      // m = 20: the AVX-512 fp8 GEMM over decoded panels (cols 1040, whole-chunk blocks; 100: the tail).
+      for (int64_t m : {7, 20}) {
+        const int64_t rows = 9;
+        // fp8 blocks of 24 columns straddle vector chunks; 32 does not (both scale walks covered).
+        const TestWeights t = make_weights(f, rows, cols, 31, 4, cols == 1040 || cols == 100 ? 32 : 24);
+        const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), 32);
+        const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
+        for (int64_t i = 0; i < m; ++i) {
+          for (int64_t n = 0; n < rows; ++n) {
+            const float want = lane_order_model(&x[i * cols], t.w, n, lanes);
+            ASSERT_TRUE(bit_equal(y[i * rows + n], want))
+                << describe(isa, f, m, rows, cols) << " y[" << i << ", " << n << "] = " << y[i * rows + n]
+                << ", lane model " << want;
+          }
         }
       }
     }
@@ -477,7 +480,7 @@ TEST_P(MatmulIsaTest, Fp8PowerOfTwoScalesV4LikeShapes) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> exponent(-20, 3);
     for (auto& s : t.scales) s = std::ldexp(1.0f, exponent(rng));
-    for (int64_t m : {1, 4, 7}) {
+    for (int64_t m : {1, 4, 7, 24}) {
       const std::vector<float> x = random_normal(static_cast<size_t>(m * cols), ++seed);
       const std::vector<float> y = run_matmul(isa, pool, x, m, t.w);
       expect_close(y, run_reference(x, m, t.w), x, m, t.w,

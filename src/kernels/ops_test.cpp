@@ -1,4 +1,4 @@
-// Row kernels (rmsnorm, rope, silu_mul, softmax, top-k): every x86 path against the scalar
+// Row kernels (rmsnorm, mHC, rope, silu_mul, softmax, top-k): every x86 path against the scalar
 // reference over a shape sweep, the reference against double-precision math, the YaRN ramp
 // facts from the spec, zero-length rows and NaN/Inf inputs.
 #include <gtest/gtest.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/activation.h"
+#include "kernels/mhc.h"
 #include "kernels/norm.h"
 #include "kernels/rope.h"
 #include "kernels/softmax.h"
@@ -117,6 +118,83 @@ TEST_P(IsaTest, RmsnormF64MatchesReferenceBitwise) {
           ASSERT_EQ(std::memcmp(&got[i], &want[i], sizeof(float)), 0)
               << "dim " << dim << " rows " << n_rows << " bf16 " << to_bf16 << " i " << i << ": got "
               << got[i] << " want " << want[i];
+        }
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------- mHC
+
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof(double)) == 0; }
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+// Inputs over 2^±12 so that a sum taken in another order, or a product fused into its addition,
+// changes low bits (and with them a bf16 or f32 rounding).
+std::vector<float> wide_vec(int64_t n, uint32_t seed) {
+  std::vector<float> v = random_vec(n, seed);
+  std::mt19937 rng(seed ^ 0x5a5a);
+  std::uniform_real_distribution<float> log_scale(-12.0f, 12.0f);
+  for (auto& x : v) x *= std::exp2(log_scale(rng));
+  return v;
+}
+
+std::vector<double> wide_doubles(int64_t n, uint32_t seed) {
+  const std::vector<float> f = wide_vec(n, seed);
+  std::vector<double> d(f.size());
+  for (size_t i = 0; i < f.size(); ++i)
+    d[i] = static_cast<double>(f[i]) * (1.0 + 1.0 / 3.0);  // not f32-exact
+  return d;
+}
+
+TEST_P(IsaTest, MhcMixMatchesReferenceBitwise) {
+  uint32_t seed = 40;
+  for (int64_t n : {int64_t{1}, int64_t{17}, int64_t{64}, int64_t{4096}}) {
+    for (int64_t n_out : {int64_t{1}, int64_t{4}, int64_t{7}, int64_t{24}, int64_t{33}, int64_t{40}}) {
+      const std::vector<float> fn_t = wide_vec(n * n_out, ++seed);
+      std::vector<float> v = wide_vec(n, ++seed);
+      std::vector<double> want(static_cast<size_t>(n_out)), got(static_cast<size_t>(n_out), -1.0);
+      mhc_mix(Isa::reference, fn_t.data(), n, n_out, v.data(), 1e-6, want.data());
+      mhc_mix(GetParam(), fn_t.data(), n, n_out, v.data(), 1e-6, got.data());
+      for (int64_t o = 0; o < n_out; ++o) {
+        ASSERT_TRUE(same_bits(got[o], want[o]))
+            << "n " << n << " n_out " << n_out << " o " << o << ": got " << got[o] << " want " << want[o];
+      }
+    }
+  }
+}
+
+TEST_P(IsaTest, MhcCollapseAndExpandMatchReferenceBitwise) {
+  uint32_t seed = 90;
+  for (int64_t hc : {int64_t{1}, int64_t{4}}) {
+    for (int64_t hidden : kSizes) {
+      std::vector<float> streams = wide_vec(hc * hidden, ++seed);
+      std::vector<float> f = wide_vec(hidden, ++seed);
+      if (hidden >= 3) {
+        streams[1] = kNaN;
+        f[2] = kInf;
+      }
+      const std::vector<double> pre = wide_doubles(hc, ++seed);
+      const std::vector<double> post = wide_doubles(hc, ++seed);
+      const std::vector<double> comb = wide_doubles(hc * hc, ++seed);
+      for (bool to_bf16 : {false, true}) {
+        std::vector<float> want(static_cast<size_t>(hidden)), got(want.size(), -1.0f);
+        mhc_collapse(Isa::reference, streams.data(), hc, hidden, pre.data(), to_bf16, want.data());
+        mhc_collapse(GetParam(), streams.data(), hc, hidden, pre.data(), to_bf16, got.data());
+        for (int64_t c = 0; c < hidden; ++c) {
+          ASSERT_TRUE(same_bits(got[c], want[c]))
+              << "collapse hc " << hc << " hidden " << hidden << " bf16 " << to_bf16 << " c " << c << ": "
+              << got[c] << " vs " << want[c];
+        }
+        std::vector<float> want_x(static_cast<size_t>(hc * hidden)), got_x(want_x.size(), -1.0f);
+        mhc_expand(Isa::reference, streams.data(), f.data(), post.data(), comb.data(), hc, hidden, to_bf16,
+                   want_x.data());
+        mhc_expand(GetParam(), streams.data(), f.data(), post.data(), comb.data(), hc, hidden, to_bf16,
+                   got_x.data());
+        for (size_t i = 0; i < want_x.size(); ++i) {
+          ASSERT_TRUE(same_bits(got_x[i], want_x[i]))
+              << "expand hc " << hc << " hidden " << hidden << " bf16 " << to_bf16 << " i " << i << ": "
+              << got_x[i] << " vs " << want_x[i];
         }
       }
     }

@@ -343,10 +343,10 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   pool_->parallel_range(n_out_rows, 1, [&](int64_t t0, int64_t t1) {  // per-token arithmetic
     for (int64_t t = t0; t < t1; ++t) {
       if (v41_) {  // the last block's FFN pre, no hyper-head (§5.1)
-        mhc_collapse(num_, mhc_dims(cfg_), streams + t * hc * d, carried + t * hc, col + t * d,
+        mhc_collapse(ctx_.isa, num_, mhc_dims(cfg_), streams + t * hc * d, carried + t * hc, col + t * d,
                      Bf16Point::head_collapse);
       } else {
-        hc_head_.collapse(num_, streams + t * hc * d, col + t * d);
+        hc_head_.collapse(ctx_.isa, num_, streams + t * hc * d, col + t * d);
       }
     }
   });

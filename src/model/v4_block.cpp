@@ -35,12 +35,12 @@ void V4Block::sublayer_io(const ForwardContext& ctx, const V4Numerics& num, cons
     std::vector<double> own_pre(static_cast<size_t>(hc));
     for (int64_t t = t0; t < t1; ++t) {
       if (carried_pre == nullptr) {
-        mixer.pre(num, streams + t * hc * d, x + t * d, post + t * hc, comb + t * hc * hc);
+        mixer.pre(ctx.isa, num, streams + t * hc * d, x + t * d, post + t * hc, comb + t * hc * hc);
         continue;
       }
       double* carried = carried_pre + t * hc;
-      mixer.coefficients(streams + t * hc * d, own_pre.data(), post + t * hc, comb + t * hc * hc);
-      mhc_collapse(num, dims_, streams + t * hc * d, carried, x + t * d);
+      mixer.coefficients(ctx.isa, streams + t * hc * d, own_pre.data(), post + t * hc, comb + t * hc * hc);
+      mhc_collapse(ctx.isa, num, dims_, streams + t * hc * d, carried, x + t * d);
       std::copy(own_pre.begin(), own_pre.end(), carried);
     }
   });
@@ -67,7 +67,7 @@ void V4Block::forward(const ForwardContext& ctx, const V4Numerics& num, float* s
     const double* comb = scratch.comb.data();
     ctx.pool->parallel_range(n, 1, [&](int64_t t0, int64_t t1) {
       for (int64_t t = t0; t < t1; ++t)
-        mixer.post(num, f + t * d, post + t * hc, comb + t * hc * hc, streams + t * hc * d);
+        mixer.post(ctx.isa, num, f + t * d, post + t * hc, comb + t * hc * hc, streams + t * hc * d);
     });
   };
   sublayer_io(ctx, num, hc_attn_, attn_norm_, streams, n, scratch, carried_pre);

@@ -2,34 +2,23 @@
 
 #include <cmath>
 
+#include "kernels/mhc.h"
+
 namespace ds {
 
 namespace {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
-// mixes [n_out] = (fn · v) · rho, rho = 1 / sqrt(mean(v²) + eps), v = the streams flattened.
-// fn_t is fn transposed ([n, n_out]): every output still sums its products in increasing i, one
-// accumulator each, exactly as a row-by-row dot product would, but the n_out independent sums
-// advance together (contiguous, so the loop over o vectorises without reordering any sum) instead
-// of one latency-bound chain of n additions after another.
+// mixes [n_out] = (fn · v) · rho, rho = 1 / sqrt(mean(v²) + eps), v = the streams flattened
+// (kernels/mhc.h: fn_t is fn transposed, so the n_out sums, each in index order, advance together).
 // All mHC arithmetic is double (docs/numerics.md "V4 ablation"): its results are rounded to bf16
 // into the stream state, and f32 errors there (1e-7 relative over a 4·hidden dot product and 20
 // Sinkhorn rounds) flipped enough of those roundings to move the engine as far from the reference
-// as bf16 itself; it is ~(2+hc)·hc·hc·hidden MACs per sublayer and token, a rounding error next to
-// the sublayer's GEMMs.
-void mix(const MhcDims& d, const std::vector<float>& fn_t, int64_t n_out, const float* v, double* mixes) {
-  const int64_t n = d.hc * d.hidden;
-  double ss = 0;
-  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(v[i]) * v[i];
-  const double rho = 1.0 / std::sqrt(ss / static_cast<double>(n) + d.norm_eps);
-  for (int64_t o = 0; o < n_out; ++o) mixes[o] = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const float* w = fn_t.data() + i * n_out;
-    const double vi = v[i];
-    for (int64_t o = 0; o < n_out; ++o) mixes[o] += static_cast<double>(w[o]) * vi;
-  }
-  for (int64_t o = 0; o < n_out; ++o) mixes[o] *= rho;
+// as bf16 itself; it is ~(2+hc)·hc·hc·hidden MACs per sublayer and token.
+void mix(Isa isa, const MhcDims& d, const std::vector<float>& fn_t, int64_t n_out, const float* v,
+         double* mixes) {
+  mhc_mix(isa, fn_t.data(), d.hc * d.hidden, n_out, v, d.norm_eps, mixes);
 }
 
 // [rows, cols] -> [cols, rows]
@@ -68,17 +57,18 @@ MhcMixer MhcMixer::from_params(const MhcDims& dims, const std::vector<float>& fn
   return m;
 }
 
-void MhcMixer::pre(const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const {
+void MhcMixer::pre(Isa isa, const V4Numerics& num, const float* streams, float* x, double* post,
+                   double* comb) const {
   std::vector<double> pre(static_cast<size_t>(dims_.hc));
-  coefficients(streams, pre.data(), post, comb);
-  mhc_collapse(num, dims_, streams, pre.data(), x);
+  coefficients(isa, streams, pre.data(), post, comb);
+  mhc_collapse(isa, num, dims_, streams, pre.data(), x);
 }
 
-void MhcMixer::coefficients(const float* streams, double* pre, double* post, double* comb) const {
+void MhcMixer::coefficients(Isa isa, const float* streams, double* pre, double* post, double* comb) const {
   const int64_t hc = dims_.hc;
   const double eps = dims_.eps;
   std::vector<double> mixes(static_cast<size_t>((2 + hc) * hc));
-  mix(dims_, fn_t_, (2 + hc) * hc, streams, mixes.data());
+  mix(isa, dims_, fn_t_, (2 + hc) * hc, streams, mixes.data());
   for (int64_t k = 0; k < hc; ++k) {
     pre[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + eps;
     post[k] = 2.0 * sigmoid(mixes[hc + k] * scale_[1] + base_[hc + k]);
@@ -117,26 +107,16 @@ void MhcMixer::coefficients(const float* streams, double* pre, double* post, dou
   }
 }
 
-void mhc_collapse(const V4Numerics& num, const MhcDims& dims, const float* streams, const double* pre,
-                  float* x, Bf16Point point) {
-  for (int64_t c = 0; c < dims.hidden; ++c) {
-    double acc = 0;
-    for (int64_t k = 0; k < dims.hc; ++k) acc += pre[k] * streams[k * dims.hidden + c];
-    x[c] = num.round(point, acc);
-  }
+void mhc_collapse(Isa isa, const V4Numerics& num, const MhcDims& dims, const float* streams,
+                  const double* pre, float* x, Bf16Point point) {
+  mhc_collapse(isa, streams, dims.hc, dims.hidden, pre, num.rounds(point), x);
 }
 
-void MhcMixer::post(const V4Numerics& num, const float* f, const double* post, const double* comb,
+void MhcMixer::post(Isa isa, const V4Numerics& num, const float* f, const double* post, const double* comb,
                     float* streams) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
   std::vector<float> out(static_cast<size_t>(hc * d));
-  for (int64_t j = 0; j < hc; ++j) {
-    for (int64_t c = 0; c < d; ++c) {
-      double acc = 0;
-      for (int64_t i = 0; i < hc; ++i) acc += comb[i * hc + j] * streams[i * d + c];
-      out[j * d + c] = num.round(Bf16Point::mhc_expand, post[j] * f[c] + acc);
-    }
-  }
+  mhc_expand(isa, streams, f, post, comb, hc, d, num.rounds(Bf16Point::mhc_expand), out.data());
   std::copy(out.begin(), out.end(), streams);
 }
 
@@ -151,16 +131,12 @@ Result<MhcHead> MhcHead::load(const Checkpoint& ckpt, const std::string& prefix,
   return h;
 }
 
-void MhcHead::collapse(const V4Numerics& num, const float* streams, float* out) const {
+void MhcHead::collapse(Isa isa, const V4Numerics& num, const float* streams, float* out) const {
   const int64_t hc = dims_.hc;
   std::vector<double> mixes(static_cast<size_t>(hc));
-  mix(dims_, fn_t_, hc, streams, mixes.data());
+  mix(isa, dims_, fn_t_, hc, streams, mixes.data());
   for (int64_t k = 0; k < hc; ++k) mixes[k] = sigmoid(mixes[k] * scale_[0] + base_[k]) + dims_.eps;
-  for (int64_t c = 0; c < dims_.hidden; ++c) {
-    double acc = 0;
-    for (int64_t k = 0; k < hc; ++k) acc += mixes[k] * streams[k * dims_.hidden + c];
-    out[c] = num.round(Bf16Point::head_collapse, acc);
-  }
+  mhc_collapse(isa, streams, hc, dims_.hidden, mixes.data(), num.rounds(Bf16Point::head_collapse), out);
 }
 
 }  // namespace ds

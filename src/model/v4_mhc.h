@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "kernels/isa.h"
 #include "model/v4_numerics.h"
 #include "weights/checkpoint.h"
 #include "weights/model_config.h"
@@ -33,12 +34,13 @@ class MhcMixer {
 
   // streams: [hc, hidden] of one token -> x [hidden] (the collapse, rounded), post [hc], comb
   // [hc, hc] (comb[i·hc + j]: input stream i to output stream j).
-  void pre(const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const;
+  // isa: the kernel path of the f64 sums (kernels/mhc.h; every path gives the same bits).
+  void pre(Isa isa, const V4Numerics& num, const float* streams, float* x, double* post, double* comb) const;
   // The three coefficient sets of one token without the collapse: pre [hc] (σ(·) + hc_eps),
   // post [hc], comb [hc, hc]. V4.1 collapses with the pre of the sublayer before (§5.1).
-  void coefficients(const float* streams, double* pre, double* post, double* comb) const;
+  void coefficients(Isa isa, const float* streams, double* pre, double* post, double* comb) const;
   // streams [hc, hidden] in place: X'_j = round(post_j·f + Σ_i comb[i][j]·X_i).
-  void post(const V4Numerics& num, const float* f, const double* post, const double* comb,
+  void post(Isa isa, const V4Numerics& num, const float* f, const double* post, const double* comb,
             float* streams) const;
 
  private:
@@ -52,7 +54,7 @@ class MhcHead {
  public:
   static Result<MhcHead> load(const Checkpoint& ckpt, const std::string& prefix, const MhcDims& dims);
   // streams: [hc, hidden] -> out [hidden] (rounded).
-  void collapse(const V4Numerics& num, const float* streams, float* out) const;
+  void collapse(Isa isa, const V4Numerics& num, const float* streams, float* out) const;
 
  private:
   MhcDims dims_;
@@ -64,7 +66,7 @@ MhcDims mhc_dims(const ModelConfig& c);
 
 // x [hidden] = Σ_k pre_k · streams_k in double, rounded once at `point` (V4.1's final collapse
 // uses head_collapse, like V4's hyper-head).
-void mhc_collapse(const V4Numerics& num, const MhcDims& dims, const float* streams, const double* pre,
-                  float* x, Bf16Point point = Bf16Point::mhc_collapse);
+void mhc_collapse(Isa isa, const V4Numerics& num, const MhcDims& dims, const float* streams,
+                  const double* pre, float* x, Bf16Point point = Bf16Point::mhc_collapse);
 
 }  // namespace ds

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/isa.h"
 #include "model/v4_mhc.h"
 
 namespace ds {
@@ -98,7 +99,7 @@ TEST(V4Mhc, BF16RoundingPointsAreCorrectlyRounded) {
     for (float& v : streams) v = round_to_bf16(3.0f * normal(rng));  // the stream state is bf16
     for (float& v : f) v = normal(rng);
     const Exact e = exact_coefficients(d, fn, base, scale, streams);
-    mixer.pre(num, streams.data(), x.data(), post.data(), comb.data());
+    mixer.pre(best_isa(), num, streams.data(), x.data(), post.data(), comb.data());
     for (int64_t c = 0; c < d.hidden; ++c) {
       long double acc = 0;
       for (int64_t k = 0; k < hc; ++k) acc += e.pre[k] * streams[k * d.hidden + c];
@@ -107,7 +108,7 @@ TEST(V4Mhc, BF16RoundingPointsAreCorrectlyRounded) {
       wrong += x[c] != round_to_bf16(static_cast<double>(acc));
     }
     std::vector<float> expanded = streams;
-    mixer.post(num, f.data(), post.data(), comb.data(), expanded.data());
+    mixer.post(best_isa(), num, f.data(), post.data(), comb.data(), expanded.data());
     for (int64_t j = 0; j < hc; ++j) {
       for (int64_t c = 0; c < d.hidden; ++c) {
         long double acc = e.post[j] * f[c];

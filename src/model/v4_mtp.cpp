@@ -43,7 +43,7 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
   const V4SequenceRows rows{0, n, &st, pages};
   block_.forward(ctx, num, h0.data(), n, pos, next_tokens, {&rows, 1}, scratch);
   std::vector<float> col(static_cast<size_t>(n * d));
-  for (int64_t t = 0; t < n; ++t) head_.collapse(num, h0.data() + t * hc * d, col.data() + t * d);
+  for (int64_t t = 0; t < n; ++t) head_.collapse(ctx.isa, num, h0.data() + t * hc * d, col.data() + t * d);
   v4_rmsnorm(ctx.isa, num, Bf16Point::final_norm, col.data(), n, d, norm_.data(), eps_, h_out);
 }
 

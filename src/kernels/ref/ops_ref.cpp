@@ -41,6 +41,40 @@ void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, do
   }
 }
 
+void mhc_mix(const float* fn_t, int64_t n, int64_t n_out, const float* v, double eps, double* mixes) {
+  double ss = 0;
+  for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(v[i]) * v[i];
+  const double rho = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
+  for (int64_t o = 0; o < n_out; ++o) mixes[o] = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const float* w = fn_t + i * n_out;
+    const double vi = v[i];
+    for (int64_t o = 0; o < n_out; ++o) mixes[o] += static_cast<double>(w[o]) * vi;
+  }
+  for (int64_t o = 0; o < n_out; ++o) mixes[o] *= rho;
+}
+
+void mhc_collapse(const float* streams, int64_t hc, int64_t hidden, const double* pre, bool to_bf16,
+                  float* x) {
+  for (int64_t c = 0; c < hidden; ++c) {
+    double acc = 0;
+    for (int64_t k = 0; k < hc; ++k) acc += pre[k] * streams[k * hidden + c];
+    x[c] = to_bf16 ? round_to_bf16(acc) : static_cast<float>(acc);
+  }
+}
+
+void mhc_expand(const float* streams, const float* f, const double* post, const double* comb, int64_t hc,
+                int64_t hidden, bool to_bf16, float* out) {
+  for (int64_t j = 0; j < hc; ++j) {
+    for (int64_t c = 0; c < hidden; ++c) {
+      double acc = 0;
+      for (int64_t i = 0; i < hc; ++i) acc += comb[i * hc + j] * streams[i * hidden + c];
+      const double v = post[j] * f[c] + acc;
+      out[j * hidden + c] = to_bf16 ? round_to_bf16(v) : static_cast<float>(v);
+    }
+  }
+}
+
 void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,
                  int64_t n_pairs) {
   for (int64_t h = 0; h < n_heads; ++h) {

@@ -20,6 +20,19 @@ void rmsnorm(const float* x, int64_t n_rows, int64_t dim, int64_t ldx, const flo
 void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, double eps, bool to_bf16,
                  float* y);
 
+// mHC (kernels/mhc.h), f64 throughout, one rounding per output (to bf16 as rmsnorm_f64, or f32):
+//   mhc_mix: ss = Σ_i v[i]² (i ascending, v[i]² exact), acc[o] = Σ_i fn_t[i·n_out + o]·v[i] (i ascending,
+//     each product rounded, then added to acc starting from +0), mixes[o] = acc[o] · (1 / sqrt(ss / n +
+//     eps));
+//   mhc_collapse: x[c] = round(Σ_k pre[k]·streams[k·hidden + c]) (k ascending, from +0);
+//   mhc_expand: out[j·hidden + c] = round(post[j]·f[c] + acc), acc = Σ_i comb[i·hc + j]·streams[i·hidden + c]
+//     (i ascending, from +0).
+void mhc_mix(const float* fn_t, int64_t n, int64_t n_out, const float* v, double eps, double* mixes);
+void mhc_collapse(const float* streams, int64_t hc, int64_t hidden, const double* pre, bool to_bf16,
+                  float* x);
+void mhc_expand(const float* streams, const float* f, const double* post, const double* comb, int64_t hc,
+                int64_t hidden, bool to_bf16, float* out);
+
 // Rotation with a precomputed per-token table (see rope_cos_sin in rope.h):
 //   re' = re·cos − im·sin, im' = re·sin + im·cos (f32 products and sums, no FMA).
 void rope_rotate(float* x, int64_t n_heads, int64_t head_stride, const float* cos_v, const float* sin_v,

@@ -2,11 +2,13 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "kernels/x86/avx2/exp_avx2.h"
+#include "kernels/x86/mhc_mix_impl.h"
 
 namespace ds::avx2 {
 namespace {
@@ -115,6 +117,92 @@ void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, do
     for (; i < dim; ++i) {  // tail through the same vector rounding, one lane used
       const __m256d v = _mm256_set1_pd(static_cast<double>(w[i]) * (xr[i] * inv));
       yr[i] = _mm_cvtss_f32(round_f64x4(v, to_bf16));
+    }
+  }
+}
+
+namespace {
+
+// Lanes [0, remaining) of 4, as maskload/maskstore masks.
+__m128i tail_mask4(int64_t remaining) {
+  return _mm_cmpgt_epi32(_mm_set1_epi32(static_cast<int>(std::min<int64_t>(remaining, 4))),
+                         _mm_setr_epi32(0, 1, 2, 3));
+}
+
+__m256d load4_pd(const float* p, __m128i m) { return _mm256_cvtps_pd(_mm_maskload_ps(p, m)); }
+
+// mhc_mix's sums for outputs [o0, o_end), o_end - o0 <= 4·Q, in Q vectors of 4 (the last masked),
+// i ascending: the reference's order per output. kSquares: also the index-order sum of squares,
+// whose scalar chain overlaps the vector work.
+struct MixPath {
+  static constexpr int kLanes = 4;
+  template <int Q, bool kSquares>
+  static double block(const float* fn_t, int64_t n, int64_t n_out, int64_t o0, int64_t o_end, const float* v,
+                      double* sums) {
+    __m256d acc[Q];
+    __m128i m[Q];
+    for (int q = 0; q < Q; ++q) {
+      acc[q] = _mm256_setzero_pd();
+      m[q] = tail_mask4(o_end - o0 - 4 * q);
+    }
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* w = fn_t + i * n_out + o0;
+      const __m256d vi = _mm256_set1_pd(static_cast<double>(v[i]));
+#pragma GCC unroll 4
+      for (int q = 0; q < Q; ++q)
+        acc[q] = _mm256_add_pd(acc[q], _mm256_mul_pd(load4_pd(w + 4 * q, m[q]), vi));
+      if constexpr (kSquares) ss += static_cast<double>(v[i]) * v[i];
+    }
+    for (int q = 0; q < Q; ++q) {
+      alignas(32) double lanes[4];
+      _mm256_store_pd(lanes, acc[q]);
+      for (int64_t l = 0; l < std::min<int64_t>(4, o_end - o0 - 4 * q); ++l) sums[o0 + 4 * q + l] = lanes[l];
+    }
+    return ss;
+  }
+};
+
+// 4 rounded outputs into p[0, remaining).
+void store4(float* p, int64_t remaining, __m128 v) {
+  if (remaining >= 4) {
+    _mm_storeu_ps(p, v);
+  } else {
+    _mm_maskstore_ps(p, tail_mask4(remaining), v);
+  }
+}
+
+}  // namespace
+
+void mhc_mix(const float* fn_t, int64_t n, int64_t n_out, const float* v, double eps, double* mixes) {
+  x86_mhc::mhc_mix<MixPath>(fn_t, n, n_out, v, eps, mixes);
+}
+
+void mhc_collapse(const float* streams, int64_t hc, int64_t hidden, const double* pre, bool to_bf16,
+                  float* x) {
+  for (int64_t c = 0; c < hidden; c += 4) {
+    const __m128i m = tail_mask4(hidden - c);
+    __m256d acc = _mm256_setzero_pd();
+    for (int64_t k = 0; k < hc; ++k) {
+      acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_set1_pd(pre[k]), load4_pd(streams + k * hidden + c, m)));
+    }
+    store4(x + c, hidden - c, round_f64x4(acc, to_bf16));
+  }
+}
+
+void mhc_expand(const float* streams, const float* f, const double* post, const double* comb, int64_t hc,
+                int64_t hidden, bool to_bf16, float* out) {
+  for (int64_t j = 0; j < hc; ++j) {
+    const __m256d pj = _mm256_set1_pd(post[j]);
+    for (int64_t c = 0; c < hidden; c += 4) {
+      const __m128i m = tail_mask4(hidden - c);
+      __m256d acc = _mm256_setzero_pd();
+      for (int64_t i = 0; i < hc; ++i) {
+        const __m256d s = load4_pd(streams + i * hidden + c, m);
+        acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_set1_pd(comb[i * hc + j]), s));
+      }
+      const __m256d v = _mm256_add_pd(_mm256_mul_pd(pj, load4_pd(f + c, m)), acc);
+      store4(out + j * hidden + c, hidden - c, round_f64x4(v, to_bf16));
     }
   }
 }

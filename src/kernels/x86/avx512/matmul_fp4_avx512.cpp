@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "base/aligned_buffer.h"
+#include "kernels/x86/avx512/panel_gemm_avx512.h"
 #include "kernels/x86/fp4_pack.h"
 
 namespace ds {
@@ -176,19 +177,17 @@ void tile_gemm(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   }
 }
 
-// ---- GEMM over decoded panels (m >= kPanelMinRows) ----
-// tile<> above decodes its W rows again for every 4 rows of x. The large GEMM instead decodes kPanelN W rows
-// once per x panel into f32, in the packed column order (32-column group g at [32g, 32g + 16) = its even
-// columns, then its odd ones, the weights group() forms with the same table products), and runs plain f32
-// tiles over them: each y[i, n] is then the same FMAs on the same operands in the same order (ascending
-// 16-column chunks, then hsum16) as tile<>, so m = 1..3 and the GEMM still agree bit for bit.
-constexpr int kPanelN = 16;     // W rows per decoded panel (16 · cols · 4 bytes; 128 KiB at 2048)
-constexpr int kPanelTileM = 6;  // 6 x 4 accumulators + 4 weights + 1 x row in 32 zmm
-// From here on the panel GEMM is faster (matmul_cpu_bench --format fp4, 1024 x 2048, one thread,
-// Zen 4: m = 8 66 vs 81 GFLOP/s, m = 12 86 vs 80, m = 384 102 vs 79); the choice never changes a bit.
+// ---- GEMM over decoded panels (m >= kPanelMinRows; avx512_panel::panel_gemm) ----
+// tile<> above decodes its W rows again for every 4 rows of x. The large GEMM instead decodes W rows once per
+// x panel into f32, in the packed column order (32-column group g at [32g, 32g + 16) = its even columns, then
+// its odd ones, the weights group() forms with the same table products): each y[i, n] is then the same FMAs
+// on the same operands in the same order (ascending 16-column chunks, then hsum16) as tile<>, so m = 1..3 and
+// the GEMM still agree bit for bit. From here on the panel GEMM is faster (matmul_cpu_bench --format fp4,
+// 1024 x 2048, one thread, Zen 4: m = 8 66 vs 81 GFLOP/s, m = 12 86 vs 80, m = 384 102 vs 79); the choice
+// never changes a bit.
 constexpr int64_t kPanelMinRows = 12;
 
-// dst[r * cols + ...] = W row n0 + r decoded, packed (see above), for r < nr.
+// dst[r * ldd + ...] = W row n0 + r decoded, packed (see above), for r < nr.
 void decode_panel(const WeightMatrix& w, int64_t n0, int64_t nr, float* dst, int64_t ldd) {
   const int64_t cols = w.cols;
   const int64_t n_groups = cols / kGroupCols;
@@ -216,55 +215,6 @@ void decode_panel(const WeightMatrix& w, int64_t n0, int64_t nr, float* dst, int
   }
 }
 
-// y[i * ldy + j] for i < MR, j < NR: packed x rows xp (stride ldp) against decoded rows wp
-// (stride ldp).
-template <int MR, int NR>
-void panel_tile(const float* xp, const float* wp, int64_t cols, int64_t ldp, float* y, int64_t ldy) {
-  __m512 acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < cols; c += kLanes) {
-    __m512 wv[NR];
-#pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) wv[j] = _mm512_load_ps(wp + j * ldp + c);
-#pragma GCC unroll 8
-    for (int i = 0; i < MR; ++i) {
-      const __m512 xv = _mm512_load_ps(xp + i * ldp + c);
-#pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_fmadd_ps(xv, wv[j], acc[i][j]);
-    }
-  }
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) y[i * ldy + j] = hsum16(acc[i][j]);
-}
-
-// MR x rows against the nr decoded rows of a panel: y[i * ldy + j] for j < nr.
-template <int MR>
-void panel_strip(const float* xp, const float* wp, int64_t nr, int64_t cols, int64_t ldp, float* y,
-                 int64_t ldy) {
-  int64_t j = 0;
-  for (; j + kTileN <= nr; j += kTileN) panel_tile<MR, kTileN>(xp, wp + j * ldp, cols, ldp, y + j, ldy);
-  for (; j < nr; ++j) panel_tile<MR, 1>(xp, wp + j * ldp, cols, ldp, y + j, ldy);
-}
-
-void panel_strip_for_rows(int mr, const float* xp, const float* wp, int64_t nr, int64_t cols, int64_t ldp,
-                          float* y, int64_t ldy) {
-  switch (mr) {
-    case 1:
-      return panel_strip<1>(xp, wp, nr, cols, ldp, y, ldy);
-    case 2:
-      return panel_strip<2>(xp, wp, nr, cols, ldp, y, ldy);
-    case 3:
-      return panel_strip<3>(xp, wp, nr, cols, ldp, y, ldy);
-    case 4:
-      return panel_strip<4>(xp, wp, nr, cols, ldp, y, ldy);
-    case 5:
-      return panel_strip<5>(xp, wp, nr, cols, ldp, y, ldy);
-    default:
-      return panel_strip<6>(xp, wp, nr, cols, ldp, y, ldy);
-  }
-}
-
 }  // namespace
 
 void matmul_cols_fp4_avx512(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
@@ -280,27 +230,13 @@ void matmul_cols_fp4_avx512(const MatmulArgs& a, int64_t n_begin, int64_t n_end)
     return row_strip<3, 6>(w, xp.data(), n_begin, n_end, a.y, a.ldy, true);
   }
   if (a.m < kPanelMinRows) return tile_gemm(a, n_begin, n_end);
-  // GEMM: packed x panels of ~512 KiB (L2, with the decoded W panel) against decoded W panels.
-  // Row stride cols + 16 floats: rows 2^k floats apart would map a tile's 10 row streams onto the
-  // same L1 sets.
-  const int64_t ldp = cols + kLanes;
-  const int64_t panel_m = std::max<int64_t>(
-      kPanelTileM, (int64_t{512} << 10) / std::max<int64_t>(1, ldp * 4) / kPanelTileM * kPanelTileM);
-  AlignedBuffer<float> xp(static_cast<size_t>(std::max<int64_t>(1, std::min(a.m, panel_m) * ldp)));
-  AlignedBuffer<float> wp(static_cast<size_t>(kPanelN * ldp));
-  for (int64_t mb = 0; mb < a.m; mb += panel_m) {
-    const int64_t me = std::min(a.m, mb + panel_m);
-    x86_fp4::pack_x_rows<kLanes>(a.x + mb * a.ldx, a.ldx, me - mb, cols, xp.data(), ldp);
-    for (int64_t nb = n_begin; nb < n_end; nb += kPanelN) {
-      const int64_t nr = std::min<int64_t>(kPanelN, n_end - nb);
-      decode_panel(w, nb, nr, wp.data(), ldp);
-      for (int64_t i0 = mb; i0 < me; i0 += kPanelTileM) {
-        const int mr = static_cast<int>(std::min<int64_t>(kPanelTileM, me - i0));
-        panel_strip_for_rows(mr, xp.data() + (i0 - mb) * ldp, wp.data(), nr, cols, ldp, a.y + i0 * a.ldy + nb,
-                             a.ldy);
-      }
-    }
-  }
+  // cols is a multiple of 32 (whole groups): no padding.
+  avx512_panel::panel_gemm(
+      a, n_begin, n_end, cols,
+      [&](int64_t row0, int64_t n_rows, float* dst, int64_t ldp) {
+        x86_fp4::pack_x_rows<kLanes>(a.x + row0 * a.ldx, a.ldx, n_rows, cols, dst, ldp);
+      },
+      [&](int64_t n0, int64_t nr, float* dst, int64_t ldp) { decode_panel(w, n0, nr, dst, ldp); });
 }
 
 }  // namespace ds

@@ -9,11 +9,13 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <vector>
 
 #include "kernels/x86/avx512/exp_avx512.h"
+#include "kernels/x86/mhc_mix_impl.h"
 
 namespace ds::avx512 {
 namespace {
@@ -104,6 +106,79 @@ void rmsnorm_f64(const float* x, int64_t n_rows, int64_t dim, const float* w, do
       const __m512d xv = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, xr + i));
       const __m512d wv = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, w + i));
       _mm256_mask_storeu_ps(yr + i, m, round_f64x8(_mm512_mul_pd(wv, _mm512_mul_pd(xv, inv_rms)), to_bf16));
+    }
+  }
+}
+
+namespace {
+
+__mmask8 tail_mask8(int64_t remaining) {
+  return remaining >= 8 ? static_cast<__mmask8>(0xff) : static_cast<__mmask8>((1u << remaining) - 1u);
+}
+
+// mhc_mix's sums for outputs [o0, o_end), o_end - o0 <= 8·Q, in Q vectors of 8 (the last masked),
+// i ascending: the reference's order per output. kSquares: also the index-order sum of squares,
+// whose scalar chain overlaps the vector work.
+struct MixPath {
+  static constexpr int kLanes = 8;
+  template <int Q, bool kSquares>
+  static double block(const float* fn_t, int64_t n, int64_t n_out, int64_t o0, int64_t o_end, const float* v,
+                      double* sums) {
+    __m512d acc[Q];
+    __mmask8 m[Q];
+    for (int q = 0; q < Q; ++q) {
+      acc[q] = _mm512_setzero_pd();
+      m[q] = tail_mask8(o_end - o0 - 8 * q);
+    }
+    double ss = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float* w = fn_t + i * n_out + o0;
+      const __m512d vi = _mm512_set1_pd(static_cast<double>(v[i]));
+#pragma GCC unroll 4
+      for (int q = 0; q < Q; ++q) {
+        const __m512d wq = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m[q], w + 8 * q));
+        acc[q] = _mm512_add_pd(acc[q], _mm512_mul_pd(wq, vi));
+      }
+      if constexpr (kSquares) ss += static_cast<double>(v[i]) * v[i];
+    }
+    for (int q = 0; q < Q; ++q) _mm512_mask_storeu_pd(sums + o0 + 8 * q, m[q], acc[q]);
+    return ss;
+  }
+};
+
+}  // namespace
+
+void mhc_mix(const float* fn_t, int64_t n, int64_t n_out, const float* v, double eps, double* mixes) {
+  x86_mhc::mhc_mix<MixPath>(fn_t, n, n_out, v, eps, mixes);
+}
+
+void mhc_collapse(const float* streams, int64_t hc, int64_t hidden, const double* pre, bool to_bf16,
+                  float* x) {
+  for (int64_t c = 0; c < hidden; c += 8) {
+    const __mmask8 m = tail_mask8(hidden - c);
+    __m512d acc = _mm512_setzero_pd();
+    for (int64_t k = 0; k < hc; ++k) {
+      const __m512d s = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, streams + k * hidden + c));
+      acc = _mm512_add_pd(acc, _mm512_mul_pd(_mm512_set1_pd(pre[k]), s));
+    }
+    _mm256_mask_storeu_ps(x + c, m, round_f64x8(acc, to_bf16));
+  }
+}
+
+void mhc_expand(const float* streams, const float* f, const double* post, const double* comb, int64_t hc,
+                int64_t hidden, bool to_bf16, float* out) {
+  for (int64_t j = 0; j < hc; ++j) {
+    const __m512d pj = _mm512_set1_pd(post[j]);
+    for (int64_t c = 0; c < hidden; c += 8) {
+      const __mmask8 m = tail_mask8(hidden - c);
+      __m512d acc = _mm512_setzero_pd();
+      for (int64_t i = 0; i < hc; ++i) {
+        const __m512d s = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, streams + i * hidden + c));
+        acc = _mm512_add_pd(acc, _mm512_mul_pd(_mm512_set1_pd(comb[i * hc + j]), s));
+      }
+      const __m512d fv = _mm512_cvtps_pd(_mm256_maskz_loadu_ps(m, f + c));
+      _mm256_mask_storeu_ps(out + j * hidden + c, m,
+                            round_f64x8(_mm512_add_pd(_mm512_mul_pd(pj, fv), acc), to_bf16));
     }
   }
 }
