@@ -43,6 +43,7 @@ struct GenerateOptions {
   std::string speculative_config;  // --speculative-config JSON ("" = off)
   DecoderReplayFlags decoder_replay;
   bool expert_parallel = false;
+  bool ep_stats = false;                  // print one 'ep_stats {json}' line per rank on stderr at the end
   std::vector<std::string> rank_prompts;  // "R=text": rank R generates this prompt instead of --prompt
   ExpertParallelOptions ep;
 };
@@ -293,6 +294,7 @@ int run_generate(const GenerateOptions& o) {
       "(isa %s, %d threads)\n",
       prompt->size(), n_generated, prefill_s > 0 ? static_cast<double>(prompt->size()) / prefill_s : 0.0,
       decode_s > 0 ? n_decode_steps / decode_s : 0.0, std::string(isa_name(*isa)).c_str(), mo.n_threads);
+  if (ep && o.ep_stats) std::fprintf(stderr, "ep_stats %s\n", ep->stats_json().c_str());
   return 0;
 }
 
@@ -332,6 +334,10 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option("--ep-redundant-experts", o->ep.redundant_experts, "Extra expert copies placed by EPLB")
       ->capture_default_str();
   sub->add_option("--ep-expert-load", o->ep.expert_load, "Per-expert load l0,l1,... that EPLB balances");
+  sub->add_flag(
+      "--ep-stats", o->ep_stats,
+      "With --expert-parallel: print one 'ep_stats {json}' line per rank on stderr at the end (expert "
+      "rows, all-to-all bytes and seconds)");
   sub->callback([o, &ctx] {
     try {
       ctx.exit_code = run_generate(*o);

@@ -8,6 +8,7 @@ account for every routed row exactly once (rows sent == rows computed, each by i
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -149,12 +150,30 @@ def main():
     out_dir = os.path.join(work, "generate")
     run([MPIRUN, "--oversubscribe", "--output-filename", out_dir, "-np", "2", DEEPINFER, "generate",
          "--expert-parallel", "--model", model, "--prompt", prompts[0], "--rank-prompt", f"1={prompts[1]}",
-         "--max-tokens", "8", "--threads", "1"])
+         "--max-tokens", "8", "--threads", "1", "--ep-stats"])
+    cfg = json.load(open(os.path.join(model, "config.json")))
+    moe_layers = cfg["num_hidden_layers"] - cfg.get("first_k_dense_replace", 0)
+    rows_total, bytes_total = 0, 0
     for rank in range(2):
         with open(os.path.join(out_dir, "1", f"rank.{rank}", "stdout"), "rb") as f:
             got = f.read()
         if got != want[rank]:
             sys.exit(f"FAIL generate rank {rank}: {got!r} vs single-process {want[rank]!r}")
+        # --ep-stats: the rows this rank's tokens sent are (prompt + decode steps) * top_k * MoE layers.
+        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stderr")) as f:
+            err = f.read()
+        rate = re.search(r"prompt tokens: (\d+), generated tokens: (\d+)", err)
+        stats = [json.loads(l.split(" ", 1)[1]) for l in err.splitlines() if l.startswith("ep_stats ")]
+        if not rate or len(stats) != 1 or stats[0]["rank"] != rank:
+            sys.exit(f"FAIL generate --ep-stats rank {rank}: no rate line or not one ep_stats line:\n{err}")
+        forwarded = int(rate[1]) + int(rate[2]) - 1
+        want_rows = forwarded * cfg["num_experts_per_tok"] * moe_layers
+        if stats[0]["rows_sent"] != want_rows:
+            sys.exit(f"FAIL generate --ep-stats rank {rank}: rows_sent {stats[0]['rows_sent']} != {want_rows}")
+        rows_total += stats[0]["rows_sent"]
+        bytes_total += stats[0]["bytes_sent"]
+    if bytes_total != rows_total * (8 + 8 * cfg["hidden_size"]):
+        sys.exit(f"FAIL generate --ep-stats: {bytes_total} bytes sent for {rows_total} rows, not 8 + 8*hidden each")
     print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 bitwise equal to single-process")
 
 
