@@ -247,6 +247,9 @@ int run_generate(const GenerateOptions& o) {
   if (Status st = m.forward({&req, 1}, out); !st.ok()) return report_error(cmd, st);
   const double prefill_s = now_seconds() - t_prefill0;
 
+  // Live EPLB's view of the MoE layers (empty without --expert-parallel).
+  const std::vector<RoutedExpertSet*> expert_sets =
+      ep ? m.routed_expert_sets() : std::vector<RoutedExpertSet*>{};
   int n_generated = 0;
   int n_decode_steps = 0;
   double decode_s = 0.0;
@@ -271,6 +274,7 @@ int run_generate(const GenerateOptions& o) {
       Result<bool> any = any_rank_active(ep->comm(), !done);
       if (!any.ok()) return report_error(cmd, any.status());
       if (!*any) break;
+      if (Status st = ep->after_step(expert_sets); !st.ok()) return report_error(cmd, st);
       if (done) {
         if (Status st = m.forward_idle(); !st.ok()) return report_error(cmd, st);
         continue;
@@ -331,9 +335,7 @@ void add_generate_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option(
       "--rank-prompt", o->rank_prompts,
       "R=text: rank R generates this prompt instead of --prompt (with --expert-parallel; repeatable)");
-  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts, "Extra expert copies placed by EPLB")
-      ->capture_default_str();
-  sub->add_option("--ep-expert-load", o->ep.expert_load, "Per-expert load l0,l1,... that EPLB balances");
+  add_expert_parallel_options(sub, o->ep);
   sub->add_flag(
       "--ep-stats", o->ep_stats,
       "With --expert-parallel: print one 'ep_stats {json}' line per rank on stderr at the end (expert "

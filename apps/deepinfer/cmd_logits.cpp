@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -90,8 +91,10 @@ bool parse_ids(const std::string& text, std::vector<int32_t>& ids) {
 
 // Feeds ids[first, last) to `seq` as chunks: one chunk of `prefill` ids, then one id per step;
 // each chunk's rows of out.logits / out.hidden are appended to `logits` / `hidden`.
+// `between_steps` runs after every forward (live EPLB).
 Status run_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>& ids, size_t n_prefill,
-                  std::vector<float>& logits, std::vector<float>& hidden) {
+                  std::vector<float>& logits, std::vector<float>& hidden,
+                  const std::function<Status()>& between_steps) {
   LogitsOutput out;
   size_t pos = 0;
   while (pos < ids.size()) {
@@ -101,6 +104,7 @@ Status run_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>
     logits.insert(logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
     hidden.insert(hidden.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
     pos += n;
+    DS_TRY(between_steps());
   }
   return ok_status();
 }
@@ -217,6 +221,10 @@ int run_logits(const LogitsOptions& o) {
     if (!most.ok()) return report_error(cmd, most.status());
     n_idle_steps = *most - n_steps;
   }
+  // Live EPLB between the main pass's forwards (every rank runs as many, idle ones included).
+  const std::vector<RoutedExpertSet*> expert_sets =
+      ep ? m.routed_expert_sets() : std::vector<RoutedExpertSet*>{};
+  const std::function<Status()> between_steps = [&] { return ep ? ep->after_step(expert_sets) : Status(); };
   // Under expert parallelism, rank 0 writes --out unless the path has {rank} (then every rank does).
   const bool writes = rank == 0 || o.out_path.find("{rank}") != std::string::npos;
   std::vector<float> logits, hidden;
@@ -225,11 +233,12 @@ int run_logits(const LogitsOptions& o) {
       return report_usage_error(cmd, "--replay-hit runs without --expert-parallel and --mtp-out");
     if (Status st = run_replayed(m, seq, ids, n_prefill, o.replay_hit, logits); !st.ok())
       return report_error(cmd, st);
-  } else if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden); !st.ok()) {
+  } else if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden, between_steps); !st.ok()) {
     return report_error(cmd, st);
   }
   for (int64_t i = 0; i < n_idle_steps; ++i) {
     if (Status st = m.forward_idle(); !st.ok()) return report_error(cmd, st);
+    if (Status st = between_steps(); !st.ok()) return report_error(cmd, st);
   }
   if (ep && !ep->exchange().status().ok()) return report_error(cmd, ep->exchange().status());
   const int64_t vocab = m.config().vocab_size;
@@ -287,13 +296,7 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
                 "Run under mpirun: each rank loads only its experts; MoE layers meet over MPI all-to-all");
   sub->add_option("--rank-ids", o->rank_ids,
                   "R=ids: rank R runs these ids instead of --ids (with --expert-parallel; repeatable)");
-  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts,
-                  "Extra expert copies placed by EPLB (ranks must divide experts + R)")
-      ->capture_default_str();
-  sub->add_option("--ep-nodes", o->ep.n_nodes, "Machines, for EPLB's hierarchical policy")
-      ->capture_default_str();
-  sub->add_option("--ep-expert-load", o->ep.expert_load,
-                  "Per-expert load l0,l1,... that EPLB balances (default: uniform)");
+  add_expert_parallel_options(sub, o->ep);
   sub->add_flag("--ep-stats", o->ep_stats,
                 "Print one 'ep_stats {json}' line per rank (expert rows, bytes, time)");
   sub->callback([o, &ctx] {

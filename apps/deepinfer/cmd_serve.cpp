@@ -179,7 +179,8 @@ int run_serve(const ServeOptions& o) {
   if (!model.ok()) return report_error(cmd, model.status());
   EpStepRunner* ep_runner = nullptr;
   if (ep) {
-    auto wrapped = std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange());
+    auto wrapped =
+        std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange(), ep->live_eplb());
     ep_runner = wrapped.get();
     *model = std::move(wrapped);
   }
@@ -247,8 +248,7 @@ int run_serve(const ServeOptions& o) {
   });
   if (engine_config.kv_tiers.open) add_kv_tier_metrics(registry, eng);
   if (ep_runner != nullptr) {
-    add_ep_metrics(registry, *ep_runner, ep->rank(), ep->n_ranks(),
-                   ep->exchange().placement().local_experts(ep->rank()));
+    add_ep_metrics(registry, *ep_runner, ep->rank(), ep->n_ranks());
   }
   add_spec_decode_metrics(registry, eng);
   if (engine_config.jump_forward) {
@@ -433,9 +433,7 @@ void add_serve_command(CLI::App& app, CommandContext& ctx) {
   sub->add_flag(
       "--expert-parallel", o->expert_parallel,
       "Run under mpirun: rank R serves on --port + R with only its experts; ranks step in lockstep");
-  sub->add_option("--ep-redundant-experts", o->ep.redundant_experts, "Extra expert copies placed by EPLB")
-      ->capture_default_str();
-  sub->add_option("--ep-expert-load", o->ep.expert_load, "Per-expert load l0,l1,... that EPLB balances");
+  add_expert_parallel_options(sub, o->ep);
   sub->add_option("--testing-scripted-output", o->testing_scripted_output,
                   "FOR TESTS ONLY: JSON array of scripts (anchor + output text) that force the model's "
                   "tokens (docs/server.md, scripted output); never use in production")

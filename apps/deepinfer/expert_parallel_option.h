@@ -5,11 +5,17 @@
 
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "base/status.h"
 #include "parallel/ep_exchange.h"
+#include "parallel/live_eplb.h"
 #include "parallel/mpi_comm.h"
+
+namespace CLI {
+class App;
+}
 
 namespace ds::cli {
 
@@ -19,7 +25,14 @@ struct ExpertParallelOptions {
   int redundant_experts = 0;  // --ep-redundant-experts: extra copies EPLB may place
   int n_nodes = 1;            // --ep-nodes: machines (EPLB's hierarchical policy packs groups per node)
   std::string expert_load;    // --ep-expert-load: "l0,l1,..." per-expert load (default: uniform)
+  // Live EPLB (docs/expert-parallel.md): re-place the experts from the load measured while running.
+  int64_t rebalance_interval = 0;    // --ep-rebalance-interval: forward steps between checks (0 = off)
+  int rebalance_window = 4;          // --ep-rebalance-window: checks whose load is summed
+  double rebalance_min_gain = 0.05;  // --ep-rebalance-min-gain: apply when max/mean falls by this fraction
 };
+
+// --ep-redundant-experts, --ep-nodes, --ep-expert-load and the --ep-rebalance-* options.
+void add_expert_parallel_options(CLI::App* sub, ExpertParallelOptions& o);
 
 class ExpertParallelRuntime {
  public:
@@ -31,7 +44,14 @@ class ExpertParallelRuntime {
   int n_ranks() const { return comm_->size(); }
   const MpiComm& comm() const { return *comm_; }
   MpiExpertExchange& exchange() { return *exchange_; }
-  // One JSON line: rank, experts owned, rows per expert, all-to-all bytes and seconds.
+  // Live EPLB, or null when --ep-rebalance-interval is 0.
+  LiveEplb* live_eplb() { return live_eplb_ ? &*live_eplb_ : nullptr; }
+  // Between two forwards, on every rank at the same step: counts the step, and every
+  // --ep-rebalance-interval steps looks at the load and may move experts (a collective).
+  // `layers`: ModelRunner::routed_expert_sets(). No-op without live EPLB.
+  Status after_step(std::span<RoutedExpertSet* const> layers);
+  // One JSON line: rank, experts owned, rows per expert, all-to-all bytes and seconds, and live
+  // EPLB's counters when on.
   std::string stats_json() const;
 
  private:
@@ -41,6 +61,7 @@ class ExpertParallelRuntime {
   std::optional<MpiSession> session_;
   std::optional<MpiComm> comm_;
   std::optional<MpiExpertExchange> exchange_;
+  std::optional<LiveEplb> live_eplb_;
 };
 
 // "out.npy" -> itself; "out.{rank}.npy" -> "out.3.npy" on rank 3.

@@ -35,6 +35,7 @@ class DecoderLayer {
                                    const MlaDims& dims, int block, const ExpertExchange* ep = nullptr);
 
   bool is_moe() const { return moe_.has_value(); }
+  Moe* moe() { return moe_ ? &*moe_ : nullptr; }  // live EPLB moves its routed experts
   // An expert-parallel idle step: the MoE (if any) with no rows (ModelRunner::forward_idle).
   void moe_idle(const ForwardContext& ctx, LayerScratch& s) const {
     if (moe_) moe_->forward(ctx, nullptr, 0, s.moe, nullptr);

@@ -241,6 +241,13 @@ void DeepSeekV3::fill_hidden(std::span<const ForwardRequest> requests, LogitsOut
   }
 }
 
+std::vector<RoutedExpertSet*> DeepSeekV3::routed_expert_sets() {
+  std::vector<RoutedExpertSet*> out;
+  for (DecoderLayer& l : layers_)
+    if (Moe* m = l.moe()) out.push_back(m);
+  return out;
+}
+
 Status DeepSeekV3::forward_idle() {
   for (const DecoderLayer& layer : layers_) layer.moe_idle(ctx_, layer_scratch_);
   return ok_status();

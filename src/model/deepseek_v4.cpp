@@ -202,6 +202,12 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
   return block_check_.check_conflicts();
 }
 
+std::vector<RoutedExpertSet*> DeepSeekV4::routed_expert_sets() {
+  std::vector<RoutedExpertSet*> out;
+  for (V4Block& b : layers_) out.push_back(&b.ffn());
+  return out;
+}
+
 Status DeepSeekV4::forward_idle() {
   for (const V4Block& layer : layers_) layer.ffn_idle(ctx_, num_, scratch_);
   return ok_status();

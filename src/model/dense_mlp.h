@@ -2,8 +2,11 @@
 // Used for the dense layers, for each routed expert and for the shared experts.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "model/forward_context.h"
@@ -28,6 +31,11 @@ class DenseMlp {
   int64_t intermediate() const { return intermediate_; }
   // Bytes one pass over the three matrices streams (for roofline accounting).
   int64_t stored_bytes() const;
+
+  // The three matrices as bytes (linear.h records: gate, up, down), e.g. to move an expert to another
+  // rank; from_bytes checks the shapes against [intermediate, hidden] / [hidden, intermediate].
+  void append_bytes(std::vector<std::byte>& out) const;
+  static Result<DenseMlp> from_bytes(std::span<const std::byte> in, int64_t hidden, int64_t intermediate);
 
   // x: [n_rows, hidden] (row stride ldx); out: [n_rows, hidden] (row stride ld_out), overwritten.
   void forward(const ForwardContext& ctx, const float* x, int64_t n_rows, int64_t ldx, MlpScratch& s,

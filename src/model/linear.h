@@ -2,7 +2,9 @@
 // storage when the loader had to convert scales), and the y = x·Wᵀ call every block uses.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,7 +20,21 @@ struct Linear {
   // Converted scales (V4-style E8M0); `w.scales` may point here. std::vector keeps its heap
   // buffer on move, so moving a Linear keeps `w.scales` valid.
   std::vector<float> scale_storage;
+  // The weight bytes (and FP4's E8M0 scales) when the matrix came from another process
+  // (read_linear_bytes) rather than the mapped checkpoint; `w.data` / `w.scales_e8m0` point here.
+  std::vector<std::byte> data_storage;
 };
+
+// A linear layer as bytes, so live EPLB can move a routed expert to another rank
+// (docs/expert-parallel.md): a fixed header (format, shape, block shape, payload sizes), the weight
+// bytes as stored, then the scales (f32 grid for FP8, E8M0 bytes for FP4). Appended to `out`.
+void append_linear_bytes(const Linear& l, std::vector<std::byte>& out);
+// Parses what append_linear_bytes wrote at in[offset], advancing offset past it; the result owns
+// copies of the bytes, so a matmul over it gives the original's results bit for bit.
+// model_bad_input for a truncated or inconsistent record.
+Result<Linear> read_linear_bytes(std::span<const std::byte> in, size_t& offset);
+// The same, and model_bad_input unless the matrix is [rows, cols].
+Result<Linear> read_linear_bytes(std::span<const std::byte> in, size_t& offset, int64_t rows, int64_t cols);
 
 // `<prefix>.weight` [rows, cols] (BF16, F32 or block-scaled F8_E4M3); errors name the tensor.
 Result<Linear> load_linear_layer(const Checkpoint& ckpt, const std::string& prefix, int64_t rows,

@@ -10,6 +10,7 @@
 
 #include "base/status.h"
 #include "model/kv_cache.h"
+#include "model/routed_expert_set.h"
 #include "tensor/tensor.h"
 #include "weights/model_config.h"
 
@@ -113,6 +114,10 @@ class ModelRunner {
   virtual Status import_kv_block(int32_t /*block_id*/, std::span<const std::byte> /*in*/) {
     return Status(ErrorCode::model_unsupported, "this model cannot import KV blocks");
   }
+
+  // Live EPLB (docs/expert-parallel.md): the main model's MoE layers, ascending (the MTP layer's
+  // MoE holds every expert and is not listed). Empty for a model whose experts cannot move.
+  virtual std::vector<RoutedExpertSet*> routed_expert_sets() { return {}; }
 
   virtual bool has_mtp() const = 0;
   // True when the engine can draft with the MTP layer (docs/speculative.md): forward() honours

@@ -11,6 +11,7 @@ Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const M
                       const ExpertExchange* ep) {
   Moe m;
   m.hidden_ = cfg.hidden_size;
+  m.expert_width_ = cfg.moe_intermediate_size;
   DS_ASSIGN_OR_RETURN(m.router_, RouterConfig::from_model_config(cfg));
   const int64_t E = m.router_.n_experts;
   DS_ASSIGN_OR_RETURN(m.gate_, load_linear_layer(ckpt, prefix + ".gate", E, cfg.hidden_size, block));
@@ -33,6 +34,28 @@ Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const M
                        static_cast<int64_t>(cfg.moe_intermediate_size) * cfg.n_shared_experts, block));
   }
   return m;
+}
+
+bool Moe::holds_expert(int32_t expert) const {
+  return expert >= 0 && expert < n_routed_experts() &&
+         experts_[static_cast<size_t>(expert)].intermediate() > 0;
+}
+
+void Moe::append_expert_bytes(int32_t expert, std::vector<std::byte>& out) const {
+  DS_ASSERT(holds_expert(expert), "append_expert_bytes of an expert this rank does not hold");
+  experts_[static_cast<size_t>(expert)].append_bytes(out);
+}
+
+Status Moe::load_expert_bytes(int32_t expert, std::span<const std::byte> bytes) {
+  if (expert < 0 || expert >= n_routed_experts())
+    return Status(ErrorCode::model_bad_input, "expert " + std::to_string(expert) + " out of range");
+  DS_ASSIGN_OR_RETURN(experts_[static_cast<size_t>(expert)],
+                      DenseMlp::from_bytes(bytes, hidden_, expert_width_));
+  return Status();
+}
+
+void Moe::drop_expert(int32_t expert) {
+  if (expert >= 0 && expert < n_routed_experts()) experts_[static_cast<size_t>(expert)] = DenseMlp();
 }
 
 void Moe::forward(const ForwardContext& ctx, const float* x, int64_t n_rows, MoeScratch& s,

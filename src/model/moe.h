@@ -14,6 +14,7 @@
 #include "model/linear.h"
 #include "model/moe_dispatch.h"
 #include "model/moe_router.h"
+#include "model/routed_expert_set.h"
 #include "tensor/tensor.h"
 #include "weights/checkpoint.h"
 #include "weights/model_config.h"
@@ -30,7 +31,7 @@ struct MoeScratch {
   RouterScratch router;
 };
 
-class Moe {
+class Moe final : public RoutedExpertSet {
  public:
   // prefix = "model.layers.N.mlp". With `ep`, only the experts it owns are loaded.
   static Result<Moe> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& cfg,
@@ -43,8 +44,16 @@ class Moe {
   // expert parallelism every rank calls it at every layer, with n_rows == 0 when idle.
   void forward(const ForwardContext& ctx, const float* x, int64_t n_rows, MoeScratch& s, float* out) const;
 
+  // RoutedExpertSet (live EPLB).
+  int64_t n_routed_experts() const override { return static_cast<int64_t>(experts_.size()); }
+  bool holds_expert(int32_t expert) const override;
+  void append_expert_bytes(int32_t expert, std::vector<std::byte>& out) const override;
+  Status load_expert_bytes(int32_t expert, std::span<const std::byte> bytes) override;
+  void drop_expert(int32_t expert) override;
+
  private:
   int64_t hidden_ = 0;
+  int64_t expert_width_ = 0;  // moe_intermediate_size
   RouterConfig router_;
   Linear gate_;                    // [n_experts, hidden]
   std::vector<float> bias_;        // e_score_correction_bias [n_experts]; empty when absent

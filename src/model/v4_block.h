@@ -41,6 +41,7 @@ class V4Block {
                        const int32_t* pos, std::span<const V4SequenceRows> seqs, V4Scratch& scratch,
                        const double* carried_pre) const;
   // An expert-parallel idle step: the MoE with no rows (ModelRunner::forward_idle).
+  V4Moe& ffn() { return ffn_; }  // live EPLB moves its routed experts
   void ffn_idle(const ForwardContext& ctx, const V4Numerics& num, V4Scratch& scratch) const {
     ffn_.forward(ctx, num, nullptr, 0, nullptr, nullptr, scratch);
   }

@@ -21,6 +21,24 @@ Result<V4Expert> load_expert(const Checkpoint& ckpt, const std::string& p, int64
   return e;
 }
 
+// An expert as bytes: w1, w3, w2 (linear.h records), the order load_expert reads them.
+void append_expert(const V4Expert& e, std::vector<std::byte>& out) {
+  append_linear_bytes(e.w1, out);
+  append_linear_bytes(e.w3, out);
+  append_linear_bytes(e.w2, out);
+}
+
+Result<V4Expert> expert_from_bytes(std::span<const std::byte> in, int64_t hidden, int64_t width) {
+  V4Expert e;
+  e.width = width;
+  size_t at = 0;
+  DS_ASSIGN_OR_RETURN(e.w1, read_linear_bytes(in, at, width, hidden));
+  DS_ASSIGN_OR_RETURN(e.w3, read_linear_bytes(in, at, width, hidden));
+  DS_ASSIGN_OR_RETURN(e.w2, read_linear_bytes(in, at, hidden, width));
+  if (at != in.size()) return Status(ErrorCode::model_bad_input, "expert record: trailing bytes");
+  return e;
+}
+
 float softplus(float v) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v)); }
 
 }  // namespace
@@ -29,6 +47,7 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
                           bool hash_layer, const ExpertExchange* ep) {
   V4Moe m;
   m.hidden_ = c.hidden_size;
+  m.expert_width_ = c.moe_intermediate_size;
   m.n_experts_ = c.n_routed_experts;
   m.top_k_ = c.num_experts_per_tok;
   m.hash_ = hash_layer;
@@ -66,6 +85,27 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
     m.shared_.push_back(std::move(ex));
   }
   return m;
+}
+
+bool V4Moe::holds_expert(int32_t expert) const {
+  return expert >= 0 && expert < n_experts_ && experts_[static_cast<size_t>(expert)].width > 0;
+}
+
+void V4Moe::append_expert_bytes(int32_t expert, std::vector<std::byte>& out) const {
+  DS_ASSERT(holds_expert(expert), "append_expert_bytes of an expert this rank does not hold");
+  append_expert(experts_[static_cast<size_t>(expert)], out);
+}
+
+Status V4Moe::load_expert_bytes(int32_t expert, std::span<const std::byte> bytes) {
+  if (expert < 0 || expert >= n_experts_)
+    return Status(ErrorCode::model_bad_input, "expert " + std::to_string(expert) + " out of range");
+  DS_ASSIGN_OR_RETURN(experts_[static_cast<size_t>(expert)],
+                      expert_from_bytes(bytes, hidden_, expert_width_));
+  return Status();
+}
+
+void V4Moe::drop_expert(int32_t expert) {
+  if (expert >= 0 && expert < n_experts_) experts_[static_cast<size_t>(expert)] = V4Expert();
 }
 
 void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const std::vector<ExpertJob>& jobs,

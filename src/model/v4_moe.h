@@ -14,6 +14,7 @@
 #include "model/forward_context.h"
 #include "model/linear.h"
 #include "model/moe_dispatch.h"
+#include "model/routed_expert_set.h"
 #include "model/v4_numerics.h"
 #include "model/v4_scratch.h"
 #include "weights/checkpoint.h"
@@ -26,7 +27,7 @@ struct V4Expert {
   int64_t width = 0;
 };
 
-class V4Moe {
+class V4Moe final : public RoutedExpertSet {
  public:
   // `<prefix>` = "layers.N.ffn." / "mtp.K.ffn."; hash routing when `hash_layer`. With `ep`, only
   // the routed experts it owns are loaded.
@@ -38,6 +39,13 @@ class V4Moe {
   // expert parallelism every rank calls this at every layer, with n == 0 when idle.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
                const int32_t* tokens, float* out, V4Scratch& scratch) const;
+
+  // RoutedExpertSet (live EPLB).
+  int64_t n_routed_experts() const override { return n_experts_; }
+  bool holds_expert(int32_t expert) const override;
+  void append_expert_bytes(int32_t expert, std::vector<std::byte>& out) const override;
+  Status load_expert_bytes(int32_t expert, std::span<const std::byte> bytes) override;
+  void drop_expert(int32_t expert) override;
 
  private:
   // One expert over m rows: y [m, hidden] = w2 · round(silu(g)·u · weight) for x [m, hidden]
@@ -60,6 +68,7 @@ class V4Moe {
   void route(const float* logits, int32_t token, int32_t* chosen, float* weights) const;
 
   int64_t hidden_ = 0, n_experts_ = 0, top_k_ = 0;
+  int64_t expert_width_ = 0;  // moe_intermediate_size
   bool hash_ = false, norm_topk_ = true;
   std::string score_func_;
   float route_scale_ = 1, limit_ = 0;

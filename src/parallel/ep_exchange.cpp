@@ -13,18 +13,6 @@ namespace {
 // Dispatch record: {int32 expert, float weight, float row[hidden]}.
 constexpr int64_t kRecordHeaderBytes = 8;
 
-// displacements [n] of byte counts [n]; false when the total does not fit MPI's int counts.
-bool displacements(const std::vector<int>& counts, std::vector<int>& displs) {
-  displs.resize(counts.size());
-  int64_t at = 0;
-  for (size_t r = 0; r < counts.size(); ++r) {
-    displs[r] = static_cast<int>(at);
-    at += counts[r];
-    if (at > INT_MAX) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 Result<MpiExpertExchange> MpiExpertExchange::create(const MpiComm& comm, ExpertPlacement placement) {
@@ -40,6 +28,13 @@ MpiExpertExchange::MpiExpertExchange(const MpiComm& comm, ExpertPlacement placem
   stats_.expert_rows.assign(static_cast<size_t>(placement_.n_experts()), 0);
 }
 
+Status MpiExpertExchange::set_placement(ExpertPlacement next) {
+  if (next.n_ranks != placement_.n_ranks || next.n_experts() != placement_.n_experts())
+    return Status(ErrorCode::internal, "set_placement: another shape of placement");
+  placement_ = std::move(next);
+  return Status();
+}
+
 bool MpiExpertExchange::owns_expert(int32_t expert) const { return placement_.holds(comm_->rank(), expert); }
 
 void MpiExpertExchange::run(const RoutedChoices& in, const LocalExpertRunner& run_local, float* y_choice) {
@@ -53,7 +48,7 @@ void MpiExpertExchange::run(const RoutedChoices& in, const LocalExpertRunner& ru
 Status MpiExpertExchange::alltoallv(const std::vector<char>& send, const std::vector<int>& send_bytes,
                                     std::vector<char>& recv, const std::vector<int>& recv_bytes) {
   std::vector<int> send_displs, recv_displs;
-  if (!displacements(send_bytes, send_displs) || !displacements(recv_bytes, recv_displs)) {
+  if (!byte_displacements(send_bytes, send_displs) || !byte_displacements(recv_bytes, recv_displs)) {
     return Status(ErrorCode::transport_io, "expert all-to-all over 2 GiB in one layer (split the batch)");
   }
   const auto t0 = std::chrono::steady_clock::now();

@@ -41,6 +41,9 @@ class MpiExpertExchange final : public ExpertExchange {
   const Status& status() const { return status_; }
   const EpStats& stats() const { return stats_; }
   const ExpertPlacement& placement() const { return placement_; }
+  // Live EPLB, between forwards on every rank alike: route by `next` from now on (same experts and
+  // ranks; the caller has moved the weights first).
+  Status set_placement(ExpertPlacement next);
 
  private:
   MpiExpertExchange(const MpiComm& comm, ExpertPlacement placement);

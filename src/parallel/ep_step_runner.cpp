@@ -13,8 +13,9 @@ constexpr auto kIdleTickInterval = std::chrono::microseconds(500);
 }  // namespace
 
 EpStepRunner::EpStepRunner(std::unique_ptr<ModelRunner> inner, const MpiComm& comm,
-                           MpiExpertExchange& exchange)
-    : inner_(std::move(inner)), comm_(comm), exchange_(exchange) {
+                           MpiExpertExchange& exchange, LiveEplb* live_eplb)
+    : inner_(std::move(inner)), comm_(comm), exchange_(exchange), live_eplb_(live_eplb) {
+  if (live_eplb_ != nullptr) expert_sets_ = inner_->routed_expert_sets();
   pump_ = std::thread([this] { pump(); });
 }
 
@@ -29,11 +30,17 @@ Result<bool> EpStepRunner::tick(bool has_rows) {
   return std::any_of(all.begin(), all.end(), [](int64_t v) { return v != 0; });
 }
 
+Status EpStepRunner::before_forward() {
+  if (live_eplb_ == nullptr) return Status();
+  return live_eplb_->after_step(comm_, exchange_, expert_sets_);
+}
+
 Status EpStepRunner::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
   engine_waiting_.fetch_add(1);
   std::lock_guard<std::mutex> lock(mu_);
   engine_waiting_.fetch_sub(1);
   DS_TRY(tick(true).status());
+  DS_TRY(before_forward());
   Status st = inner_->forward(requests, out);
   if (st.ok() && !exchange_.status().ok()) return exchange_.status();
   return st;
@@ -58,7 +65,8 @@ void EpStepRunner::pump() {
       any = *t;
       if (any) {
         ++n_idle_steps_;
-        Status st = inner_->forward_idle();
+        Status st = before_forward();
+        if (st.ok()) st = inner_->forward_idle();
         if (st.ok()) st = exchange_.status();
         if (!st.ok()) {
           pump_status_ = st;
@@ -83,6 +91,16 @@ EpStats EpStepRunner::stats() const {
 int64_t EpStepRunner::n_idle_steps() const {
   std::lock_guard<std::mutex> lock(mu_);
   return n_idle_steps_;
+}
+
+std::vector<int32_t> EpStepRunner::local_experts() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return exchange_.placement().local_experts(comm_.rank());
+}
+
+LiveEplbStats EpStepRunner::live_eplb_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return live_eplb_ != nullptr ? live_eplb_->stats() : LiveEplbStats{};
 }
 
 }  // namespace ds

@@ -3,24 +3,29 @@
 // allgather of "I have rows"; when any rank has, every rank runs a forward in that tick — its real
 // one (the engine's) or forward_idle() — so the MoE layers always meet. The engine's forward joins
 // a tick from the executor thread; a pump thread joins ticks while this rank's engine is idle.
-// One mutex serializes both threads' MPI calls (MPI_THREAD_SERIALIZED).
+// One mutex serializes both threads' MPI calls (MPI_THREAD_SERIALIZED). With live EPLB, every tick
+// that runs a forward first gives LiveEplb its step (under the same mutex, on every rank alike).
 #pragma once
 
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "model/model_runner.h"
 #include "parallel/ep_exchange.h"
+#include "parallel/live_eplb.h"
 #include "parallel/mpi_comm.h"
 
 namespace ds {
 
 class EpStepRunner final : public ModelRunner {
  public:
-  // inner's MoE layers must use `exchange`; comm and exchange outlive the runner. Starts the pump.
-  EpStepRunner(std::unique_ptr<ModelRunner> inner, const MpiComm& comm, MpiExpertExchange& exchange);
+  // inner's MoE layers must use `exchange`; comm, exchange and live_eplb (null = off) outlive the
+  // runner. Starts the pump.
+  EpStepRunner(std::unique_ptr<ModelRunner> inner, const MpiComm& comm, MpiExpertExchange& exchange,
+               LiveEplb* live_eplb = nullptr);
   ~EpStepRunner() override;  // stops and joins the pump
   EpStepRunner(const EpStepRunner&) = delete;
   EpStepRunner& operator=(const EpStepRunner&) = delete;
@@ -38,6 +43,7 @@ class EpStepRunner final : public ModelRunner {
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override {
     return inner_->import_kv_block(block_id, in);
   }
+  std::vector<RoutedExpertSet*> routed_expert_sets() override { return inner_->routed_expert_sets(); }
   bool has_mtp() const override { return inner_->has_mtp(); }
   // No idle MTP step yet: MTP drafting is off under expert parallelism.
   bool supports_mtp_drafting() const override { return false; }
@@ -51,16 +57,24 @@ class EpStepRunner final : public ModelRunner {
   EpStats stats() const;
   // Ticks in which this rank ran forward_idle() for the other ranks.
   int64_t n_idle_steps() const;
+  // The experts this rank holds now (live EPLB may change them between steps).
+  std::vector<int32_t> local_experts() const;
+  // Live EPLB's counters (zeros when off).
+  LiveEplbStats live_eplb_stats() const;
 
  private:
   // One tick: allgather `has_rows`; true when any rank has rows. Call with mu_ held.
   Result<bool> tick(bool has_rows);
+  // Live EPLB's step, before a tick's forward. Call with mu_ held.
+  Status before_forward();
   void pump();
 
   std::unique_ptr<ModelRunner> inner_;
   const MpiComm& comm_;
   MpiExpertExchange& exchange_;
-  mutable std::mutex mu_;  // guards every MPI call, inner_'s forwards and pump_status_
+  LiveEplb* live_eplb_;
+  std::vector<RoutedExpertSet*> expert_sets_;  // inner_'s MoE layers, for live EPLB
+  mutable std::mutex mu_;                      // guards every MPI call, inner_'s forwards and pump_status_
   Status pump_status_;
   int64_t n_idle_steps_ = 0;
   std::atomic<bool> stop_{false};

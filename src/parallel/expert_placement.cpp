@@ -56,6 +56,32 @@ bool ExpertPlacement::holds(int rank, int32_t expert) const {
   return std::find(h.begin(), h.end(), rank) != h.end();
 }
 
+double placement_imbalance(std::span<const float> load, const ExpertPlacement& p) {
+  std::vector<double> rank_load(static_cast<size_t>(p.n_ranks), 0.0);
+  double total = 0;
+  for (int64_t e = 0; e < p.n_experts() && e < static_cast<int64_t>(load.size()); ++e) {
+    const std::vector<int32_t>& h = p.holders[static_cast<size_t>(e)];
+    const double share = static_cast<double>(load[static_cast<size_t>(e)]) / static_cast<double>(h.size());
+    for (int32_t r : h) rank_load[static_cast<size_t>(r)] += share;
+    total += load[static_cast<size_t>(e)];
+  }
+  if (total <= 0) return 1.0;
+  const double most = *std::max_element(rank_load.begin(), rank_load.end());
+  return most / (total / p.n_ranks);
+}
+
+std::vector<ExpertMove> plan_expert_moves(const ExpertPlacement& prev, const ExpertPlacement& next) {
+  std::vector<ExpertMove> moves;
+  for (int to = 0; to < next.n_ranks; ++to) {
+    for (int32_t e : next.local_experts(to)) {
+      if (prev.holds(to, e)) continue;
+      const std::vector<int32_t>& h = prev.holders[static_cast<size_t>(e)];
+      moves.push_back(ExpertMove{e, *std::min_element(h.begin(), h.end()), to});
+    }
+  }
+  return moves;
+}
+
 std::vector<int32_t> ExpertPlacement::local_experts(int rank) const {
   std::vector<int32_t> out;
   for (int64_t e = 0; e < n_experts(); ++e)

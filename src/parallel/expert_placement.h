@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -32,5 +33,21 @@ struct ExpertPlacement {
   // The experts `rank` holds a copy of, ascending.
   std::vector<int32_t> local_experts(int rank) const;
 };
+
+// Max over ranks / mean over ranks of the load each rank serves, an expert's load split evenly over
+// its copies (rows go to the copies in turn). 1 = balanced; 1 when the load is all zero.
+double placement_imbalance(std::span<const float> load, const ExpertPlacement& p);
+
+// One expert copy live EPLB must send (docs/expert-parallel.md): rank `to` holds `expert` in the
+// new placement but not in the old one, and gets its weights from `from`, the lowest rank holding it
+// in the old one. Sorted by (to, expert).
+struct ExpertMove {
+  int32_t expert = 0;
+  int from = 0;
+  int to = 0;
+  bool operator==(const ExpertMove&) const = default;
+};
+// prev and next must have the same experts and ranks.
+std::vector<ExpertMove> plan_expert_moves(const ExpertPlacement& prev, const ExpertPlacement& next);
 
 }  // namespace ds

@@ -57,5 +57,49 @@ TEST(ExpertPlacement, FromEplbSpreadsCopiesAndTakesThemInTurn) {
   EXPECT_EQ(slots, 12);
 }
 
+TEST(ExpertPlacement, ImbalanceIsMaxOverMeanOfRankLoad) {
+  Result<ExpertPlacement> p = ExpertPlacement::contiguous(4, 2);  // {0,1} on rank 0, {2,3} on rank 1
+  ASSERT_TRUE(p.ok());
+  const std::vector<float> even = {1, 1, 1, 1};
+  EXPECT_DOUBLE_EQ(placement_imbalance(even, *p), 1.0);
+  const std::vector<float> skewed = {6, 0, 1, 1};  // rank 0 serves 6 of 8: 6 / 4
+  EXPECT_DOUBLE_EQ(placement_imbalance(skewed, *p), 1.5);
+  const std::vector<float> none = {0, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(placement_imbalance(none, *p), 1.0);
+  // A second copy of expert 0 on rank 1 splits its load: rank 0 serves 3, rank 1 serves 5.
+  ExpertPlacement copies = *p;
+  copies.holders[0] = {0, 1};
+  EXPECT_DOUBLE_EQ(placement_imbalance(skewed, copies), 1.25);
+}
+
+TEST(ExpertPlacement, EplbPlacementLowersTheImbalanceOfItsLoad) {
+  const std::vector<float> load = {800, 10, 10, 10, 10, 10, 10, 10};
+  Result<ExpertPlacement> before = ExpertPlacement::contiguous(8, 4);
+  Result<EplbPlacement> eplb = eplb_rebalance(load, EplbShape{12, 1, 1, 4});
+  ASSERT_TRUE(before.ok() && eplb.ok());
+  Result<ExpertPlacement> after = ExpertPlacement::from_eplb(*eplb, 8, 4);
+  ASSERT_TRUE(after.ok());
+  EXPECT_NEAR(placement_imbalance(load, *before), 810.0 / 217.5, 1e-9);  // rank 0: experts 0 and 1
+  // Five copies of expert 0 (160 each) in 4 ranks x 3 slots: one rank holds two, 320 + 10.
+  EXPECT_NEAR(placement_imbalance(load, *after), 330.0 / 217.5, 1e-9);
+}
+
+TEST(ExpertPlacement, MovesBringEveryNewCopyFromTheLowestOldHolder) {
+  Result<ExpertPlacement> prev = ExpertPlacement::contiguous(4, 2);
+  ASSERT_TRUE(prev.ok());
+  prev->holders[3] = {1, 0};  // expert 3 on ranks 1 and 0
+  ExpertPlacement next = *prev;
+  next.holders[0] = {1};     // moves 0 -> 1
+  next.holders[2] = {1, 0};  // copy 1 -> 0
+  next.holders[3] = {1};     // dropped on rank 0: no move
+  const std::vector<ExpertMove> moves = plan_expert_moves(*prev, next);
+  const std::vector<ExpertMove> want = {{2, 1, 0}, {0, 0, 1}};  // by (to, expert)
+  EXPECT_EQ(moves, want);
+  EXPECT_TRUE(plan_expert_moves(*prev, *prev).empty());
+  next.holders[1] = {1};  // moves 0 -> 1 too; sorted by (to, expert) it comes after expert 0
+  const std::vector<ExpertMove> want2 = {{2, 1, 0}, {0, 0, 1}, {1, 0, 1}};
+  EXPECT_EQ(plan_expert_moves(*prev, next), want2);
+}
+
 }  // namespace
 }  // namespace ds

@@ -1,5 +1,6 @@
 #include "parallel/mpi_comm.h"
 
+#include <climits>
 #include <string>
 
 namespace ds {
@@ -70,6 +71,23 @@ Status MpiComm::allgather_i64(int64_t value, std::vector<int64_t>& out) const {
   out.assign(static_cast<size_t>(size_), 0);
   return mpi_status(MPI_Allgather(&value, 1, MPI_INT64_T, out.data(), 1, MPI_INT64_T, comm_),
                     "MPI_Allgather");
+}
+
+Status MpiComm::allreduce_sum_i64(std::span<int64_t> values) const {
+  return mpi_status(MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T,
+                                  MPI_SUM, comm_),
+                    "MPI_Allreduce");
+}
+
+bool byte_displacements(const std::vector<int>& counts, std::vector<int>& displs) {
+  displs.resize(counts.size());
+  int64_t at = 0;
+  for (size_t r = 0; r < counts.size(); ++r) {
+    displs[r] = static_cast<int>(at);
+    at += counts[r];
+    if (at > INT_MAX) return false;
+  }
+  return true;
 }
 
 Status MpiComm::barrier() const { return mpi_status(MPI_Barrier(comm_), "MPI_Barrier"); }

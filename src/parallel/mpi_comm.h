@@ -49,6 +49,8 @@ class MpiComm {
                          std::span<const int> recv_displs) const;
   // out[r] = value of rank r.
   Status allgather_i64(int64_t value, std::vector<int64_t>& out) const;
+  // values[i] = the sum over ranks of values[i] (in place; every rank passes the same length).
+  Status allreduce_sum_i64(std::span<int64_t> values) const;
   Status barrier() const;
 
  private:
@@ -56,6 +58,9 @@ class MpiComm {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
 };
+
+// displs[r] = counts[0] + ... + counts[r - 1]; false when the total does not fit MPI's int counts.
+bool byte_displacements(const std::vector<int>& counts, std::vector<int>& displs);
 
 // A Status for an MPI return code ("MPI_Alltoallv: <MPI's error string>").
 Status mpi_status(int rc, const char* what);

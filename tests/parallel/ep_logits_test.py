@@ -5,6 +5,7 @@ Usage: ep_logits_test.py DEEPINFER MPIRUN WORKDIR v3|v4. Every rank runs its own
 (--rank-ids), some of different lengths, so each rank's MoE batches mix rows of other ranks' requests:
 its logits must still equal running its sequence alone in one process. The per-rank stats must
 account for every routed row exactly once (rows sent == rows computed, each by its expert's owner).
+Live EPLB (--ep-rebalance-interval) moves experts between ranks mid-run without changing a bit.
 """
 import json
 import os
@@ -52,20 +53,39 @@ def same_bits(got_path, want_path, what):
                     if diff is not None else f" (shape {got.shape} vs {want.shape})"))
 
 
-def check_stats(stats, n_ranks, n_experts, what, copies=None):
+def check_stats(stats, n_ranks, n_experts, what, copies=None, live=False):
     if len(stats) != n_ranks:
         sys.exit(f"FAIL {what}: {len(stats)} ep_stats lines for {n_ranks} ranks")
     owned = sorted(e for s in stats for e in s["local_experts"])
     if sorted(set(owned)) != list(range(n_experts)) or (copies is None and len(owned) != n_experts):
         sys.exit(f"FAIL {what}: experts held across ranks {owned}")
-    for s in stats:
+    for s in stats:  # (live EPLB moves experts: rows of experts held before are counted too)
         for e, rows in enumerate(s["expert_rows"]):
-            if rows and e not in s["local_experts"]:
+            if rows and e not in s["local_experts"] and not live:
                 sys.exit(f"FAIL {what}: rank {s['rank']} computed expert {e} it does not own")
     sent = sum(s["rows_sent"] for s in stats)
     computed = sum(sum(s["expert_rows"]) for s in stats)
     if sent != computed or sent == 0:
         sys.exit(f"FAIL {what}: {sent} routed rows sent but {computed} computed")
+
+
+def live_eplb(interval):
+    return ["--ep-redundant-experts", "2", "--ep-rebalance-interval", str(interval), "--ep-rebalance-window", "2",
+            "--ep-rebalance-min-gain", "0"]
+
+
+def check_live_eplb(stats, n_experts, what):
+    """Every rank took the same decisions, some placement was applied, weights really moved."""
+    check_stats(stats, len(stats), n_experts, what, copies=2, live=True)
+    live = [s["rebalance"] for s in stats]
+    for key in ("checks", "rebalances", "imbalance_before", "imbalance_after"):
+        if len({l[key] for l in live}) != 1:
+            sys.exit(f"FAIL {what}: ranks disagree on {key}: {live}")
+    if live[0]["rebalances"] < 1 or live[0]["checks"] < live[0]["rebalances"]:
+        sys.exit(f"FAIL {what}: no placement applied: {live}")
+    if sum(l["experts_received"] for l in live) < 1 or any(
+            (l["experts_received"] > 0) != (l["bytes_received"] > 0) for l in live):
+        sys.exit(f"FAIL {what}: no expert weights moved: {live}")
 
 
 def main():
@@ -111,6 +131,14 @@ def main():
                  f"{[s['local_experts'] for s in stats]}")
     for rank, name in ((0, "A"), (1, "B")):
         same_bits(out.format(rank=rank), ref[name, 5], f"np 2 EPLB rank {rank}")
+
+    # Live EPLB: every 2 steps the ranks sum the measured load and, when EPLB's placement for it
+    # is any better (min gain 0), move expert weights between them mid-sequence. Still bitwise.
+    out = os.path.join(work, "live.{rank}.npy")
+    stats = mpirun(2, model, 5, {1: B}, out, *live_eplb(interval=2))
+    check_live_eplb(stats, n_experts, "np 2 live EPLB")
+    for rank, name in ((0, "A"), (1, "B")):
+        same_bits(out.format(rank=rank), ref[name, 5], f"np 2 live EPLB rank {rank}")
 
     # 4 ranks, one prefill each of different lengths (rank 3 repeats rank 0's sequence).
     out = os.path.join(work, "np4.{rank}.npy")
@@ -174,7 +202,23 @@ def main():
         bytes_total += stats[0]["bytes_sent"]
     if bytes_total != rows_total * (8 + 8 * cfg["hidden_size"]):
         sys.exit(f"FAIL generate --ep-stats: {bytes_total} bytes sent for {rows_total} rows, not 8 + 8*hidden each")
-    print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 bitwise equal to single-process")
+
+    # generate with live EPLB every step: the same text, experts moved between tokens.
+    out_dir = os.path.join(work, "generate_live")
+    run([MPIRUN, "--oversubscribe", "--output-filename", out_dir, "-np", "2", DEEPINFER, "generate",
+         "--expert-parallel", "--model", model, "--prompt", prompts[0], "--rank-prompt", f"1={prompts[1]}",
+         "--max-tokens", "8", "--threads", "1", "--ep-stats", *live_eplb(interval=1)])
+    stats = []
+    for rank in range(2):
+        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stdout"), "rb") as f:
+            got = f.read()
+        if got != want[rank]:
+            sys.exit(f"FAIL generate live EPLB rank {rank}: {got!r} vs single-process {want[rank]!r}")
+        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stderr")) as f:
+            stats += [json.loads(l.split(" ", 1)[1]) for l in f.read().splitlines() if l.startswith("ep_stats ")]
+    check_live_eplb(stats, n_experts, "generate live EPLB")
+    print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 (also with live EPLB) bitwise "
+          "equal to single-process")
 
 
 if __name__ == "__main__":

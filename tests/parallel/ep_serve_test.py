@@ -4,7 +4,8 @@
 Usage: ep_serve_test.py DEEPINFER MPIRUN WORKDIR. One rank per HTTP front (--port + rank), each with
 its own engine; the ranks step in lockstep, an idle rank serving the others' experts. Concurrent
 greedy completions through the router (round robin over both ranks) and to each rank directly must
-give the texts a single-process server gives. Every server is stopped at the end.
+give the texts a single-process server gives; so must a deployment with live EPLB moving experts
+between the ranks while it serves. Every server is stopped at the end.
 """
 import json
 import os
@@ -142,10 +143,36 @@ def main():
         got = complete_all([base + 2])
         if got != want:
             sys.exit(f"FAIL: through the router: {got}\nsingle process: {want}")
+
+        # Live EPLB: every 2 steps the ranks may re-place the experts and move weights mid-request.
+        stop(router)
+        stop(ep)
+        base_live = free_ports(2)
+        live = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
+                                 "--model", model, "--port", str(base_live), "--threads", "1",
+                                 "--ep-redundant-experts", "2", "--ep-rebalance-interval", "2",
+                                 "--ep-rebalance-min-gain", "0"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(live)
+        wait_ready(base_live, live)
+        wait_ready(base_live + 1, live)
+        got = complete_all([base_live, base_live + 1])
+        if got != want:
+            sys.exit(f"FAIL: live EPLB: {got}\nsingle process: {want}")
+        metrics = [parse_metrics(urllib.request.urlopen(f"http://127.0.0.1:{p}/metrics", timeout=10).read().decode())
+                   for p in (base_live, base_live + 1)]
+        sent = sum(m.get("deepinfer:ep_rows_sent_total", 0) for m in metrics)
+        computed = sum(v for m in metrics for k, v in m.items() if k.startswith("deepinfer:ep_expert_rows_total{"))
+        rebalances = {m.get("deepinfer:ep_eplb_rebalances_total", 0) for m in metrics}
+        received = sum(m.get("deepinfer:ep_eplb_experts_received_total", 0) for m in metrics)
+        if sent == 0 or sent != computed or len(rebalances) != 1 or min(rebalances) < 1 or received < 1:
+            sys.exit(f"FAIL live EPLB metrics: {sent} rows sent, {computed} computed, rebalances {rebalances}, "
+                     f"{received} experts received: {metrics}")
+        stop(live)
     finally:
         for p in reversed(procs):
             stop(p)
-    print("ep_serve: 2 ranks, directly and behind deepinfer route, answer like one process")
+    print("ep_serve: 2 ranks, directly, behind deepinfer route and with live EPLB, answer like one process")
 
 
 if __name__ == "__main__":
