@@ -39,6 +39,10 @@ void add_ep_metrics(server::MetricsRegistry& registry, const EpStepRunner& runne
                         "Weight bytes of the expert copies this rank loaded from other ranks.");
   auto* eplb_seconds =
       &registry.counter("deepinfer:ep_eplb_seconds_total", "Time in live EPLB's checks and expert moves.");
+  auto* move_seconds = &registry.counter_family("deepinfer:ep_eplb_move_seconds_total",
+                                                "Time moving expert weights: packing what this rank sends, "
+                                                "in MPI (waits included), installing what arrived.",
+                                                {"phase"});
   auto* rank_imbalance = &registry.gauge_family(
       "deepinfer:ep_eplb_rank_imbalance",
       "Max over mean of the ranks' load in live EPLB's last window, with the placement in use then "
@@ -75,6 +79,9 @@ void add_ep_metrics(server::MetricsRegistry& registry, const EpStepRunner& runne
     moved->set_total(static_cast<double>(live.experts_received));
     moved_bytes->set_total(static_cast<double>(live.bytes_received));
     eplb_seconds->set_total(live.seconds);
+    move_seconds->with({"pack"}).set_total(live.pack_seconds);
+    move_seconds->with({"transfer"}).set_total(live.transfer_seconds);
+    move_seconds->with({"install"}).set_total(live.install_seconds);
     rank_imbalance->with({"before"}).set(live.imbalance_before);
     rank_imbalance->with({"after"}).set(live.imbalance_after);
   });

@@ -108,6 +108,9 @@ std::string ExpertParallelRuntime::stats_json() const {
                       {"bytes_received", r.bytes_received},
                       {"experts_dropped", r.experts_dropped},
                       {"seconds", r.seconds},
+                      {"pack_seconds", r.pack_seconds},
+                      {"transfer_seconds", r.transfer_seconds},
+                      {"install_seconds", r.install_seconds},
                       {"imbalance_before", r.imbalance_before},
                       {"imbalance_after", r.imbalance_after}};
   }

@@ -37,3 +37,39 @@ _, r, imb, held = run(test, ["--ep-redundant-experts", "2", "--ep-expert-load", 
 print("test EPLB(train load, R=2): rank rows", r, "max/mean %.3f" % imb, "held", held)
 _, r, imb, held = run(test, ["--ep-redundant-experts", "2", "--ep-expert-load", ",".join(map(str, load))])
 print("test EPLB(test load, R=2, in-sample): rank rows", r, "max/mean %.3f" % imb, "held", held)
+
+# Live EPLB (--ep-rebalance-interval): each rank generates 64 greedy tokens of a chat answer; the
+# ranks re-place the experts from the load they measure. Without copies the start is contiguous;
+# with --ep-redundant-experts and no load, EPLB's placement of a uniform load.
+LIVE = ["--ep-rebalance-interval", "8", "--ep-rebalance-window", "4", "--ep-rebalance-min-gain", "0.05"]
+
+
+def generate(texts, extra):
+    out_dir = os.path.join(OUT, "gen")
+    subprocess.run(["mpirun", "--oversubscribe", "--output-filename", out_dir, "-np", "2", D, "generate",
+                    "--expert-parallel", "--model", M, "--chat", "--prompt", texts[0], "--rank-prompt", f"1={texts[1]}",
+                    "--max-tokens", "64", "--threads", "1", "--ep-stats", *extra],
+                   capture_output=True, text=True, env=env, check=True)
+    st = []
+    for rank in range(2):
+        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stderr")) as f:
+            st += [json.loads(l.split(" ", 1)[1]) for l in f.read().splitlines() if l.startswith("ep_stats ")]
+    ranks = [sum(s["expert_rows"]) for s in st]
+    return ranks, max(ranks) / (sum(ranks) / len(ranks)), st
+
+
+RUNS = (("contiguous", []),
+        ("EPLB at start from the train load, R=2",
+         ["--ep-redundant-experts", "2", "--ep-expert-load", ",".join(map(str, train_load))]),
+        ("live EPLB, R=0, from contiguous (" + " ".join(LIVE) + ")", LIVE),
+        ("live EPLB, R=2, from EPLB of a uniform load", LIVE + ["--ep-redundant-experts", "2"]))
+for name, extra in RUNS:
+    r, imb, st = generate(test, extra)
+    line = f"generate 64 tokens, {name}: rank rows {r} max/mean {imb:.3f} held {[s['local_experts'] for s in st]}"
+    if "rebalance" in st[0]:
+        lv = st[0]["rebalance"]
+        line += (f"; checks {lv['checks']}, rebalances {lv['rebalances']}, experts received "
+                 f"{[s['rebalance']['experts_received'] for s in st]}, bytes {[s['rebalance']['bytes_received'] for s in st]}, "
+                 f"seconds {[round(s['rebalance']['seconds'], 4) for s in st]}, last window max/mean "
+                 f"{lv['imbalance_before']:.3f} -> {lv['imbalance_after']:.3f}")
+    print(line)

@@ -5,23 +5,40 @@ const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 
+// The command that runs `deepinfer serve ARGS`: the binary itself, or, with DS_E2E_EXPERT_PARALLEL=N
+// in the environment, N expert-parallel ranks under `mpirun` (DS_MPIRUN, default mpirun;
+// docs/expert-parallel.md). Every rank listens on its own ephemeral port; the first to print it is
+// the front a test talks to, the others step in lockstep with it and serve their experts.
+function serveCommand(deepinfer, args) {
+  const ranks = process.env.DS_E2E_EXPERT_PARALLEL;
+  if (!ranks) return [deepinfer, ['serve', ...args]];
+  const extra = (process.env.DS_E2E_EP_ARGS || '').split(' ').filter((a) => a !== '');
+  return [process.env.DS_MPIRUN || 'mpirun',
+          ['--oversubscribe', '-np', ranks, deepinfer, 'serve', '--expert-parallel', ...extra, ...args]];
+}
+
 // Starts `deepinfer serve --model MODEL --port 0 ...extraArgs`; resolves once it prints its port.
 function startServer(deepinfer, modelDir, extraArgs = [], startTimeoutMs = 120000) {
   return new Promise((resolve, reject) => {
-    const proc = spawn(deepinfer, ['serve', '--model', modelDir, '--host', '127.0.0.1', '--port', '0', ...extraArgs],
-                       { stdio: ['ignore', 'pipe', 'pipe'] });
+    const [bin, args] = serveCommand(deepinfer, ['--model', modelDir, '--host', '127.0.0.1', '--port', '0',
+                                                 ...extraArgs]);
+    const proc = spawn(bin, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     const timer = setTimeout(() => {
       proc.kill('SIGKILL');
       reject(new Error(`server did not start in ${startTimeoutMs} ms: ${err}`));
     }, startTimeoutMs);
+    // Under mpirun, every rank must be listening (and so handling SIGTERM) before the test starts.
+    const ranks = bin === deepinfer ? 1 : Number(process.env.DS_E2E_EXPERT_PARALLEL);
     proc.stdout.on('data', (d) => {
       out += d;
-      const m = out.match(/listening on http:\/\/127\.0\.0\.1:(\d+)/);
+      const all = [...out.matchAll(/listening on http:\/\/127\.0\.0\.1:(\d+)/g)];
+      const m = all.length >= ranks ? all[0] : null;
       if (m) {
         clearTimeout(timer);
-        resolve({ proc, pid: proc.pid, port: Number(m[1]), base: `http://127.0.0.1:${m[1]}`, stderr: () => err });
+        resolve({ proc, pid: proc.pid, port: Number(m[1]), base: `http://127.0.0.1:${m[1]}`, stderr: () => err,
+                  mpirun: bin !== deepinfer });
       }
     });
     proc.stderr.on('data', (d) => {
@@ -35,7 +52,14 @@ function startServer(deepinfer, modelDir, extraArgs = [], startTimeoutMs = 12000
   });
 }
 
+// The processes mpirun started (its ranks, on this machine).
+function childPids(pid) {
+  return fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter((p) => p !== '').map(Number);
+}
+
 // SIGTERM; resolves with { code, signal } (a hang past timeoutMs is killed and reported as such).
+// Under mpirun the ranks get the signal: mpirun (Open MPI 4.1) exits 1 when signalled itself even
+// when every rank exits 0, and 0 when the ranks all exit 0.
 function stopServer(server, timeoutMs = 30000) {
   return new Promise((resolve) => {
     server.proc.removeAllListeners('exit');
@@ -44,7 +68,11 @@ function stopServer(server, timeoutMs = 30000) {
       clearTimeout(timer);
       resolve({ code, signal });
     });
-    server.proc.kill('SIGTERM');
+    if (server.mpirun) {
+      for (const pid of childPids(server.pid)) process.kill(pid, 'SIGTERM');
+    } else {
+      server.proc.kill('SIGTERM');
+    }
   });
 }
 

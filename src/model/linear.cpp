@@ -107,6 +107,7 @@ Result<Linear> read_linear_bytes(std::span<const std::byte> in, size_t& offset) 
       static_cast<size_t>(h.data_bytes + h.scale_e8m0) + static_cast<size_t>(h.scale_floats) * sizeof(float);
   const size_t at = offset + sizeof(h);
   if (in.size() - at < payload) return bad("truncated payload");
+  l.data_storage.reserve(static_cast<size_t>(h.data_bytes + h.scale_e8m0));  // one allocation, one copy
   l.data_storage.assign(in.begin() + static_cast<ptrdiff_t>(at),
                         in.begin() + static_cast<ptrdiff_t>(at + static_cast<size_t>(h.data_bytes)));
   size_t p = at + static_cast<size_t>(h.data_bytes);

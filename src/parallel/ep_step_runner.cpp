@@ -24,10 +24,15 @@ EpStepRunner::~EpStepRunner() {
   if (pump_.joinable()) pump_.join();
 }
 
-Result<bool> EpStepRunner::tick(bool has_rows) {
+Result<EpStepRunner::TickResult> EpStepRunner::tick(TickValue mine) {
   std::vector<int64_t> all;
-  DS_TRY(comm_.allgather_i64(has_rows ? 1 : 0, all));
-  return std::any_of(all.begin(), all.end(), [](int64_t v) { return v != 0; });
+  DS_TRY(comm_.allgather_i64(static_cast<int64_t>(mine), all));
+  TickResult r;
+  r.any_rows = std::any_of(all.begin(), all.end(),
+                           [](int64_t v) { return v == static_cast<int64_t>(TickValue::has_rows); });
+  r.all_leaving = std::all_of(all.begin(), all.end(),
+                              [](int64_t v) { return v == static_cast<int64_t>(TickValue::leaving); });
+  return r;
 }
 
 Status EpStepRunner::before_forward() {
@@ -39,7 +44,7 @@ Status EpStepRunner::forward(std::span<const ForwardRequest> requests, LogitsOut
   engine_waiting_.fetch_add(1);
   std::lock_guard<std::mutex> lock(mu_);
   engine_waiting_.fetch_sub(1);
-  DS_TRY(tick(true).status());
+  DS_TRY(tick(TickValue::has_rows).status());
   DS_TRY(before_forward());
   Status st = inner_->forward(requests, out);
   if (st.ok() && !exchange_.status().ok()) return exchange_.status();
@@ -47,9 +52,10 @@ Status EpStepRunner::forward(std::span<const ForwardRequest> requests, LogitsOut
 }
 
 void EpStepRunner::pump() {
-  while (!stop_.load()) {
+  for (;;) {
+    const bool leaving = stop_.load();  // set by the destructor: the engine sends no more forwards
     // The engine's step goes first: its tick counts as this rank's.
-    if (engine_waiting_.load() > 0) {
+    if (!leaving && engine_waiting_.load() > 0) {
       std::this_thread::yield();
       continue;
     }
@@ -57,12 +63,13 @@ void EpStepRunner::pump() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!pump_status_.ok()) return;
-      Result<bool> t = tick(false);
+      Result<TickResult> t = tick(leaving ? TickValue::leaving : TickValue::idle);
       if (!t.ok()) {
         pump_status_ = t.status();
         return;
       }
-      any = *t;
+      if (t->all_leaving) return;  // every rank saw the same values: all stop in this tick
+      any = t->any_rows;
       if (any) {
         ++n_idle_steps_;
         Status st = before_forward();

@@ -3,7 +3,10 @@
 // allgather of "I have rows"; when any rank has, every rank runs a forward in that tick — its real
 // one (the engine's) or forward_idle() — so the MoE layers always meet. The engine's forward joins
 // a tick from the executor thread; a pump thread joins ticks while this rank's engine is idle.
-// One mutex serializes both threads' MPI calls (MPI_THREAD_SERIALIZED). With live EPLB, every tick
+// One mutex serializes both threads' MPI calls (MPI_THREAD_SERIALIZED). Shutdown is a collective
+// too: a runner being destroyed keeps ticking as "leaving" (and serving the others' rows) until
+// every rank is leaving, and then all of them stop in the same tick, so no rank is left waiting in
+// a tick its peers will never join. With live EPLB, every tick
 // that runs a forward first gives LiveEplb its step (under the same mutex, on every rank alike).
 #pragma once
 
@@ -26,7 +29,7 @@ class EpStepRunner final : public ModelRunner {
   // runner. Starts the pump.
   EpStepRunner(std::unique_ptr<ModelRunner> inner, const MpiComm& comm, MpiExpertExchange& exchange,
                LiveEplb* live_eplb = nullptr);
-  ~EpStepRunner() override;  // stops and joins the pump
+  ~EpStepRunner() override;  // joins the pump once every rank is leaving
   EpStepRunner(const EpStepRunner&) = delete;
   EpStepRunner& operator=(const EpStepRunner&) = delete;
 
@@ -63,8 +66,14 @@ class EpStepRunner final : public ModelRunner {
   LiveEplbStats live_eplb_stats() const;
 
  private:
-  // One tick: allgather `has_rows`; true when any rank has rows. Call with mu_ held.
-  Result<bool> tick(bool has_rows);
+  // What a rank says in a tick.
+  enum class TickValue : int64_t { idle = 0, has_rows = 1, leaving = 2 };
+  struct TickResult {
+    bool any_rows = false;     // some rank runs a forward: every rank does
+    bool all_leaving = false;  // every rank is being destroyed: all stop now
+  };
+  // One tick: allgather this rank's value. Call with mu_ held.
+  Result<TickResult> tick(TickValue mine);
   // Live EPLB's step, before a tick's forward. Call with mu_ held.
   Status before_forward();
   void pump();

@@ -82,6 +82,44 @@ std::vector<ExpertMove> plan_expert_moves(const ExpertPlacement& prev, const Exp
   return moves;
 }
 
+ExpertPlacement align_ranks(const ExpertPlacement& next, const ExpertPlacement& current, int n_nodes) {
+  const int n = next.n_ranks;
+  const int per_node = n_nodes >= 1 && n % n_nodes == 0 ? n / n_nodes : n;
+  // overlap[p][r]: experts new rank p holds that old rank r holds already.
+  std::vector<std::vector<int64_t>> overlap(static_cast<size_t>(n),
+                                            std::vector<int64_t>(static_cast<size_t>(n), 0));
+  for (int p = 0; p < n; ++p) {
+    for (int32_t e : next.local_experts(p)) {
+      for (int32_t r : current.holders[static_cast<size_t>(e)]) {
+        if (r / per_node == p / per_node) ++overlap[static_cast<size_t>(p)][static_cast<size_t>(r)];
+      }
+    }
+  }
+  struct Pair {
+    int64_t overlap;
+    int p, r;
+  };
+  std::vector<Pair> pairs;
+  for (int p = 0; p < n; ++p) {
+    for (int r = p / per_node * per_node; r < (p / per_node + 1) * per_node; ++r)
+      pairs.push_back({overlap[static_cast<size_t>(p)][static_cast<size_t>(r)], p, r});
+  }
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const Pair& a, const Pair& b) { return a.overlap > b.overlap; });
+  std::vector<int> rank_of(static_cast<size_t>(n), -1);
+  std::vector<bool> taken(static_cast<size_t>(n), false);
+  for (const Pair& pr : pairs) {
+    if (rank_of[static_cast<size_t>(pr.p)] >= 0 || taken[static_cast<size_t>(pr.r)]) continue;
+    rank_of[static_cast<size_t>(pr.p)] = pr.r;
+    taken[static_cast<size_t>(pr.r)] = true;
+  }
+  ExpertPlacement out = next;
+  for (std::vector<int32_t>& h : out.holders) {
+    for (int32_t& r : h) r = rank_of[static_cast<size_t>(r)];
+  }
+  return out;
+}
+
 std::vector<int32_t> ExpertPlacement::local_experts(int rank) const {
   std::vector<int32_t> out;
   for (int64_t e = 0; e < n_experts(); ++e)

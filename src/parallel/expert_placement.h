@@ -50,4 +50,11 @@ struct ExpertMove {
 // prev and next must have the same experts and ranks.
 std::vector<ExpertMove> plan_expert_moves(const ExpertPlacement& prev, const ExpertPlacement& next);
 
+// `next` with its ranks renumbered within each node (rank r on node r / (n_ranks / n_nodes)) so
+// that as many of its expert copies as possible are already where `current` has them: EPLB numbers
+// the ranks it packs arbitrarily, and the ranks of one node are interchangeable, so the rank loads
+// (and the imbalance) do not change, only the weights live EPLB must move. Greedy on the largest
+// overlap (ties to the lower new, then old, rank); the same result on every rank.
+ExpertPlacement align_ranks(const ExpertPlacement& next, const ExpertPlacement& current, int n_nodes);
+
 }  // namespace ds

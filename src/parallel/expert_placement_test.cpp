@@ -101,5 +101,43 @@ TEST(ExpertPlacement, MovesBringEveryNewCopyFromTheLowestOldHolder) {
   EXPECT_EQ(plan_expert_moves(*prev, next), want2);
 }
 
+TEST(ExpertPlacement, AlignRanksKeepsExpertsWhereTheyAre) {
+  Result<ExpertPlacement> current = ExpertPlacement::contiguous(8, 4);  // {0,1} {2,3} {4,5} {6,7}
+  ASSERT_TRUE(current.ok());
+  // The same blocks on rotated ranks: aligning gives the current placement back, nothing moves.
+  ExpertPlacement rotated = *current;
+  for (auto& h : rotated.holders) h[0] = (h[0] + 1) % 4;
+  EXPECT_EQ(plan_expert_moves(*current, rotated).size(), 8u);
+  const ExpertPlacement aligned = align_ranks(rotated, *current, 1);
+  EXPECT_EQ(aligned.holders, current->holders);
+  // With 2 nodes of 2 ranks only ranks of one node may trade places: ranks 0 and 1 swap back, but
+  // {4,5} and {6,7}, moved to the other node, stay moved.
+  ExpertPlacement crossed = *current;
+  const std::vector<int32_t> to = {1, 0, 3, 2};  // swap within nodes
+  for (auto& h : crossed.holders) h[0] = to[static_cast<size_t>(h[0])];
+  EXPECT_EQ(align_ranks(crossed, *current, 2).holders, current->holders);
+  ExpertPlacement across = *current;
+  const std::vector<int32_t> swap_nodes = {2, 3, 0, 1};
+  for (auto& h : across.holders) h[0] = swap_nodes[static_cast<size_t>(h[0])];
+  EXPECT_EQ(align_ranks(across, *current, 2).holders, across.holders);
+  // Rank loads are only renumbered: the imbalance is the same.
+  const std::vector<float> load = {9, 1, 1, 1, 3, 3, 2, 2};
+  EXPECT_DOUBLE_EQ(placement_imbalance(load, aligned), placement_imbalance(load, rotated));
+}
+
+TEST(ExpertPlacement, AlignedEplbPlacementMovesFewerExperts) {
+  const std::vector<float> load = {30, 10, 10, 10, 12, 10, 10, 9, 11, 10, 10, 10};
+  Result<ExpertPlacement> current = ExpertPlacement::contiguous(12, 4);
+  Result<EplbPlacement> eplb = eplb_rebalance(load, EplbShape{16, 1, 1, 4});
+  ASSERT_TRUE(current.ok() && eplb.ok());
+  Result<ExpertPlacement> packed = ExpertPlacement::from_eplb(*eplb, 12, 4);
+  ASSERT_TRUE(packed.ok());
+  const ExpertPlacement aligned = align_ranks(*packed, *current, 1);
+  EXPECT_LE(plan_expert_moves(*current, aligned).size(), plan_expert_moves(*current, *packed).size());
+  EXPECT_DOUBLE_EQ(placement_imbalance(load, aligned), placement_imbalance(load, *packed));
+  for (size_t e = 0; e < aligned.holders.size(); ++e)
+    EXPECT_EQ(aligned.holders[e].size(), packed->holders[e].size()) << "same copies per expert";
+}
+
 }  // namespace
 }  // namespace ds

@@ -9,6 +9,10 @@ namespace ds {
 
 namespace {
 
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // One expert copy in a layer's transfer: {int32 expert, int32 0, int64 n_bytes} then the bytes.
 struct MoveRecordHeader {
   int32_t expert = 0;
@@ -49,7 +53,7 @@ Status LiveEplb::after_step(const MpiComm& comm, MpiExpertExchange& exchange,
   if (++steps_ % options_.interval_steps != 0) return Status();
   const auto t0 = std::chrono::steady_clock::now();
   Status st = check(comm, exchange, layers);
-  stats_.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  stats_.seconds += seconds_since(t0);
   return st;
 }
 
@@ -75,8 +79,9 @@ Status LiveEplb::check(const MpiComm& comm, MpiExpertExchange& exchange,
 
   const ExpertPlacement& current = exchange.placement();
   DS_ASSIGN_OR_RETURN(EplbPlacement eplb, eplb_rebalance(load, options_.shape));
-  DS_ASSIGN_OR_RETURN(ExpertPlacement next,
+  DS_ASSIGN_OR_RETURN(ExpertPlacement packed,
                       ExpertPlacement::from_eplb(eplb, current.n_experts(), current.n_ranks));
+  ExpertPlacement next = align_ranks(packed, current, options_.shape.n_nodes);
   stats_.imbalance_before = placement_imbalance(load, current);
   stats_.imbalance_after = placement_imbalance(load, next);
   if (stats_.imbalance_after >= stats_.imbalance_before * (1.0 - options_.min_gain)) return Status();
@@ -112,6 +117,7 @@ Status LiveEplb::move_experts(const MpiComm& comm, std::span<const ExpertMove> m
   std::vector<int> send_counts(n_ranks), recv_counts(n_ranks), send_displs, recv_displs;
   for (RoutedExpertSet* layer : layers) {
     // One layer at a time: the buffers hold one layer's moved experts, not the model's.
+    auto t0 = std::chrono::steady_clock::now();
     send.clear();
     std::fill(send_counts.begin(), send_counts.end(), 0);
     for (const ExpertMove& m : moves) {  // sorted by (to, expert): grouped by destination
@@ -122,12 +128,16 @@ Status LiveEplb::move_experts(const MpiComm& comm, std::span<const ExpertMove> m
         return Status(ErrorCode::transport_io, "live EPLB: one expert over 2 GiB");
       send_counts[static_cast<size_t>(m.to)] += static_cast<int>(send.size() - before);
     }
+    stats_.pack_seconds += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
     DS_TRY(comm.alltoall_counts(send_counts, recv_counts));
     if (!byte_displacements(send_counts, send_displs) || !byte_displacements(recv_counts, recv_displs))
       return Status(ErrorCode::transport_io, "live EPLB: one layer's moved experts over 2 GiB");
     recv.resize(static_cast<size_t>(recv_displs.back()) + static_cast<size_t>(recv_counts.back()));
     DS_TRY(
         comm.alltoallv_bytes(send.data(), send_counts, send_displs, recv.data(), recv_counts, recv_displs));
+    stats_.transfer_seconds += seconds_since(t0);
+    t0 = std::chrono::steady_clock::now();
     size_t at = 0;
     while (at + sizeof(MoveRecordHeader) <= recv.size()) {
       MoveRecordHeader h;
@@ -144,6 +154,7 @@ Status LiveEplb::move_experts(const MpiComm& comm, std::span<const ExpertMove> m
       ++stats_.experts_received;
       stats_.bytes_received += h.n_bytes;
     }
+    stats_.install_seconds += seconds_since(t0);
   }
   std::vector<int64_t> failed{local.ok() ? 0 : 1};
   DS_TRY(comm.allreduce_sum_i64(failed));

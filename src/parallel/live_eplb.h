@@ -34,7 +34,10 @@ struct LiveEplbStats {
   int64_t experts_received = 0;   // expert copies (x MoE layers) this rank loaded from others
   int64_t bytes_received = 0;     // their weight bytes
   int64_t experts_dropped = 0;    // copies (x layers) freed here
-  double seconds = 0;             // inside checks and moves
+  double seconds = 0;             // inside checks and moves, of which:
+  double pack_seconds = 0;        //   copying the copies to send into the transfer buffer
+  double transfer_seconds = 0;    //   in MPI (counts and weights), waits for the other ranks included
+  double install_seconds = 0;     //   parsing and installing what arrived
   double imbalance_before = 1.0;  // at the last check: max/mean of the window's load, current placement
   double imbalance_after = 1.0;   // ... and with EPLB's placement (applied or not)
 };

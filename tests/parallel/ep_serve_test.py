@@ -5,7 +5,8 @@ Usage: ep_serve_test.py DEEPINFER MPIRUN WORKDIR. One rank per HTTP front (--por
 its own engine; the ranks step in lockstep, an idle rank serving the others' experts. Concurrent
 greedy completions through the router (round robin over both ranks) and to each rank directly must
 give the texts a single-process server gives; so must a deployment with live EPLB moving experts
-between the ranks while it serves. Every server is stopped at the end.
+between the ranks while it serves. A rank stopped first keeps serving its experts until the other
+stops, and then all exit 0. Every server is stopped at the end.
 """
 import json
 import os
@@ -169,6 +170,44 @@ def main():
             sys.exit(f"FAIL live EPLB metrics: {sent} rows sent, {computed} computed, rebalances {rebalances}, "
                      f"{received} experts received: {metrics}")
         stop(live)
+
+        # Shutdown is collective: a rank told to stop first closes its front but keeps serving its
+        # experts until the other stops too; then both exit 0 (and so does mpirun).
+        base_stop = free_ports(2)
+        ep2 = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
+                                "--model", model, "--port", str(base_stop), "--threads", "1"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        procs.append(ep2)
+        wait_ready(base_stop, ep2)
+        wait_ready(base_stop + 1, ep2)
+        with open(f"/proc/{ep2.pid}/task/{ep2.pid}/children") as f:
+            ranks = [int(p) for p in f.read().split()]
+        if len(ranks) != 2:
+            sys.exit(f"FAIL: mpirun has {len(ranks)} children, not 2 ranks")
+        os.kill(ranks[0], signal.SIGTERM)
+        deadline = time.time() + WAIT_S
+        answering = []
+        while time.time() < deadline and len(answering) != 1:
+            answering = []
+            for p in (base_stop, base_stop + 1):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{p}/health", timeout=1)
+                    answering.append(p)
+                except Exception:
+                    pass
+            time.sleep(0.1)
+        if len(answering) != 1:
+            sys.exit(f"FAIL: after SIGTERM to one rank, fronts answering: {answering}")
+        got = complete_all(answering)
+        if got != want:
+            sys.exit(f"FAIL: the rank left running: {got}\nsingle process: {want}")
+        os.kill(ranks[1], signal.SIGTERM)
+        try:
+            rc = ep2.wait(timeout=WAIT_S)
+        except subprocess.TimeoutExpired:
+            sys.exit("FAIL: the ranks did not stop after both got SIGTERM")
+        if rc != 0:
+            sys.exit(f"FAIL: mpirun exited {rc} after both ranks got SIGTERM:\n{ep2.stderr.read()}")
     finally:
         for p in reversed(procs):
             stop(p)
