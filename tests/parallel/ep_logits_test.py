@@ -69,6 +69,23 @@ def check_stats(stats, n_ranks, n_experts, what, copies=None, live=False):
         sys.exit(f"FAIL {what}: {sent} routed rows sent but {computed} computed")
 
 
+def generate_2_ranks(model, prompts, out_dir, *extra):
+    """mpirun -np 2 generate, rank R on prompts[R]; [(stdout bytes, stderr text)] per rank."""
+    run([MPIRUN, "--oversubscribe", "--output-filename", out_dir, "-np", "2", DEEPINFER, "generate",
+         "--expert-parallel", "--model", model, "--prompt", prompts[0], "--rank-prompt", f"1={prompts[1]}",
+         "--max-tokens", "8", "--threads", "1", "--ep-stats", *extra])
+    outputs = []
+    for rank in range(2):
+        rank_dir = os.path.join(out_dir, "1", f"rank.{rank}")
+        with open(os.path.join(rank_dir, "stdout"), "rb") as out, open(os.path.join(rank_dir, "stderr")) as err:
+            outputs.append((out.read(), err.read()))
+    return outputs
+
+
+def ep_stats_lines(text):
+    return [json.loads(l.split(" ", 1)[1]) for l in text.splitlines() if l.startswith("ep_stats ")]
+
+
 def live_eplb(interval):
     return ["--ep-redundant-experts", "2", "--ep-rebalance-interval", str(interval), "--ep-rebalance-window", "2",
             "--ep-rebalance-min-gain", "0"]
@@ -175,23 +192,15 @@ def main():
         if p.returncode != 0:
             sys.exit(f"FAIL generate: {p.stderr.decode(errors='replace')}")
         want.append(p.stdout)
-    out_dir = os.path.join(work, "generate")
-    run([MPIRUN, "--oversubscribe", "--output-filename", out_dir, "-np", "2", DEEPINFER, "generate",
-         "--expert-parallel", "--model", model, "--prompt", prompts[0], "--rank-prompt", f"1={prompts[1]}",
-         "--max-tokens", "8", "--threads", "1", "--ep-stats"])
     cfg = json.load(open(os.path.join(model, "config.json")))
     moe_layers = cfg["num_hidden_layers"] - cfg.get("first_k_dense_replace", 0)
     rows_total, bytes_total = 0, 0
-    for rank in range(2):
-        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stdout"), "rb") as f:
-            got = f.read()
+    for rank, (got, err) in enumerate(generate_2_ranks(model, prompts, os.path.join(work, "generate"))):
         if got != want[rank]:
             sys.exit(f"FAIL generate rank {rank}: {got!r} vs single-process {want[rank]!r}")
         # --ep-stats: the rows this rank's tokens sent are (prompt + decode steps) * top_k * MoE layers.
-        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stderr")) as f:
-            err = f.read()
         rate = re.search(r"prompt tokens: (\d+), generated tokens: (\d+)", err)
-        stats = [json.loads(l.split(" ", 1)[1]) for l in err.splitlines() if l.startswith("ep_stats ")]
+        stats = ep_stats_lines(err)
         if not rate or len(stats) != 1 or stats[0]["rank"] != rank:
             sys.exit(f"FAIL generate --ep-stats rank {rank}: no rate line or not one ep_stats line:\n{err}")
         forwarded = int(rate[1]) + int(rate[2]) - 1
@@ -204,18 +213,12 @@ def main():
         sys.exit(f"FAIL generate --ep-stats: {bytes_total} bytes sent for {rows_total} rows, not 8 + 8*hidden each")
 
     # generate with live EPLB every step: the same text, experts moved between tokens.
-    out_dir = os.path.join(work, "generate_live")
-    run([MPIRUN, "--oversubscribe", "--output-filename", out_dir, "-np", "2", DEEPINFER, "generate",
-         "--expert-parallel", "--model", model, "--prompt", prompts[0], "--rank-prompt", f"1={prompts[1]}",
-         "--max-tokens", "8", "--threads", "1", "--ep-stats", *live_eplb(interval=1)])
     stats = []
-    for rank in range(2):
-        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stdout"), "rb") as f:
-            got = f.read()
+    outputs = generate_2_ranks(model, prompts, os.path.join(work, "generate_live"), *live_eplb(interval=1))
+    for rank, (got, err) in enumerate(outputs):
         if got != want[rank]:
             sys.exit(f"FAIL generate live EPLB rank {rank}: {got!r} vs single-process {want[rank]!r}")
-        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stderr")) as f:
-            stats += [json.loads(l.split(" ", 1)[1]) for l in f.read().splitlines() if l.startswith("ep_stats ")]
+        stats += ep_stats_lines(err)
     check_live_eplb(stats, n_experts, "generate live EPLB")
     print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 (also with live EPLB) bitwise "
           "equal to single-process")

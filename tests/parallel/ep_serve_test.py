@@ -84,6 +84,17 @@ def parse_metrics(text):
     return out
 
 
+def start_ep(procs, model, base, *extra):
+    """mpirun -np 2 serve --expert-parallel on ports base and base + 1 (added to procs), once both answer."""
+    proc = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
+                             "--model", model, "--port", str(base), "--threads", "1", *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    procs.append(proc)
+    wait_ready(base, proc)
+    wait_ready(base + 1, proc)
+    return proc
+
+
 def stop(proc):
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
@@ -111,12 +122,7 @@ def main():
         stop(single)
 
         base = free_ports(3)
-        ep = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
-                               "--model", model, "--port", str(base), "--threads", "1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        procs.append(ep)
-        wait_ready(base, ep)
-        wait_ready(base + 1, ep)
+        ep = start_ep(procs, model, base)
         got = complete_all([base, base + 1])
         if got != want:
             sys.exit(f"FAIL: ranks directly: {got}\nsingle process: {want}")
@@ -149,14 +155,8 @@ def main():
         stop(router)
         stop(ep)
         base_live = free_ports(2)
-        live = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
-                                 "--model", model, "--port", str(base_live), "--threads", "1",
-                                 "--ep-redundant-experts", "2", "--ep-rebalance-interval", "2",
-                                 "--ep-rebalance-min-gain", "0"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        procs.append(live)
-        wait_ready(base_live, live)
-        wait_ready(base_live + 1, live)
+        live = start_ep(procs, model, base_live, "--ep-redundant-experts", "2", "--ep-rebalance-interval", "2",
+                        "--ep-rebalance-min-gain", "0")
         got = complete_all([base_live, base_live + 1])
         if got != want:
             sys.exit(f"FAIL: live EPLB: {got}\nsingle process: {want}")
@@ -174,12 +174,7 @@ def main():
         # Shutdown is collective: a rank told to stop first closes its front but keeps serving its
         # experts until the other stops too; then both exit 0 (and so does mpirun).
         base_stop = free_ports(2)
-        ep2 = subprocess.Popen([MPIRUN, "--oversubscribe", "-np", "2", DEEPINFER, "serve", "--expert-parallel",
-                                "--model", model, "--port", str(base_stop), "--threads", "1"],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        procs.append(ep2)
-        wait_ready(base_stop, ep2)
-        wait_ready(base_stop + 1, ep2)
+        ep2 = start_ep(procs, model, base_stop)
         with open(f"/proc/{ep2.pid}/task/{ep2.pid}/children") as f:
             ranks = [int(p) for p in f.read().split()]
         if len(ranks) != 2:
