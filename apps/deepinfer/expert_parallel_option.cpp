@@ -93,7 +93,14 @@ std::string ExpertParallelRuntime::stats_json() const {
   nlohmann::json j;
   j["rank"] = rank();
   j["n_ranks"] = n_ranks();
-  j["local_experts"] = exchange_->placement().local_experts(rank());
+  j["local_experts"] = exchange_->local_experts();
+  // Per layer that ran here (live EPLB places each on its own): {"layer": [experts held]}.
+  nlohmann::json per_layer = nlohmann::json::object();
+  for (size_t l = 0; l < s.layer_expert_rows.size(); ++l) {
+    if (s.layer_expert_rows[l].empty()) continue;
+    per_layer[std::to_string(l)] = exchange_->placement(static_cast<int32_t>(l)).local_experts(rank());
+  }
+  j["layer_local_experts"] = per_layer;
   j["expert_rows"] = s.expert_rows;
   j["exchanges"] = s.exchanges;
   j["rows_sent"] = s.rows_sent;
@@ -104,6 +111,7 @@ std::string ExpertParallelRuntime::stats_json() const {
     const LiveEplbStats& r = live_eplb_->stats();
     j["rebalance"] = {{"checks", r.checks},
                       {"rebalances", r.rebalances},
+                      {"layers_rebalanced", r.layers_rebalanced},
                       {"experts_received", r.experts_received},
                       {"bytes_received", r.bytes_received},
                       {"experts_dropped", r.experts_dropped},

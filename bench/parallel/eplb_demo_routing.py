@@ -38,24 +38,35 @@ print("test EPLB(train load, R=2): rank rows", r, "max/mean %.3f" % imb, "held",
 _, r, imb, held = run(test, ["--ep-redundant-experts", "2", "--ep-expert-load", ",".join(map(str, load))])
 print("test EPLB(test load, R=2, in-sample): rank rows", r, "max/mean %.3f" % imb, "held", held)
 
-# Live EPLB (--ep-rebalance-interval): each rank generates 64 greedy tokens of a chat answer; the
-# ranks re-place the experts from the load they measure. Without copies the start is contiguous;
-# with --ep-redundant-experts and no load, EPLB's placement of a uniform load.
-LIVE = ["--ep-rebalance-interval", "8", "--ep-rebalance-window", "4", "--ep-rebalance-min-gain", "0.05"]
+# Live EPLB (--ep-rebalance-interval): each rank feeds a long text one token per step (logits
+# --prefill 1: ~200 forward steps), the ranks re-place every MoE layer's experts from the load they
+# measure. Without copies the start is contiguous; with --ep-redundant-experts and no load, EPLB's
+# placement of a uniform load. "last window" is live EPLB's own figure at its last check: the
+# window's load (Σ over layers of the busiest rank / Σ of the mean) with the placements in use then.
+LONG = [
+    "The package provides a command line tool to convert images between formats. It reads the input file, "
+    "detects its format from the first bytes, decodes it into memory, and writes it again in the format the "
+    "user asked for. Options choose the quality of lossy formats, the size of the output, and whether the "
+    "colour profile is kept. When the input cannot be read, the tool prints the name of the file and the "
+    "reason, and returns a non-zero status so that scripts can stop. The manual page lists every option with "
+    "an example, and the documentation explains how to build the tool from source on any system.",
+    "What is 17 plus 25? Let me add the numbers step by step. Seven plus five is twelve, so I write two and "
+    "carry one. One plus two plus the carried one is four. The answer is 42. Now compute 123 times 4: three "
+    "times four is twelve, write two and carry one; two times four is eight, plus one is nine; one times four "
+    "is four. The answer is 492. Please return a JSON object with the fields name and age for Alice, 31, and "
+    "then another one for Bob, who is 45 years old, and a third one for Carol, aged 27.",
+]
+LIVE = ["--ep-rebalance-interval", "16", "--ep-rebalance-window", "4", "--ep-rebalance-min-gain", "0.05"]
 
 
-def generate(texts, extra):
-    out_dir = os.path.join(OUT, "gen")
-    subprocess.run(["mpirun", "--oversubscribe", "--output-filename", out_dir, "-np", "2", D, "generate",
-                    "--expert-parallel", "--model", M, "--chat", "--prompt", texts[0], "--rank-prompt", f"1={texts[1]}",
-                    "--max-tokens", "64", "--threads", "1", "--ep-stats", *extra],
-                   capture_output=True, text=True, env=env, check=True)
-    st = []
-    for rank in range(2):
-        with open(os.path.join(out_dir, "1", f"rank.{rank}", "stderr")) as f:
-            st += [json.loads(l.split(" ", 1)[1]) for l in f.read().splitlines() if l.startswith("ep_stats ")]
+def feed(texts, extra):
+    a, b = ids(texts[0]), ids(texts[1])
+    p = subprocess.run(["mpirun", "--oversubscribe", "-np", "2", D, "logits", "--expert-parallel", "--model", M, "--ids", a,
+                        "--rank-ids", f"1={b}", "--prefill", "1", "--threads", "1", "--out", os.path.join(OUT, "l.{rank}.npy"),
+                        "--ep-stats", *extra], capture_output=True, text=True, env=env, check=True)
+    st = sorted((json.loads(l.split(" ", 1)[1]) for l in p.stdout.splitlines() if l.startswith("ep_stats")), key=lambda s: s["rank"])
     ranks = [sum(s["expert_rows"]) for s in st]
-    return ranks, max(ranks) / (sum(ranks) / len(ranks)), st
+    return ranks, max(ranks) / (sum(ranks) / len(ranks)), st, (len(a.split(",")), len(b.split(",")))
 
 
 RUNS = (("contiguous", []),
@@ -64,12 +75,12 @@ RUNS = (("contiguous", []),
         ("live EPLB, R=0, from contiguous (" + " ".join(LIVE) + ")", LIVE),
         ("live EPLB, R=2, from EPLB of a uniform load", LIVE + ["--ep-redundant-experts", "2"]))
 for name, extra in RUNS:
-    r, imb, st = generate(test, extra)
-    line = f"generate 64 tokens, {name}: rank rows {r} max/mean {imb:.3f} held {[s['local_experts'] for s in st]}"
+    r, imb, st, n_ids = feed(LONG, extra)
+    line = f"feed {n_ids[0]} / {n_ids[1]} tokens one per step, {name}: rank rows {r} max/mean over the run {imb:.3f}"
     if "rebalance" in st[0]:
         lv = st[0]["rebalance"]
-        line += (f"; checks {lv['checks']}, rebalances {lv['rebalances']}, experts received "
-                 f"{[s['rebalance']['experts_received'] for s in st]}, bytes {[s['rebalance']['bytes_received'] for s in st]}, "
-                 f"seconds {[round(s['rebalance']['seconds'], 4) for s in st]}, last window max/mean "
-                 f"{lv['imbalance_before']:.3f} -> {lv['imbalance_after']:.3f}")
+        line += (f"; checks {lv['checks']}, rebalances {lv['rebalances']} ({lv['layers_rebalanced']} layer placements), "
+                 f"expert copies x layers received {[s['rebalance']['experts_received'] for s in st]}, "
+                 f"bytes {[s['rebalance']['bytes_received'] for s in st]}, last window {lv['imbalance_before']:.3f} "
+                 f"(EPLB's placements for it: {lv['imbalance_after']:.3f})")
     print(line)

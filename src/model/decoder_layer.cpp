@@ -15,7 +15,7 @@ Result<DecoderLayer> DecoderLayer::load(const Checkpoint& ckpt, int layer_idx, c
                       load_f32(ckpt, p + ".post_attention_layernorm.weight", Shape{cfg.hidden_size}));
   DS_ASSIGN_OR_RETURN(l.attn_, MlaAttention::load(ckpt, p + ".self_attn", dims, block));
   if (cfg.is_moe_layer(layer_idx)) {
-    DS_ASSIGN_OR_RETURN(l.moe_, Moe::load(ckpt, p + ".mlp", cfg, block, ep));
+    DS_ASSIGN_OR_RETURN(l.moe_, Moe::load(ckpt, p + ".mlp", cfg, block, layer_idx, ep));
   } else {
     DS_ASSIGN_OR_RETURN(l.dense_,
                         DenseMlp::load(ckpt, p + ".mlp", cfg.hidden_size, cfg.intermediate_size, block));

@@ -88,7 +88,7 @@ Status DeepSeekV4::build() {
   }
   DS_ASSIGN_OR_RETURN(embed_, Embedding::load(ckpt_, "embed.weight", c.vocab_size, c.hidden_size));
   for (int l = 0; l < c.num_hidden_layers; ++l) {
-    DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l],
+    DS_ASSIGN_OR_RETURN(V4Block b, V4Block::load(ckpt_, "layers." + std::to_string(l) + ".", c, specs_[l], l,
                                                  c.is_hash_layer(l), opts_.expert_exchange));
     layers_.push_back(std::move(b));
   }

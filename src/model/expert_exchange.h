@@ -34,6 +34,9 @@ struct RoutedChoices {
   int64_t hidden = 0;
   const int32_t* expert = nullptr;  // [n_rows · top_k]
   const float* weight = nullptr;    // [n_rows · top_k]
+  // The model layer (checkpoint index; MTP layers follow the main ones) of this MoE call: expert
+  // parallelism places every layer's experts on its own.
+  int32_t layer = 0;
 };
 
 // Implemented by the expert-parallel runtime (src/parallel/ep_exchange.h). Every rank calls run()
@@ -43,8 +46,8 @@ struct RoutedChoices {
 class ExpertExchange {
  public:
   virtual ~ExpertExchange() = default;
-  // Whether this rank holds expert `expert`'s weights (the others are not loaded).
-  virtual bool owns_expert(int32_t expert) const = 0;
+  // Whether this rank holds layer `layer`'s expert `expert` (the others are not loaded).
+  virtual bool owns_expert(int32_t layer, int32_t expert) const = 0;
   // y_choice: [n_rows · top_k, hidden], the output of choice c's expert on its row.
   virtual void run(const RoutedChoices& in, const LocalExpertRunner& run_local, float* y_choice) = 0;
 };

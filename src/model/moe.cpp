@@ -8,10 +8,11 @@
 namespace ds {
 
 Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& cfg, int block,
-                      const ExpertExchange* ep) {
+                      int32_t layer, const ExpertExchange* ep) {
   Moe m;
   m.hidden_ = cfg.hidden_size;
   m.expert_width_ = cfg.moe_intermediate_size;
+  m.layer_ = layer;
   DS_ASSIGN_OR_RETURN(m.router_, RouterConfig::from_model_config(cfg));
   const int64_t E = m.router_.n_experts;
   DS_ASSIGN_OR_RETURN(m.gate_, load_linear_layer(ckpt, prefix + ".gate", E, cfg.hidden_size, block));
@@ -22,7 +23,7 @@ Result<Moe> Moe::load(const Checkpoint& ckpt, const std::string& prefix, const M
   }
   m.experts_.resize(static_cast<size_t>(E));
   for (int64_t e = 0; e < E; ++e) {
-    if (ep != nullptr && !ep->owns_expert(static_cast<int32_t>(e))) continue;
+    if (ep != nullptr && !ep->owns_expert(layer, static_cast<int32_t>(e))) continue;
     DS_ASSIGN_OR_RETURN(DenseMlp expert, DenseMlp::load(ckpt, prefix + ".experts." + std::to_string(e),
                                                         cfg.hidden_size, cfg.moe_intermediate_size, block));
     m.experts_[static_cast<size_t>(e)] = std::move(expert);
@@ -83,7 +84,7 @@ void Moe::forward(const ForwardContext& ctx, const float* x, int64_t n_rows, Moe
     }
   }
 
-  const RoutedChoices choices{x, n_rows, K, H, s.expert_idx.data(), s.expert_w.data()};
+  const RoutedChoices choices{x, n_rows, K, H, s.expert_idx.data(), s.expert_w.data(), layer_};
   s.y_choice.resize(static_cast<size_t>(n_rows * K * H));
   run_routed_experts(
       ctx, choices, E,

@@ -33,9 +33,9 @@ struct MoeScratch {
 
 class Moe final : public RoutedExpertSet {
  public:
-  // prefix = "model.layers.N.mlp". With `ep`, only the experts it owns are loaded.
+  // prefix = "model.layers.N.mlp", layer = N. With `ep`, only the experts it owns are loaded.
   static Result<Moe> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& cfg,
-                          int block, const ExpertExchange* ep = nullptr);
+                          int block, int32_t layer, const ExpertExchange* ep = nullptr);
 
   const RouterConfig& router() const { return router_; }
 
@@ -45,6 +45,7 @@ class Moe final : public RoutedExpertSet {
   void forward(const ForwardContext& ctx, const float* x, int64_t n_rows, MoeScratch& s, float* out) const;
 
   // RoutedExpertSet (live EPLB).
+  int32_t layer_id() const override { return layer_; }
   int64_t n_routed_experts() const override { return static_cast<int64_t>(experts_.size()); }
   bool holds_expert(int32_t expert) const override;
   void append_expert_bytes(int32_t expert, std::vector<std::byte>& out) const override;
@@ -54,6 +55,7 @@ class Moe final : public RoutedExpertSet {
  private:
   int64_t hidden_ = 0;
   int64_t expert_width_ = 0;  // moe_intermediate_size
+  int32_t layer_ = 0;         // the model layer N
   RouterConfig router_;
   Linear gate_;                    // [n_experts, hidden]
   std::vector<float> bias_;        // e_score_correction_bias [n_experts]; empty when absent

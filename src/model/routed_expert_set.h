@@ -16,6 +16,8 @@ namespace ds {
 class RoutedExpertSet {
  public:
   virtual ~RoutedExpertSet() = default;
+  // The model layer these experts belong to (RoutedChoices::layer).
+  virtual int32_t layer_id() const = 0;
   virtual int64_t n_routed_experts() const = 0;
   virtual bool holds_expert(int32_t expert) const = 0;
   // Appends expert `expert`'s weights (which this process must hold) to `out`.

@@ -8,7 +8,8 @@
 namespace ds {
 
 Result<V4Block> V4Block::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                              const LayerSpec& spec, bool hash_layer, const ExpertExchange* ep) {
+                              const LayerSpec& spec, int32_t layer, bool hash_layer,
+                              const ExpertExchange* ep) {
   V4Block b;
   b.dims_ = mhc_dims(c);
   b.eps_ = c.rms_norm_eps;
@@ -17,7 +18,7 @@ Result<V4Block> V4Block::load(const Checkpoint& ckpt, const std::string& prefix,
   DS_ASSIGN_OR_RETURN(b.attn_norm_, load_f32(ckpt, prefix + "attn_norm.weight", Shape{c.hidden_size}));
   DS_ASSIGN_OR_RETURN(b.ffn_norm_, load_f32(ckpt, prefix + "ffn_norm.weight", Shape{c.hidden_size}));
   DS_ASSIGN_OR_RETURN(b.attn_, V4Attention::load(ckpt, prefix + "attn.", c, spec));
-  DS_ASSIGN_OR_RETURN(b.ffn_, V4Moe::load(ckpt, prefix + "ffn.", c, hash_layer, ep));
+  DS_ASSIGN_OR_RETURN(b.ffn_, V4Moe::load(ckpt, prefix + "ffn.", c, layer, hash_layer, ep));
   return b;
 }
 

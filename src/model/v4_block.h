@@ -25,7 +25,8 @@ class V4Block {
  public:
   // `<prefix>` = "layers.N." / "mtp.K."; `spec`: the layer's role (weights/layer_spec.h).
   static Result<V4Block> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                              const LayerSpec& spec, bool hash_layer, const ExpertExchange* ep = nullptr);
+                              const LayerSpec& spec, int32_t layer, bool hash_layer,
+                              const ExpertExchange* ep = nullptr);
 
   // streams: [n_rows, hc, hidden], the rows of every sequence in `seqs` (consecutive, in order),
   // updated in place; pos, tokens: [n_rows]. The mHC mixing and norms run over all rows, the MoE

@@ -44,10 +44,11 @@ float softplus(float v) { return v > 0 ? v + std::log1p(std::exp(-v)) : std::log
 }  // namespace
 
 Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                          bool hash_layer, const ExpertExchange* ep) {
+                          int32_t layer, bool hash_layer, const ExpertExchange* ep) {
   V4Moe m;
   m.hidden_ = c.hidden_size;
   m.expert_width_ = c.moe_intermediate_size;
+  m.layer_ = layer;
   m.n_experts_ = c.n_routed_experts;
   m.top_k_ = c.num_experts_per_tok;
   m.hash_ = hash_layer;
@@ -73,7 +74,7 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
   }
   m.experts_.resize(static_cast<size_t>(m.n_experts_));
   for (int64_t e = 0; e < m.n_experts_; ++e) {
-    if (ep != nullptr && !ep->owns_expert(static_cast<int32_t>(e))) continue;
+    if (ep != nullptr && !ep->owns_expert(layer, static_cast<int32_t>(e))) continue;
     DS_ASSIGN_OR_RETURN(m.experts_[static_cast<size_t>(e)],
                         load_expert(ckpt, prefix + "experts." + std::to_string(e) + ".", m.hidden_,
                                     c.moe_intermediate_size, block));
@@ -228,7 +229,7 @@ void V4Moe::forward(const ForwardContext& ctx, const V4Numerics& num, const floa
   // output for each choice, the weight already folded in before w2. The shared expert joins the
   // routed groups in the same two pool dispatches (the runner is called once per forward).
   const int64_t n_choices = n * k_top;
-  const RoutedChoices choices{x, n, k_top, d, chosen.data(), weights};
+  const RoutedChoices choices{x, n, k_top, d, chosen.data(), weights, layer_};
   float* y_shared = scratch_of(scratch.y_shared, n * d);
   std::vector<ExpertJob> jobs;
   auto run_local = [&](std::span<const ExpertRows> groups) {

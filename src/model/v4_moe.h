@@ -32,7 +32,7 @@ class V4Moe final : public RoutedExpertSet {
   // `<prefix>` = "layers.N.ffn." / "mtp.K.ffn."; hash routing when `hash_layer`. With `ep`, only
   // the routed experts it owns are loaded.
   static Result<V4Moe> load(const Checkpoint& ckpt, const std::string& prefix, const ModelConfig& c,
-                            bool hash_layer, const ExpertExchange* ep = nullptr);
+                            int32_t layer, bool hash_layer, const ExpertExchange* ep = nullptr);
 
   // x: [n, hidden] normed FFN input, tokens [n] (hash routing) -> out [n, hidden]. x and out
   // must not be in the MoE's scratch fields. The routed rows go through moe_dispatch.h; under
@@ -41,6 +41,7 @@ class V4Moe final : public RoutedExpertSet {
                const int32_t* tokens, float* out, V4Scratch& scratch) const;
 
   // RoutedExpertSet (live EPLB).
+  int32_t layer_id() const override { return layer_; }
   int64_t n_routed_experts() const override { return n_experts_; }
   bool holds_expert(int32_t expert) const override;
   void append_expert_bytes(int32_t expert, std::vector<std::byte>& out) const override;
@@ -69,6 +70,7 @@ class V4Moe final : public RoutedExpertSet {
 
   int64_t hidden_ = 0, n_experts_ = 0, top_k_ = 0;
   int64_t expert_width_ = 0;  // moe_intermediate_size
+  int32_t layer_ = 0;         // the model layer (MTP layers follow the main ones)
   bool hash_ = false, norm_topk_ = true;
   std::string score_func_;
   float route_scale_ = 1, limit_ = 0;

@@ -17,7 +17,8 @@ Result<V4Mtp> V4Mtp::load(const Checkpoint& ckpt, const ModelConfig& c, int k, c
   DS_ASSIGN_OR_RETURN(m.enorm_, load_f32(ckpt, p + "enorm.weight", Shape{d}));
   DS_ASSIGN_OR_RETURN(m.hnorm_, load_f32(ckpt, p + "hnorm.weight", Shape{d}));
   DS_ASSIGN_OR_RETURN(m.norm_, load_f32(ckpt, p + "norm.weight", Shape{d}));
-  DS_ASSIGN_OR_RETURN(m.block_, V4Block::load(ckpt, p, c, spec, /*hash_layer=*/false));
+  DS_ASSIGN_OR_RETURN(m.block_, V4Block::load(ckpt, p, c, spec, static_cast<int32_t>(c.num_hidden_layers + k),
+                                              /*hash_layer=*/false));
   DS_ASSIGN_OR_RETURN(m.head_, MhcHead::load(ckpt, p, m.dims_));
   return m;
 }

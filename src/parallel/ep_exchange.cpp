@@ -28,14 +28,41 @@ MpiExpertExchange::MpiExpertExchange(const MpiComm& comm, ExpertPlacement placem
   stats_.expert_rows.assign(static_cast<size_t>(placement_.n_experts()), 0);
 }
 
-Status MpiExpertExchange::set_placement(ExpertPlacement next) {
-  if (next.n_ranks != placement_.n_ranks || next.n_experts() != placement_.n_experts())
+Status MpiExpertExchange::set_placement(int32_t layer, ExpertPlacement next) {
+  if (layer < 0 || next.n_ranks != placement_.n_ranks || next.n_experts() != placement_.n_experts())
     return Status(ErrorCode::internal, "set_placement: another shape of placement");
-  placement_ = std::move(next);
+  if (static_cast<size_t>(layer) >= layer_placement_.size())
+    layer_placement_.resize(static_cast<size_t>(layer) + 1);
+  layer_placement_[static_cast<size_t>(layer)] = std::move(next);
   return Status();
 }
 
-bool MpiExpertExchange::owns_expert(int32_t expert) const { return placement_.holds(comm_->rank(), expert); }
+const ExpertPlacement& MpiExpertExchange::placement(int32_t layer) const {
+  if (layer >= 0 && static_cast<size_t>(layer) < layer_placement_.size() &&
+      layer_placement_[static_cast<size_t>(layer)].has_value())
+    return *layer_placement_[static_cast<size_t>(layer)];
+  return placement_;
+}
+
+std::vector<int32_t> MpiExpertExchange::local_experts() const {
+  std::vector<bool> held(static_cast<size_t>(placement_.n_experts()), false);
+  bool any_layer = false;
+  for (size_t l = 0; l < stats_.layer_expert_rows.size(); ++l) {
+    if (stats_.layer_expert_rows[l].empty()) continue;
+    any_layer = true;
+    for (int32_t e : placement(static_cast<int32_t>(l)).local_experts(comm_->rank()))
+      held[static_cast<size_t>(e)] = true;
+  }
+  if (!any_layer) return placement_.local_experts(comm_->rank());
+  std::vector<int32_t> out;
+  for (size_t e = 0; e < held.size(); ++e)
+    if (held[e]) out.push_back(static_cast<int32_t>(e));
+  return out;
+}
+
+bool MpiExpertExchange::owns_expert(int32_t layer, int32_t expert) const {
+  return placement(layer).holds(comm_->rank(), expert);
+}
 
 void MpiExpertExchange::run(const RoutedChoices& in, const LocalExpertRunner& run_local, float* y_choice) {
   if (status_.ok()) status_ = exchange(in, run_local, y_choice);
@@ -67,6 +94,12 @@ Status MpiExpertExchange::exchange(const RoutedChoices& in, const LocalExpertRun
   const int64_t row_bytes = d * static_cast<int64_t>(sizeof(float));
   ++stats_.exchanges;
   stats_.rows_sent += n_choices;
+  if (in.layer < 0) return Status(ErrorCode::internal, "MoE exchange for layer " + std::to_string(in.layer));
+  const ExpertPlacement& placement = this->placement(in.layer);
+  const size_t layer = static_cast<size_t>(in.layer);
+  if (layer >= stats_.layer_expert_rows.size()) stats_.layer_expert_rows.resize(layer + 1);
+  std::vector<int64_t>& layer_rows = stats_.layer_expert_rows[layer];
+  if (layer_rows.empty()) layer_rows.assign(static_cast<size_t>(placement.n_experts()), 0);
 
   // Dispatch order: by destination rank, ascending choice index within a rank (a stable sort).
   // An expert with copies is served by one per row, taken in turn by (this rank + row): which copy
@@ -75,10 +108,10 @@ Status MpiExpertExchange::exchange(const RoutedChoices& in, const LocalExpertRun
   dest_.resize(static_cast<size_t>(n_choices));
   for (int64_t c = 0; c < n_choices; ++c) {
     const int32_t e = in.expert[c];
-    if (e < 0 || e >= placement_.n_experts()) {
+    if (e < 0 || e >= placement.n_experts()) {
       return Status(ErrorCode::internal, "routed expert " + std::to_string(e) + " outside the placement");
     }
-    dest_[c] = placement_.rank_for(e, comm_->rank() + c / in.top_k);
+    dest_[c] = placement.rank_for(e, comm_->rank() + c / in.top_k);
     ++send_records_[static_cast<size_t>(dest_[c])];
   }
   std::vector<int64_t> fill(static_cast<size_t>(n_ranks) + 1, 0);
@@ -119,17 +152,18 @@ Status MpiExpertExchange::exchange(const RoutedChoices& in, const LocalExpertRun
     std::memcpy(&recv_expert_[i], rec, 4);
     std::memcpy(&w_recv[i], rec + 4, 4);
     std::memcpy(x_recv.data() + i * d, rec + kRecordHeaderBytes, static_cast<size_t>(row_bytes));
-    if (!owns_expert(recv_expert_[i])) {
+    if (!owns_expert(in.layer, recv_expert_[i])) {
       return Status(ErrorCode::invalid_argument, "rank " + std::to_string(comm_->rank()) +
                                                      " got rows for expert " +
                                                      std::to_string(recv_expert_[i]) +
                                                      " it does not own (ranks disagree on the placement)");
     }
     ++stats_.expert_rows[static_cast<size_t>(recv_expert_[i])];
+    ++layer_rows[static_cast<size_t>(recv_expert_[i])];
   }
-  const RoutedChoices received{x_recv.data(), n_recv, 1, d, recv_expert_.data(), w_recv.data()};
+  const RoutedChoices received{x_recv.data(), n_recv, 1, d, recv_expert_.data(), w_recv.data(), in.layer};
   std::vector<char> y_recv(static_cast<size_t>(n_recv * row_bytes));
-  run_experts_here(received, placement_.n_experts(), run_local, groups_,
+  run_experts_here(received, placement.n_experts(), run_local, groups_,
                    reinterpret_cast<float*>(y_recv.data()));
 
   // Combine: the outputs go back in the records' order; the sender puts each at its choice.

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "base/status.h"
@@ -20,30 +21,36 @@
 
 namespace ds {
 
-// Counters since construction (or reset_stats): what /metrics and the bench report per rank.
+// Counters since construction: what /metrics and the bench report per rank.
 struct EpStats {
   int64_t exchanges = 0;                       // MoE layer calls
   int64_t rows_sent = 0;                       // routed choices this rank sent out (to itself included)
   int64_t bytes_sent = 0, bytes_received = 0;  // both all-to-alls, this rank's side
   double alltoall_seconds = 0;                 // wall time inside the MPI collectives
-  std::vector<int64_t> expert_rows;            // [n_experts] rows each expert computed here
+  std::vector<int64_t> expert_rows;            // [n_experts] rows each expert computed here, all layers
+  // [layer][n_experts] the same per model layer; empty for a layer that never ran here.
+  std::vector<std::vector<int64_t>> layer_expert_rows;
 };
 
 class MpiExpertExchange final : public ExpertExchange {
  public:
-  // `comm` must outlive the exchange; placement.n_ranks == comm.size().
+  // `comm` must outlive the exchange; placement.n_ranks == comm.size(). Every layer starts with
+  // `placement`; live EPLB may give each its own (set_placement).
   static Result<MpiExpertExchange> create(const MpiComm& comm, ExpertPlacement placement);
 
-  bool owns_expert(int32_t expert) const override;
+  bool owns_expert(int32_t layer, int32_t expert) const override;
   void run(const RoutedChoices& in, const LocalExpertRunner& run_local, float* y_choice) override;
 
   // The first failure of any run(); after one, run() does no MPI and returns NaN outputs.
   const Status& status() const { return status_; }
   const EpStats& stats() const { return stats_; }
-  const ExpertPlacement& placement() const { return placement_; }
-  // Live EPLB, between forwards on every rank alike: route by `next` from now on (same experts and
-  // ranks; the caller has moved the weights first).
-  Status set_placement(ExpertPlacement next);
+  // The placement layer `layer` routes by.
+  const ExpertPlacement& placement(int32_t layer) const;
+  // The experts this rank holds in any layer that has run here (before any, the start placement's).
+  std::vector<int32_t> local_experts() const;
+  // Live EPLB, between forwards on every rank alike: layer `layer` routes by `next` from now on
+  // (same experts and ranks; the caller has moved the weights first).
+  Status set_placement(int32_t layer, ExpertPlacement next);
 
  private:
   MpiExpertExchange(const MpiComm& comm, ExpertPlacement placement);
@@ -52,7 +59,8 @@ class MpiExpertExchange final : public ExpertExchange {
                    const std::vector<int>& recv_bytes);
 
   const MpiComm* comm_;
-  ExpertPlacement placement_;
+  ExpertPlacement placement_;                                    // every layer's at start
+  std::vector<std::optional<ExpertPlacement>> layer_placement_;  // [layer] set by live EPLB
   Status status_;
   EpStats stats_;
   // Reused buffers (one forward at a time).

@@ -102,7 +102,7 @@ int64_t EpStepRunner::n_idle_steps() const {
 
 std::vector<int32_t> EpStepRunner::local_experts() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return exchange_.placement().local_experts(comm_.rank());
+  return exchange_.local_experts();
 }
 
 LiveEplbStats EpStepRunner::live_eplb_stats() const {

@@ -46,7 +46,7 @@ Result<LiveEplb> LiveEplb::create(const LiveEplbOptions& options, int64_t n_expe
 }
 
 LiveEplb::LiveEplb(const LiveEplbOptions& options, int64_t n_experts)
-    : options_(options), rows_at_last_check_(static_cast<size_t>(n_experts), 0) {}
+    : options_(options), n_experts_(n_experts) {}
 
 Status LiveEplb::after_step(const MpiComm& comm, MpiExpertExchange& exchange,
                             std::span<RoutedExpertSet* const> layers) {
@@ -60,63 +60,93 @@ Status LiveEplb::after_step(const MpiComm& comm, MpiExpertExchange& exchange,
 Status LiveEplb::check(const MpiComm& comm, MpiExpertExchange& exchange,
                        std::span<RoutedExpertSet* const> layers) {
   ++stats_.checks;
-  // This interval's rows per expert, summed over the ranks (each rank counts the experts it holds).
-  const std::vector<int64_t>& rows = exchange.stats().expert_rows;
-  std::vector<int64_t> interval(rows.size());
-  for (size_t e = 0; e < rows.size(); ++e) interval[e] = rows[e] - rows_at_last_check_[e];
-  rows_at_last_check_ = rows;
+  const size_t n_layers = layers.size();
+  const size_t E = static_cast<size_t>(n_experts_);
+  // This interval's rows per layer and expert, summed over the ranks (each rank counts the rows its
+  // copies computed), in one allreduce of [layers · experts].
+  const std::vector<std::vector<int64_t>>& rows = exchange.stats().layer_expert_rows;
+  rows_at_last_check_.resize(n_layers * E, 0);
+  std::vector<int64_t> interval(n_layers * E, 0);
+  for (size_t i = 0; i < n_layers; ++i) {
+    const size_t l = static_cast<size_t>(layers[i]->layer_id());
+    if (l >= rows.size() || rows[l].empty()) continue;
+    for (size_t e = 0; e < E; ++e) {
+      interval[i * E + e] = rows[l][e] - rows_at_last_check_[i * E + e];
+      rows_at_last_check_[i * E + e] = rows[l][e];
+    }
+  }
   DS_TRY(comm.allreduce_sum_i64(interval));
   window_.push_back(std::move(interval));
   while (static_cast<int>(window_.size()) > options_.window_intervals) window_.pop_front();
 
-  std::vector<float> load(rows.size(), 0.0f);
-  double total = 0;
-  for (const std::vector<int64_t>& w : window_) {
-    for (size_t e = 0; e < w.size(); ++e) load[e] += static_cast<float>(w[e]);
+  // Per layer: EPLB on the window's load; a layer changes placement when that lowers its imbalance
+  // by min_gain. The summaries weight each layer's max/mean by its load (Σ max / Σ mean: the MoE
+  // step time of a forward, every layer waiting for its busiest rank).
+  std::vector<LayerChange> changes;
+  double total_all = 0, weighted_before = 0, weighted_after = 0;
+  for (size_t i = 0; i < n_layers; ++i) {
+    std::vector<float> load(E, 0.0f);
+    for (const std::vector<int64_t>& w : window_) {
+      for (size_t e = 0; e < E; ++e) load[e] += static_cast<float>(w[i * E + e]);
+    }
+    double total = 0;
+    for (float v : load) total += v;
+    if (total <= 0) continue;
+    const int32_t layer = layers[i]->layer_id();
+    const ExpertPlacement& current = exchange.placement(layer);
+    DS_ASSIGN_OR_RETURN(EplbPlacement eplb, eplb_rebalance(load, options_.shape));
+    DS_ASSIGN_OR_RETURN(ExpertPlacement packed,
+                        ExpertPlacement::from_eplb(eplb, n_experts_, current.n_ranks));
+    ExpertPlacement next = align_ranks(packed, current, options_.shape.n_nodes);
+    const double before = placement_imbalance(load, current), after = placement_imbalance(load, next);
+    total_all += total;
+    weighted_before += before * total;
+    weighted_after += after * total;
+    if (after < before * (1.0 - options_.min_gain)) changes.push_back(LayerChange{i, std::move(next)});
   }
-  for (float v : load) total += v;
-  if (total <= 0) return Status();
+  if (total_all > 0) {
+    stats_.imbalance_before = weighted_before / total_all;
+    stats_.imbalance_after = weighted_after / total_all;
+  }
+  if (changes.empty()) return Status();
 
-  const ExpertPlacement& current = exchange.placement();
-  DS_ASSIGN_OR_RETURN(EplbPlacement eplb, eplb_rebalance(load, options_.shape));
-  DS_ASSIGN_OR_RETURN(ExpertPlacement packed,
-                      ExpertPlacement::from_eplb(eplb, current.n_experts(), current.n_ranks));
-  ExpertPlacement next = align_ranks(packed, current, options_.shape.n_nodes);
-  stats_.imbalance_before = placement_imbalance(load, current);
-  stats_.imbalance_after = placement_imbalance(load, next);
-  if (stats_.imbalance_after >= stats_.imbalance_before * (1.0 - options_.min_gain)) return Status();
-
-  const std::vector<ExpertMove> moves = plan_expert_moves(current, next);
   Status load_failure;
-  DS_TRY(move_experts(comm, moves, layers, load_failure));
+  DS_TRY(move_experts(comm, exchange, changes, layers, load_failure));
   const int me = comm.rank();
-  if (!load_failure.ok()) {  // every rank keeps the current placement; free what arrived for nothing
-    for (RoutedExpertSet* layer : layers) {
-      for (int32_t e = 0; e < static_cast<int32_t>(layer->n_routed_experts()); ++e) {
-        if (layer->holds_expert(e) && !current.holds(me, e)) layer->drop_expert(e);
+  for (const LayerChange& c : changes) {
+    RoutedExpertSet& set = *layers[c.index];
+    const ExpertPlacement& current = exchange.placement(set.layer_id());
+    // On a failure every layer keeps its placement and what arrived is freed; else the copies
+    // the new placement no longer puts here are.
+    const ExpertPlacement& kept = load_failure.ok() ? c.next : current;
+    for (int32_t e = 0; e < static_cast<int32_t>(n_experts_); ++e) {
+      if (set.holds_expert(e) && !kept.holds(me, e)) {
+        set.drop_expert(e);
+        if (load_failure.ok()) ++stats_.experts_dropped;
       }
     }
-    return load_failure;
   }
-  for (int32_t e : current.local_experts(me)) {
-    if (next.holds(me, e)) continue;
-    for (RoutedExpertSet* layer : layers) layer->drop_expert(e);
-    stats_.experts_dropped += static_cast<int64_t>(layers.size());
-  }
-  DS_TRY(exchange.set_placement(std::move(next)));
+  if (!load_failure.ok()) return load_failure;
+  for (LayerChange& c : changes)
+    DS_TRY(exchange.set_placement(layers[c.index]->layer_id(), std::move(c.next)));
   ++stats_.rebalances;
+  stats_.layers_rebalanced += static_cast<int64_t>(changes.size());
   return Status();
 }
 
-Status LiveEplb::move_experts(const MpiComm& comm, std::span<const ExpertMove> moves,
-                              std::span<RoutedExpertSet* const> layers, Status& load_failure) {
+Status LiveEplb::move_experts(const MpiComm& comm, const MpiExpertExchange& exchange,
+                              std::span<const LayerChange> changes, std::span<RoutedExpertSet* const> layers,
+                              Status& load_failure) {
   const int me = comm.rank();
   const size_t n_ranks = static_cast<size_t>(comm.size());
   Status local;  // the first load failure here; the transfers go on so every rank stays in step
   std::vector<std::byte> send, recv;
   std::vector<int> send_counts(n_ranks), recv_counts(n_ranks), send_displs, recv_displs;
-  for (RoutedExpertSet* layer : layers) {
+  for (const LayerChange& change : changes) {
     // One layer at a time: the buffers hold one layer's moved experts, not the model's.
+    RoutedExpertSet* layer = layers[change.index];
+    const std::vector<ExpertMove> moves =
+        plan_expert_moves(exchange.placement(layer->layer_id()), change.next);
     auto t0 = std::chrono::steady_clock::now();
     send.clear();
     std::fill(send_counts.begin(), send_counts.end(), 0);

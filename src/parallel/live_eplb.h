@@ -1,10 +1,10 @@
 // Live EPLB (docs/expert-parallel.md): every `interval_steps` forward steps the ranks sum the rows
-// each expert computed over a moving window, run EPLB on that load, and — when the new placement
-// serves it with a clearly lower rank imbalance — move the expert weights it needs between ranks
-// (one MPI_Alltoallv per MoE layer, copies taken from the lowest old holder), drop the copies no
-// longer placed here, and switch the exchange to the new placement. All between two forwards, on
-// every rank at the same step, from the same summed counts, so every rank takes the same decision;
-// no request is paused or dropped, and since copies hold the same bytes, no result changes.
+// each expert of each MoE layer computed over a moving window, run EPLB per layer on that load,
+// and for every layer whose new placement serves it with a clearly lower rank imbalance move the
+// expert weights it needs between ranks (one MPI_Alltoallv per changed layer, copies taken from the
+// lowest old holder), drop the copies no longer placed here, and switch that layer's placement. All between
+// two forwards, on every rank at the same step, from the same summed counts, so every rank takes the same
+// decision; no request is paused or dropped, and since copies hold the same bytes, no result changes.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +30,8 @@ struct LiveEplbOptions {
 // Counters since start (this rank's side; the decisions are the same on every rank).
 struct LiveEplbStats {
   int64_t checks = 0;             // windows looked at
-  int64_t rebalances = 0;         // new placements applied
+  int64_t rebalances = 0;         // checks that applied new placements
+  int64_t layers_rebalanced = 0;  // layer placements changed by them
   int64_t experts_received = 0;   // expert copies (x MoE layers) this rank loaded from others
   int64_t bytes_received = 0;     // their weight bytes
   int64_t experts_dropped = 0;    // copies (x layers) freed here
@@ -38,8 +39,10 @@ struct LiveEplbStats {
   double pack_seconds = 0;        //   copying the copies to send into the transfer buffer
   double transfer_seconds = 0;    //   in MPI (counts and weights), waits for the other ranks included
   double install_seconds = 0;     //   parsing and installing what arrived
-  double imbalance_before = 1.0;  // at the last check: max/mean of the window's load, current placement
-  double imbalance_after = 1.0;   // ... and with EPLB's placement (applied or not)
+  // At the last check, over the MoE layers: Σ max / Σ mean of the ranks' load in the window (each
+  // layer's max/mean weighted by its load), with the placements in use, and with EPLB's (applied or not).
+  double imbalance_before = 1.0;
+  double imbalance_after = 1.0;
 };
 
 class LiveEplb {
@@ -60,17 +63,25 @@ class LiveEplb {
   const LiveEplbOptions& options() const { return options_; }
 
  private:
+  // A layer's new placement: layers[index] routes by `next` once the weights have moved.
+  struct LayerChange {
+    size_t index = 0;
+    ExpertPlacement next;
+  };
   explicit LiveEplb(const LiveEplbOptions& options, int64_t n_experts);
   Status check(const MpiComm& comm, MpiExpertExchange& exchange, std::span<RoutedExpertSet* const> layers);
-  // Sends and loads the copies `moves` needs in every layer. An MPI failure is returned; a copy some
-  // rank could not load (on any rank) is reported in `load_failure` on every rank.
-  Status move_experts(const MpiComm& comm, std::span<const ExpertMove> moves,
-                      std::span<RoutedExpertSet* const> layers, Status& load_failure);
+  // Sends and loads the copies every change needs (from the exchange's current placements). An MPI
+  // failure is returned; a copy some rank could not load (on any rank) is reported in
+  // `load_failure` on every rank.
+  Status move_experts(const MpiComm& comm, const MpiExpertExchange& exchange,
+                      std::span<const LayerChange> changes, std::span<RoutedExpertSet* const> layers,
+                      Status& load_failure);
 
   LiveEplbOptions options_;
+  int64_t n_experts_ = 0;
   int64_t steps_ = 0;
-  std::vector<int64_t> rows_at_last_check_;  // [n_experts] this rank's EpStats::expert_rows
-  std::deque<std::vector<int64_t>> window_;  // per interval: rows per expert summed over ranks
+  std::vector<int64_t> rows_at_last_check_;  // [layers · experts] this rank's EpStats::layer_expert_rows
+  std::deque<std::vector<int64_t>> window_;  // per interval: [layers · experts] rows summed over ranks
   LiveEplbStats stats_;
 };
 

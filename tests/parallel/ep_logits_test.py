@@ -103,6 +103,9 @@ def check_live_eplb(stats, n_experts, what):
     if sum(l["experts_received"] for l in live) < 1 or any(
             (l["experts_received"] > 0) != (l["bytes_received"] > 0) for l in live):
         sys.exit(f"FAIL {what}: no expert weights moved: {live}")
+    # Every layer is placed on its own: some rank holds other experts in one MoE layer than in another.
+    if not any(len({tuple(v) for v in s["layer_local_experts"].values()}) > 1 for s in stats):
+        sys.exit(f"FAIL {what}: every layer has the same placement: {[s['layer_local_experts'] for s in stats]}")
 
 
 def main():
