@@ -127,8 +127,6 @@ int run_serve(const ServeOptions& o) {
   // `deepinfer route` in front), each rank its own engine; the ranks step in lockstep (EpStepRunner).
   std::unique_ptr<ExpertParallelRuntime> ep;
   if (o.expert_parallel) {
-    if (speculative->enabled())
-      return report_usage_error(cmd, "--expert-parallel runs without --speculative-config");
     Result<std::unique_ptr<ExpertParallelRuntime>> started = ExpertParallelRuntime::start(o.model_dir, o.ep);
     if (!started.ok()) return report_error(cmd, started.status());
     ep = std::move(*started);

@@ -253,6 +253,13 @@ Status DeepSeekV3::forward_idle() {
   return ok_status();
 }
 
+Status DeepSeekV3::forward_mtp_idle() {
+  if (!mtp_)
+    return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");
+  mtp_->moe_idle(ctx_, layer_scratch_);
+  return ok_status();
+}
+
 Status DeepSeekV3::set_mtp_draft_vocab(std::span<const int32_t> ids) {
   if (!mtp_)
     return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer (num_nextn_predict_layers 0)");

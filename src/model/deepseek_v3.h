@@ -40,6 +40,7 @@ class DeepSeekV3 final : public ModelRunner {
   const KvCacheConfig& kv_cache_config() const override { return kv_config_; }
   Status forward(std::span<const ForwardRequest> requests, LogitsOutput& out) override;
   Status forward_idle() override;
+  Status forward_mtp_idle() override;
   int64_t kv_block_bytes() const override;
   std::string kv_layout_tag() const override;
   Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override;

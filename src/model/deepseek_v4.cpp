@@ -213,6 +213,12 @@ Status DeepSeekV4::forward_idle() {
   return ok_status();
 }
 
+Status DeepSeekV4::forward_mtp_idle() {
+  if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer");
+  mtp_->ffn_idle(ctx_, num_, scratch_);
+  return ok_status();
+}
+
 Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
   std::vector<SequenceState*> seqs;
   std::vector<std::span<const int32_t>> tokens;

@@ -98,6 +98,10 @@ class ModelRunner {
   virtual Status forward_idle() {
     return Status(ErrorCode::model_unsupported, "this model cannot run an idle expert-parallel step");
   }
+  // The same for the MTP layer: its MoE takes part in the exchange of ranks running forward_mtp.
+  virtual Status forward_mtp_idle() {
+    return Status(ErrorCode::model_unsupported, "this model cannot run an idle expert-parallel MTP step");
+  }
 
   // KV tiers (src/kvcache/tier_store.h): one block's bytes across every paged cache kind and layer
   // the engine uses (V3: MLA latents; V4: compressed entries and indexer keys; the MTP layer's only

@@ -51,6 +51,9 @@ class MtpLayer {
   void draft_head(const ForwardContext& ctx, const float* x, int64_t n_rows, float* normed,
                   float* logits) const;
 
+  // An expert-parallel idle MTP step: the block's MoE with no rows (ModelRunner::forward_mtp_idle).
+  void moe_idle(const ForwardContext& ctx, LayerScratch& ls) const { block_->moe_idle(ctx, ls); }
+
  private:
   int64_t hidden_ = 0;
   int64_t vocab_ = 0;

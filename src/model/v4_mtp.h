@@ -29,6 +29,11 @@ class V4Mtp {
                const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
                V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch) const;
 
+  // An expert-parallel idle MTP step: the block's MoE with no rows (ModelRunner::forward_mtp_idle).
+  void ffn_idle(const ForwardContext& ctx, const V4Numerics& num, V4Scratch& scratch) const {
+    block_.ffn_idle(ctx, num, scratch);
+  }
+
  private:
   MhcDims dims_;
   double eps_ = 0;  // rms_norm_eps as configured (V4.1: 1e-20)

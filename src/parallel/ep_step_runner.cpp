@@ -30,6 +30,8 @@ Result<EpStepRunner::TickResult> EpStepRunner::tick(TickValue mine) {
   TickResult r;
   r.any_rows = std::any_of(all.begin(), all.end(),
                            [](int64_t v) { return v == static_cast<int64_t>(TickValue::has_rows); });
+  r.any_mtp_rows = std::any_of(all.begin(), all.end(),
+                               [](int64_t v) { return v == static_cast<int64_t>(TickValue::has_mtp_rows); });
   r.all_leaving = std::all_of(all.begin(), all.end(),
                               [](int64_t v) { return v == static_cast<int64_t>(TickValue::leaving); });
   return r;
@@ -38,6 +40,33 @@ Result<EpStepRunner::TickResult> EpStepRunner::tick(TickValue mine) {
 Status EpStepRunner::before_forward() {
   if (live_eplb_ == nullptr) return Status();
   return live_eplb_->after_step(comm_, exchange_, expert_sets_);
+}
+
+Status EpStepRunner::run_idle(const TickResult& t) {
+  Status st;
+  if (t.any_rows) {
+    ++n_idle_steps_;
+    st = before_forward();
+    if (st.ok()) st = inner_->forward_idle();
+  } else if (t.any_mtp_rows) {
+    st = inner_->forward_mtp_idle();
+  }
+  if (st.ok()) st = exchange_.status();
+  return st;
+}
+
+Status EpStepRunner::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
+  engine_waiting_.fetch_add(1);
+  std::lock_guard<std::mutex> lock(mu_);
+  engine_waiting_.fetch_sub(1);
+  for (;;) {
+    DS_ASSIGN_OR_RETURN(TickResult t, tick(TickValue::has_mtp_rows));
+    if (!t.any_rows) break;  // an MTP tick: every rank runs its MTP forward or an idle one
+    DS_TRY(run_idle(t));     // a main tick first (another rank's forward): serve it, ask again
+  }
+  Status st = inner_->forward_mtp(requests, out);
+  if (st.ok() && !exchange_.status().ok()) return exchange_.status();
+  return st;
 }
 
 Status EpStepRunner::forward(std::span<const ForwardRequest> requests, LogitsOutput& out) {
@@ -69,16 +98,10 @@ void EpStepRunner::pump() {
         return;
       }
       if (t->all_leaving) return;  // every rank saw the same values: all stop in this tick
-      any = t->any_rows;
-      if (any) {
-        ++n_idle_steps_;
-        Status st = before_forward();
-        if (st.ok()) st = inner_->forward_idle();
-        if (st.ok()) st = exchange_.status();
-        if (!st.ok()) {
-          pump_status_ = st;
-          return;
-        }
+      any = t->any_rows || t->any_mtp_rows;
+      if (Status st = run_idle(*t); !st.ok()) {
+        pump_status_ = st;
+        return;
       }
     }
     if (!any) std::this_thread::sleep_for(kIdleTickInterval);

@@ -7,7 +7,11 @@
 // too: a runner being destroyed keeps ticking as "leaving" (and serving the others' rows) until
 // every rank is leaving, and then all of them stop in the same tick, so no rank is left waiting in
 // a tick its peers will never join. With live EPLB, every tick
-// that runs a forward first gives LiveEplb its step (under the same mutex, on every rank alike).
+// that runs a main forward first gives LiveEplb its step (under the same mutex, on every rank alike).
+// MTP forwards (speculative drafting) meet in their own ticks: a tick in which any rank wants a
+// main forward is a main tick for every rank (a rank that wanted an MTP forward runs an idle main
+// one and asks again); only a tick with no main forward wanted runs MTP forwards (forward_mtp_idle
+// on the ranks without one). So the MoE exchanges of every rank come in the same order.
 #pragma once
 
 #include <atomic>
@@ -48,10 +52,10 @@ class EpStepRunner final : public ModelRunner {
   }
   std::vector<RoutedExpertSet*> routed_expert_sets() override { return inner_->routed_expert_sets(); }
   bool has_mtp() const override { return inner_->has_mtp(); }
-  // No idle MTP step yet: MTP drafting is off under expert parallelism.
-  bool supports_mtp_drafting() const override { return false; }
-  Status forward_mtp(std::span<const MtpRequest>, LogitsOutput&) override {
-    return Status(ErrorCode::model_unsupported, "MTP forwards are not supported under --expert-parallel");
+  bool supports_mtp_drafting() const override { return inner_->supports_mtp_drafting(); }
+  Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
+  Status set_mtp_draft_vocab(std::span<const int32_t> ids) override {
+    return inner_->set_mtp_draft_vocab(ids);
   }
 
   // The first MPI or exchange failure of the pump (the engine's forwards return theirs).
@@ -67,15 +71,19 @@ class EpStepRunner final : public ModelRunner {
 
  private:
   // What a rank says in a tick.
-  enum class TickValue : int64_t { idle = 0, has_rows = 1, leaving = 2 };
+  enum class TickValue : int64_t { idle = 0, has_rows = 1, leaving = 2, has_mtp_rows = 3 };
   struct TickResult {
-    bool any_rows = false;     // some rank runs a forward: every rank does
-    bool all_leaving = false;  // every rank is being destroyed: all stop now
+    bool any_rows = false;      // some rank runs a main forward: every rank does
+    bool any_mtp_rows = false;  // some rank wants an MTP forward (run when no main one is wanted)
+    bool all_leaving = false;   // every rank is being destroyed: all stop now
   };
   // One tick: allgather this rank's value. Call with mu_ held.
   Result<TickResult> tick(TickValue mine);
-  // Live EPLB's step, before a tick's forward. Call with mu_ held.
+  // Live EPLB's step, before a tick's main forward. Call with mu_ held.
   Status before_forward();
+  // A tick this rank has no forward of its own in, per `t`: an idle main or MTP forward. Call with
+  // mu_ held.
+  Status run_idle(const TickResult& t);
   void pump();
 
   std::unique_ptr<ModelRunner> inner_;

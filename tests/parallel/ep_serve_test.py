@@ -5,7 +5,7 @@ Usage: ep_serve_test.py DEEPINFER MPIRUN WORKDIR. One rank per HTTP front (--por
 its own engine; the ranks step in lockstep, an idle rank serving the others' experts. Concurrent
 greedy completions through the router (round robin over both ranks) and to each rank directly must
 give the texts a single-process server gives; so must a deployment with live EPLB moving experts
-between the ranks while it serves. A rank stopped first keeps serving its experts until the other
+between the ranks while it serves, and one drafting with MTP. A rank stopped first keeps serving its experts until the other
 stops, and then all exit 0. Every server is stopped at the end.
 """
 import json
@@ -170,6 +170,36 @@ def main():
             sys.exit(f"FAIL live EPLB metrics: {sent} rows sent, {computed} computed, rebalances {rebalances}, "
                      f"{received} experts received: {metrics}")
         stop(live)
+
+        # Speculative decoding (MTP drafts) under EP: MTP forwards meet in their own ticks, ranks
+        # without drafts running idle MTP steps. Greedy output is unchanged, and drafts were verified.
+        base_spec = free_ports(2)
+        spec = start_ep(procs, model, base_spec, "--speculative-config",
+                        json.dumps({"method": "mtp", "num_speculative_tokens": 2}))
+        # Each rank its own requests one after the other (the engine drafts for a lone request),
+        # both ranks at once: one rank's MTP forwards meet the other's main and idle ones.
+        got = [None] * len(PROMPTS)
+
+        def one_rank(rank):
+            for i in range(rank, len(PROMPTS), 2):
+                body = json.dumps({"model": "m", "prompt": PROMPTS[i], "max_tokens": 8, "temperature": 0}).encode()
+                req = urllib.request.Request(f"http://127.0.0.1:{base_spec + rank}/v1/completions", body,
+                                             {"content-type": "application/json"})
+                got[i] = json.loads(urllib.request.urlopen(req, timeout=WAIT_S).read())["choices"][0]["text"]
+
+        threads = [threading.Thread(target=one_rank, args=(r,)) for r in (0, 1)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        if got != want:
+            sys.exit(f"FAIL: MTP drafts under EP: {got}\nsingle process: {want}")
+        metrics = [parse_metrics(urllib.request.urlopen(f"http://127.0.0.1:{p}/metrics", timeout=10).read().decode())
+                   for p in (base_spec, base_spec + 1)]
+        drafts = [m.get("vllm:spec_decode_num_draft_tokens_total", 0) for m in metrics]
+        if min(drafts) <= 0:
+            sys.exit(f"FAIL: MTP drafts under EP: draft tokens per rank {drafts}")
+        stop(spec)
 
         # Shutdown is collective: a rank told to stop first closes its front but keeps serving its
         # experts until the other stops too; then both exit 0 (and so does mpirun).
