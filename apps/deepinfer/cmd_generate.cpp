@@ -16,6 +16,7 @@
 #include "expert_parallel_option.h"
 #include "model/model_registry.h"
 #include "offline_batch.h"
+#include "parallel/ep_step_runner.h"
 #include "recipe/encoding.h"
 #include "recipe/prompt.h"
 #include "sampling/sampler.h"
@@ -176,9 +177,8 @@ int run_generate(const GenerateOptions& o) {
                               .numerics = o.numerics,
                               .speculative = *speculative,
                               .decoder_replay = *decoder_replay});
-  if (o.expert_parallel && (!o.input.empty() || speculative->enabled()))
-    return report_usage_error(
-        cmd, "--expert-parallel runs one --prompt per rank (no --input or --speculative-config)");
+  if (o.expert_parallel && !o.input.empty())
+    return report_usage_error(cmd, "--expert-parallel runs one --prompt per rank (no --input)");
   if (!o.expert_parallel && !o.rank_prompts.empty())
     return report_usage_error(cmd, "--rank-prompt needs --expert-parallel");
   std::unique_ptr<ExpertParallelRuntime> ep;
@@ -223,7 +223,17 @@ int run_generate(const GenerateOptions& o) {
   if (speculative->enabled()) {
     if (o.max_tokens < 1)
       return report_usage_error(cmd, "--max-tokens must be >= 1 with --speculative-config");
-    return generate_with_engine(cmd, o, *speculative, m, *tok, std::move(*prompt), *isa, mo.n_threads);
+    if (!ep)
+      return generate_with_engine(cmd, o, *speculative, m, *tok, std::move(*prompt), *isa, mo.n_threads);
+    // Under expert parallelism the engine's forwards (and MTP drafts) step in lockstep with the
+    // other ranks through EpStepRunner, as in serve; destroying it is the ranks' collective leave.
+    auto runner =
+        std::make_unique<EpStepRunner>(std::move(*model), ep->comm(), ep->exchange(), ep->live_eplb());
+    const int rc =
+        generate_with_engine(cmd, o, *speculative, *runner, *tok, std::move(*prompt), *isa, mo.n_threads);
+    runner.reset();
+    if (o.ep_stats) std::fprintf(stderr, "ep_stats %s\n", ep->stats_json().c_str());
+    return rc;
   }
   const int32_t eos_model = m.config().eos_token_id;
   const int32_t eos_tok = tok->eos_id();

@@ -30,6 +30,13 @@ def run(cmd):
     return p.stdout
 
 
+def run_bytes(cmd):
+    p = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT_S)
+    if p.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)}\nrc={p.returncode}\nstderr:\n{p.stderr.decode(errors='replace')}")
+    return p.stdout
+
+
 def logits(model, ids, prefill, out, *extra):
     run([DEEPINFER, "logits", "--model", model, "--ids", ids, "--prefill", str(prefill), "--threads", "1",
          "--out", out, *extra])
@@ -223,7 +230,17 @@ def main():
             sys.exit(f"FAIL generate live EPLB rank {rank}: {got!r} vs single-process {want[rank]!r}")
         stats += ep_stats_lines(err)
     check_live_eplb(stats, n_experts, "generate live EPLB")
-    print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 (also with live EPLB) bitwise "
+
+    if ARCH == "v3":  # generate with MTP drafts (the V3 engine drafts): the engine steps through EpStepRunner.
+        # (The engine path renders special tokens as the server does, so the reference is the same
+        # command in one process.)
+        spec = ["--speculative-config", json.dumps({"method": "mtp", "num_speculative_tokens": 2})]
+        want_spec = [run_bytes([DEEPINFER, "generate", "--model", model, "--prompt", p, "--max-tokens", "8",
+                                "--threads", "1", *spec]) for p in prompts]
+        for rank, (got, err) in enumerate(generate_2_ranks(model, prompts, os.path.join(work, "generate_mtp"), *spec)):
+            if got != want_spec[rank] or "draft tokens" not in err:
+                sys.exit(f"FAIL generate MTP drafts rank {rank}: {got!r} vs single-process {want_spec[rank]!r}:\n{err}")
+    print(f"ep_logits {ARCH}: logits at np 2, 3 and 4 and generate at np 2 (also with live EPLB, V3 with MTP drafts) bitwise "
           "equal to single-process")
 
 
