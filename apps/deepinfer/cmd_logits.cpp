@@ -31,6 +31,7 @@ struct LogitsOptions {
   int64_t replay_hit = 0;  // > 0: simulate a prefix-cache hit of this many tokens (SWA bounded replay)
   std::string out_path;
   std::string mtp_out_path;
+  std::string dspark_out_path;
   std::string isa = "auto";
   int threads = 0;
   std::string mla = "absorbed";
@@ -100,6 +101,7 @@ Status run_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>
   while (pos < ids.size()) {
     const size_t n = pos == 0 ? n_prefill : 1;
     ForwardRequest req{&seq, {ids.data() + pos, n}, true};
+    req.all_hidden = true;  // every row's hidden state (the MTP input, or DSpark's features)
     DS_TRY(m.forward({&req, 1}, out));
     logits.insert(logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
     hidden.insert(hidden.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
@@ -137,6 +139,32 @@ Status run_replayed(ModelRunner& m, SequenceState& seq, const std::vector<int32_
     pos += n;
   }
   return ok_status();
+}
+
+// DSpark (docs/dspark.md): the context features of positions [0, n − 1) feed the drafter, then one
+// draft block with the last id as the anchor and the greedy chain. Returns [block, vocab + 2]:
+// row j = z_j (base logits + Markov bias), c_j, y_j.
+Result<std::vector<float>> run_dspark_block(DraftBlockModel& dm, int64_t hidden_size, int64_t vocab,
+                                            SequenceState& seq, const std::vector<int32_t>& ids,
+                                            const std::vector<float>& hidden) {
+  const int64_t n = static_cast<int64_t>(ids.size());
+  DS_TRY(dm.extend(seq, 0, {hidden.data(), static_cast<size_t>((n - 1) * hidden_size)}));
+  const DraftBlockRequest req{&seq, ids.back(), n - 1};
+  DraftBlockOutput out;
+  DS_TRY(dm.draft({&req, 1}, out));
+  const int64_t B = dm.block_size(), width = vocab + 2;
+  std::vector<float> rows(static_cast<size_t>(B * width));
+  int32_t prev = ids.back();
+  for (int64_t j = 0; j < B; ++j) {
+    float* z = rows.data() + j * width;
+    std::copy_n(out.logits.row(j), vocab, z);
+    dm.add_markov_bias(prev, {z, static_cast<size_t>(vocab)});
+    const int32_t y = static_cast<int32_t>(std::max_element(z, z + vocab) - z);
+    z[vocab] = dm.confidence({out.hidden.row(j), static_cast<size_t>(hidden_size)}, prev);
+    z[vocab + 1] = static_cast<float>(y);
+    prev = y;
+  }
+  return rows;
 }
 
 // MTP row i pairs hidden row i with ids[i + 1]; chunked like the main pass.
@@ -195,6 +223,19 @@ int run_logits(const LogitsOptions& o) {
   Result<std::unique_ptr<ModelRunner>> model = load_model(o.model_dir, mo);
   if (!model.ok()) return report_error(cmd, model.status());
   ModelRunner& m = **model;
+  if (!o.dspark_out_path.empty()) {
+    if (m.draft_block_model() == nullptr) {
+      return report_error(
+          cmd, Status(ErrorCode::model_unsupported,
+                      o.model_dir + "/config.json: --dspark-out needs DSpark stages (dspark_* keys "
+                                    "and num_nextn_predict_layers > 0)"));
+    }
+    if (ep || o.replay_hit > 0 || decoder_replay->compact || !o.mtp_out_path.empty() || ids.size() < 2) {
+      return report_usage_error(cmd,
+                                "--dspark-out runs without --expert-parallel, --replay-hit, --mtp-out and "
+                                "decoder replay, on at least 2 ids");
+    }
+  }
   if (!o.mtp_out_path.empty() && !m.has_mtp()) {
     return report_error(
         cmd, Status(ErrorCode::model_unsupported, o.model_dir + "/config.json: --mtp-out needs an MTP layer "
@@ -264,6 +305,14 @@ int run_logits(const LogitsOptions& o) {
         return report_error(cmd, st);
     }
   }
+  if (!o.dspark_out_path.empty()) {
+    const int64_t B = m.draft_block_model()->block_size();
+    Result<std::vector<float>> rows =
+        run_dspark_block(*m.draft_block_model(), m.config().hidden_size, vocab, seq, ids, hidden);
+    if (!rows.ok()) return report_error(cmd, rows.status());
+    if (Status st = write_npy_f32(o.dspark_out_path, rows->data(), B, vocab + 2); !st.ok())
+      return report_error(cmd, st);
+  }
   if (ep && o.ep_stats) std::printf("ep_stats %s\n", ep->stats_json().c_str());
   return 0;
 }
@@ -286,6 +335,10 @@ void add_logits_command(CLI::App& app, CommandContext& ctx) {
       "Simulate a prefix-cache hit of this many prompt tokens (SWA bounded replay): --out holds the rows "
       "from hit - swa_replay_tokens (V4, V4.1)");
   sub->add_option("--mtp-out", o->mtp_out_path, "Output .npy for MTP logits: float32 [n_ids - 1, vocab]");
+  sub->add_option(
+      "--dspark-out", o->dspark_out_path,
+      "Output .npy of one DSpark draft block after the ids (anchor = the last id; docs/dspark.md): "
+      "float32 [block, vocab + 2], row j = logits, confidence, greedy draft");
   sub->add_option("--isa", o->isa, "auto | reference | avx2 | avx512")->capture_default_str();
   sub->add_option("--threads", o->threads, "Worker threads (0 = all hardware threads)")
       ->capture_default_str();

@@ -17,6 +17,7 @@ namespace {
 struct MakeModelArgs {
   modelgen::MakeModelOptions options;
   std::string engram = "on";
+  std::string dspark = "on";
   std::string dtype;  // empty: the architecture's default (V3 bf16, V4 fp8 as released)
   int n_threads = 0;
 };
@@ -27,6 +28,7 @@ int run_make_model(MakeModelArgs& args) {
   if (args.dtype.empty()) args.dtype = args.options.arch == "deepseek_v3" ? "bf16" : "fp8";
   args.options.fp8 = args.dtype == "fp8";
   args.options.engram = args.engram == "on";
+  args.options.dspark = args.dspark == "on";
   const int n_threads = args.n_threads > 0
                             ? args.n_threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -72,6 +74,11 @@ void add_make_model_command(CLI::App& app, CommandContext& ctx) {
       ->check(CLI::IsMember({"bf16", "fp8"}));
   cmd->add_option("--engram", args->engram,
                   "deepseek_v41: on = Engram tables on the preset's layers (as released), off = none")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  cmd->add_option(
+         "--dspark", args->dspark,
+         "deepseek_v41: on = the 3 DSpark draft stages mtp.0..2 (as released; docs/dspark.md), off = none")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
   cmd->add_option("--seed", args->options.seed, "Random seed (same seed -> identical bytes)")

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "base/clock.h"
+#include "engine/dspark_drafter.h"
 #include "engine/mtp_drafter.h"
 #include "engine/speculation_costs.h"
 #include "grammar/jump_forward.h"
@@ -22,6 +23,16 @@ Status bad_request(const std::string& message) { return Status(ErrorCode::engine
 
 // Sleep while only waiting-but-unschedulable work exists (no free blocks): deadlines still expire.
 constexpr auto kBlockedPoll = std::chrono::milliseconds(1);
+
+// The speculation cost curves on this model and host (speculation_costs.h), over as many sequences
+// as the engine runs at once (at most 64); an error when a block cannot hold a verify chunk.
+Result<SpeculationCosts> measure_costs(ModelRunner& model, const EngineConfig& config,
+                                       const KvCacheConfig& kv, bool draft_head) {
+  const int32_t k = config.speculative.num_speculative_tokens;
+  if (kv.block_size_tokens <= k) return Status(ErrorCode::invalid_argument, "blocks too small");
+  const int32_t max_seqs = std::min({config.scheduler.max_running, kv.n_blocks, int32_t{64}});
+  return measure_speculation_costs(model, max_seqs, k, draft_head);
+}
 
 }  // namespace
 
@@ -76,10 +87,25 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
   if (config.drafter && !config.speculative.enabled())
     return Status(ErrorCode::invalid_argument, "a drafter needs speculative.num_speculative_tokens >= 1");
   if (config.speculative.enabled()) {
-    if (!config.drafter && !model.supports_mtp_drafting()) {
+    const bool dspark = config.speculative.method == SpeculativeMethod::dspark;
+    if (!config.drafter && !dspark && !model.supports_mtp_drafting()) {
       return Status(ErrorCode::invalid_argument,
                     "speculative method mtp needs a DeepSeek-V3 checkpoint with an MTP layer "
                     "(num_nextn_predict_layers >= 1); this model cannot draft");
+    }
+    if (!config.drafter && dspark) {
+      if (model.draft_block_model() == nullptr || !model.supports_truncation()) {
+        return Status(ErrorCode::invalid_argument,
+                      "speculative method dspark needs a DeepSeek-V4.1 checkpoint with DSpark stages "
+                      "(dspark_* keys, num_nextn_predict_layers >= 1); this model has none");
+      }
+      if (config.speculative.num_speculative_tokens > model.draft_block_model()->block_size()) {
+        return Status(ErrorCode::invalid_argument,
+                      "speculative method dspark drafts at most dspark_block_size (" +
+                          std::to_string(model.draft_block_model()->block_size()) +
+                          ") tokens a step; num_speculative_tokens is " +
+                          std::to_string(config.speculative.num_speculative_tokens));
+      }
     }
     // Async scheduling stays: a sequence with drafts in flight is planned again only after its
     // verify step (the scheduler skips it meanwhile), the others overlap as usual.
@@ -141,8 +167,18 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
     sample_vocab_ = std::min(sample_vocab_, static_cast<size_t>(tokenizer->vocab_size()));
   if (config_.speculative.enabled()) {
     bool draft_head = false;  // the MTP drafter uses a draft vocabulary head
+    const bool dspark = config_.speculative.method == SpeculativeMethod::dspark;
     if (config_.drafter) {
       drafter_ = config_.drafter;
+    } else if (dspark) {
+      auto d = std::make_shared<DsparkDrafter>(model_, sample_vocab_);
+      if (config_.speculative.confidence_scheduling) {
+        // The target's step time by rows, as the verify steps run it (every row's logits and
+        // DSpark features), measured once here: the SPS(B) curve of the paper's Algorithm 1.
+        Result<SpeculationCosts> costs = measure_costs(model_, config_, kv_config, false);
+        if (costs.ok()) d->set_schedule(std::move(costs->target));
+      }
+      drafter_ = std::move(d);
     } else {
       std::vector<int32_t> draft_vocab = mtp_draft_vocab(config_.speculative.draft_vocab);
       if (!model_.set_mtp_draft_vocab(draft_vocab).ok()) draft_vocab.clear();  // full head
@@ -156,13 +192,8 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
       spec_policy_.emplace(config_.speculative.num_speculative_tokens);
       // The cost curve of the target and the MTP layer on this model and host. An injected
       // drafter's cost is unknown: without costs the policy always drafts k.
-      if (!config_.drafter) {
-        const int32_t max_seqs = std::min({config_.scheduler.max_running, kv_config.n_blocks, int32_t{64}});
-        Result<SpeculationCosts> costs =
-            kv_config.block_size_tokens > config_.speculative.num_speculative_tokens
-                ? measure_speculation_costs(model_, max_seqs, config_.speculative.num_speculative_tokens,
-                                            draft_head)
-                : Result<SpeculationCosts>(Status(ErrorCode::invalid_argument, "blocks too small"));
+      if (!config_.drafter && !dspark) {
+        Result<SpeculationCosts> costs = measure_costs(model_, config_, kv_config, draft_head);
         if (costs.ok()) spec_policy_->set_costs(std::move(costs->target), std::move(costs->draft));
       }
     }

@@ -44,6 +44,22 @@ Fixture& fixture() {
   return f;
 }
 
+// DeepSeek-V4.1 with its DSpark stages (docs/dspark.md): the target rolls its window rings and
+// compressor groups back over rejected drafts (model/v4_chunk_undo.h).
+struct V41Fixture : modelgen::TinyModel {
+  V41Fixture()
+      : TinyModel({.arch = "deepseek_v41",
+                   .seed = 5,
+                   .max_seq_len = 256,
+                   .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
+                   .tag = "engine_spec"}) {}
+};
+
+V41Fixture& v41_fixture() {
+  static V41Fixture f;
+  return f;
+}
+
 std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) {
   std::vector<int32_t> p;
   uint32_t x = salt * 2654435761u + 1;
@@ -114,6 +130,8 @@ struct SpecSetup {
   // all lm_head rows): the mechanics are tested at a fixed k unless a test asks for it.
   bool adaptive = false;
   DraftSampling draft_sampling = DraftSampling::greedy;
+  SpeculativeMethod method = SpeculativeMethod::mtp;
+  bool confidence_scheduling = false;
 };
 SpecSetup no_spec() { return SpecSetup{}; }
 SpecSetup mtp_spec(int32_t k) { return SpecSetup{true, k, nullptr, true, 96}; }
@@ -140,8 +158,8 @@ std::vector<Request> requests(float temperature) {
   return out;
 }
 
-Outcome run(const SpecSetup& s, const std::vector<Request>& reqs) {
-  Fixture& f = fixture();
+// The KV rows are captured for V3 (MLA rows per layer); V4-family runs compare outputs only.
+Outcome run(const SpecSetup& s, const std::vector<Request>& reqs, modelgen::TinyModel& f = fixture()) {
   EngineConfig cfg;
   cfg.scheduler.max_step_tokens = 16;  // chunked prefill, and a budget that cuts drafts short
   cfg.scheduler.max_running = 8;
@@ -150,7 +168,8 @@ Outcome run(const SpecSetup& s, const std::vector<Request>& reqs) {
   cfg.async_scheduling = s.async;
   cfg.check_integrity = true;
   if (s.speculate) {
-    cfg.speculative.method = SpeculativeMethod::mtp;
+    cfg.speculative.method = s.method;
+    cfg.speculative.confidence_scheduling = s.confidence_scheduling;
     cfg.speculative.num_speculative_tokens = s.k;
     cfg.speculative.adaptive = s.adaptive;
     cfg.speculative.draft_sampling = s.draft_sampling;
@@ -163,6 +182,7 @@ Outcome run(const SpecSetup& s, const std::vector<Request>& reqs) {
   std::map<uint64_t, std::vector<float>> main_by_id, mtp_by_id;
   std::map<uint64_t, int64_t> n_by_id;
   cfg.on_sequence_release = [&](uint64_t id, std::span<const int32_t> table, int64_t n_computed) {
+    if (mc.is_v4_family()) return;
     const int64_t block_bytes = f.model->kv_block_bytes();
     const int64_t n_slots = block_bytes / (bs * row_dim * static_cast<int64_t>(sizeof(float)));
     std::vector<float> block(static_cast<size_t>(block_bytes) / sizeof(float));
@@ -640,6 +660,71 @@ TEST(EngineSpeculative, RefusesAModelThatCannotDraftAndBadConfigs) {
   cfg.drafter = std::make_shared<ScriptedDrafter>(std::vector<std::vector<int32_t>>{});
   Result<std::unique_ptr<Engine>> e = Engine::create(cfg, *fixture().model, fixture().tokenizer.get());
   EXPECT_EQ(e.status().code(), ErrorCode::invalid_argument) << "a drafter without num_speculative_tokens";
+}
+
+// V4.1: the checkpoint's DSpark stages (random weights: nearly every draft rejected, so the
+// window rings and the ratio-1/2 compressors roll back at every depth) and the scripted drafter
+// (long accepted runs too) give exactly the tokens and log-probabilities of a run without drafts,
+// greedy and seeded sampling, with chunked prefill and prefix-cache hits (SWA replay).
+TEST(EngineSpeculative, DsparkOnV41GivesTheOutputsOfARunWithoutDrafts) {
+  V41Fixture& f = v41_fixture();
+  ASSERT_NE(f.model, nullptr);
+  ASSERT_NE(f.model->draft_block_model(), nullptr);
+  for (const float temperature : {0.0f, 1.0f}) {
+    const std::vector<Request> reqs = requests(temperature);
+    const Outcome base = run(no_spec(), reqs, f);
+    EXPECT_EQ(base.events[1].usage.cached_prompt_tokens, 32)
+        << "the shared prefix should come from the cache";
+    for (const int32_t k : {3, 5}) {
+      SpecSetup dspark = mtp_spec(k);
+      dspark.method = SpeculativeMethod::dspark;
+      const Outcome got = run(dspark, reqs, f);
+      const std::string name = "dspark k=" + std::to_string(k) + " T=" + std::to_string(temperature);
+      expect_same_outputs(got, base, name);
+      EXPECT_GT(got.stats.spec_decode_num_drafts, 0) << name;
+      EXPECT_GT(got.stats.spec_decode_num_draft_tokens, got.stats.spec_decode_num_accepted_tokens) << name;
+      std::printf("%s: %lld drafts, %lld draft tokens, %lld accepted\n", name.c_str(),
+                  static_cast<long long>(got.stats.spec_decode_num_drafts),
+                  static_cast<long long>(got.stats.spec_decode_num_draft_tokens),
+                  static_cast<long long>(got.stats.spec_decode_num_accepted_tokens));
+    }
+    // Confidence-scheduled verification: fewer drafts verified, the same outputs.
+    SpecSetup scheduled = mtp_spec(5);
+    scheduled.method = SpeculativeMethod::dspark;
+    scheduled.confidence_scheduling = true;
+    const Outcome sched = run(scheduled, reqs, f);
+    expect_same_outputs(sched, base, "dspark k=5 scheduled");
+    SpecSetup all5 = scheduled;
+    all5.confidence_scheduling = false;
+    const Outcome every = run(all5, reqs, f);
+    EXPECT_LE(sched.stats.spec_decode_num_draft_tokens, every.stats.spec_decode_num_draft_tokens);
+    std::printf("dspark k=5 T=%g: %lld draft tokens verified with confidence scheduling, %lld without\n",
+                temperature, static_cast<long long>(sched.stats.spec_decode_num_draft_tokens),
+                static_cast<long long>(every.stats.spec_decode_num_draft_tokens));
+    auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+    const Outcome scripted = run(scripted_spec(4, drafter), reqs, f);
+    expect_same_outputs(scripted, base, "v41 scripted k=4");
+    EXPECT_GT(scripted.stats.spec_decode_num_accepted_tokens, scripted.stats.spec_decode_num_drafts)
+        << "mean acceptance length > 2";
+    EXPECT_LT(scripted.stats.n_steps, base.stats.n_steps);
+  }
+}
+
+TEST(EngineSpeculative, DsparkRefusesAModelWithoutStagesAndTooManyTokens) {
+  EngineConfig cfg;
+  cfg.n_kv_blocks = 16;
+  cfg.block_size_tokens = 16;
+  cfg.speculative.method = SpeculativeMethod::dspark;
+  cfg.speculative.num_speculative_tokens = 3;
+  Result<std::unique_ptr<Engine>> v3 = Engine::create(cfg, *fixture().model, fixture().tokenizer.get());
+  EXPECT_EQ(v3.status().code(), ErrorCode::invalid_argument) << "a V3 checkpoint has no DSpark stages";
+  EXPECT_NE(v3.status().message().find("dspark"), std::string::npos) << v3.status().message();
+  cfg.speculative.num_speculative_tokens = 6;  // the block holds 5
+  V41Fixture& f = v41_fixture();
+  Result<std::unique_ptr<Engine>> v41 = Engine::create(cfg, *f.model, f.tokenizer.get());
+  EXPECT_EQ(v41.status().code(), ErrorCode::invalid_argument);
+  EXPECT_NE(v41.status().message().find("dspark_block_size (5)"), std::string::npos)
+      << v41.status().message();
 }
 
 }  // namespace

@@ -8,6 +8,8 @@ add_library(ds_engine
   sequence_slots.cpp
   speculative_config.cpp
   mtp_drafter.cpp
+  dspark_drafter.cpp
+  confidence_schedule.cpp
   speculation_policy.cpp
   speculation_costs.cpp
   pin_leases.cpp
@@ -25,7 +27,7 @@ target_link_libraries(ds_engine_testing PUBLIC ds_model ds_tokenizer PRIVATE nlo
 ds_set_warnings(ds_engine_testing)
 
 ds_add_test(engine_output_test SOURCES request_output_test.cpp sequence_slots_test.cpp speculative_config_test.cpp
-            speculation_policy_test.cpp LIBS ds_engine)
+            speculation_policy_test.cpp confidence_schedule_test.cpp LIBS ds_engine)
 ds_add_test(engine_test SOURCES engine_test.cpp engine_cache_control_test.cpp LIBS ds_engine ds_engine_testing)
 ds_add_test(scripted_output_runner_test SOURCES testing/scripted_output_runner_test.cpp LIBS ds_engine ds_engine_testing)
 # Needs make-model and the tokenizer files under models/ (recreated by CI): the `model` tier.

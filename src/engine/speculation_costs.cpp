@@ -40,6 +40,7 @@ Result<SpeculationCosts> measure_speculation_costs(ModelRunner& model, int32_t m
         for (int32_t s = 0; s < b; ++s) {
           SequenceState& seq = seqs[static_cast<size_t>(s)];
           seq.block_table.assign(1, s);
+          seq.state_slot = s;  // models with per-sequence state slots (V4): one each
           seq.n_tokens = 0;
           seq.n_mtp_tokens = 0;
           ForwardRequest f{&seq,
@@ -52,6 +53,12 @@ Result<SpeculationCosts> measure_speculation_costs(ModelRunner& model, int32_t m
         const int64_t t0 = now_ns();
         DS_TRY(model.forward(requests, out));
         const int64_t t1 = now_ns();
+        const auto keep_min = [](std::map<int64_t, double>& m, int64_t rows, double ns) {
+          const auto [it, inserted] = m.emplace(rows, ns);
+          if (!inserted) it->second = std::min(it->second, ns);
+        };
+        keep_min(target, rows, static_cast<double>(t1 - t0));
+        if (!model.supports_mtp_drafting()) continue;  // a block drafter (DSpark): the target only
         mtp.clear();
         for (int32_t s = 0; s < b; ++s) {
           MtpRequest m;
@@ -66,11 +73,6 @@ Result<SpeculationCosts> measure_speculation_costs(ModelRunner& model, int32_t m
         const int64_t t2 = now_ns();
         DS_TRY(model.forward_mtp(mtp, mtp_out));
         const int64_t t3 = now_ns();
-        const auto keep_min = [](std::map<int64_t, double>& m, int64_t rows, double ns) {
-          const auto [it, inserted] = m.emplace(rows, ns);
-          if (!inserted) it->second = std::min(it->second, ns);
-        };
-        keep_min(target, rows, static_cast<double>(t1 - t0));
         keep_min(draft, rows, static_cast<double>(t3 - t2));
       }
     }

@@ -22,8 +22,10 @@ struct SpeculationCosts {
   std::vector<CostPoint> draft;   // ns per forward_mtp, by total rows
 };
 
-// Preconditions: model.supports_mtp_drafting(), its KV cache initialised with at least max_seqs
-// blocks of at least k_max + 1 tokens, and nothing cached in them yet.
+// Preconditions: its KV cache initialised with at least max_seqs blocks of at least k_max + 1
+// tokens (and max_seqs state slots where the model has them), nothing cached in them yet. The draft
+// curve is measured only for a model that drafts with forward_mtp (supports_mtp_drafting); it is
+// empty otherwise (DSpark's confidence scheduling needs the target's curve only).
 // draft_vocab: time forward_mtp with MtpRequest::draft_vocab (the drafter's head).
 Result<SpeculationCosts> measure_speculation_costs(ModelRunner& model, int32_t max_seqs, int32_t k_max,
                                                    bool draft_vocab);

@@ -58,8 +58,11 @@ class SpeculationPolicy {
   static constexpr int32_t kProbeSteps = 8;
   static constexpr double kDecay = 0.995;  // per recorded chunk
 
- private:
+  // ns at `rows` on a cost curve (points sorted by rows, at least one): linear between points,
+  // extrapolated from the last two beyond them (one point: proportional).
   static double interpolate(const std::vector<CostPoint>& curve, double rows);
+
+ private:
   int32_t best_k(int32_t n_seqs) const;
 
   int32_t k_max_;

@@ -27,9 +27,9 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view json) {
       if (method == "mtp" || method == "deepseek_mtp") {
         cfg.method = SpeculativeMethod::mtp;
       } else if (method == "dspark") {
-        return bad("\"method\": \"dspark\" is not implemented yet (only \"mtp\")");
+        cfg.method = SpeculativeMethod::dspark;
       } else {
-        return bad("\"method\": \"" + method + "\" is not supported (only \"mtp\")");
+        return bad("\"method\": \"" + method + "\" is not supported (\"mtp\" or \"dspark\")");
       }
     } else if (key == "num_speculative_tokens") {
       if (!value.is_number_integer()) return bad("\"num_speculative_tokens\" must be an integer");
@@ -55,12 +55,18 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view json) {
       } else {
         return bad("\"draft_sampling\" must be \"greedy\" or \"sampled\"");
       }
+    } else if (key == "confidence_scheduling") {
+      if (!value.is_boolean()) return bad("\"confidence_scheduling\" must be true or false");
+      cfg.confidence_scheduling = value.get<bool>();
     } else {
       return bad("unknown key \"" + key +
-                 "\" (known: method, num_speculative_tokens, adaptive, draft_sampling, draft_vocab)");
+                 "\" (known: method, num_speculative_tokens, adaptive, draft_sampling, draft_vocab, "
+                 "confidence_scheduling)");
     }
   }
   if (cfg.method == SpeculativeMethod::none) return bad("\"method\" is missing");
+  if (cfg.confidence_scheduling && cfg.method != SpeculativeMethod::dspark)
+    return bad("\"confidence_scheduling\" needs \"method\": \"dspark\" (its drafts carry confidences)");
   if (cfg.num_speculative_tokens == 0) return bad("\"num_speculative_tokens\" is missing");
   return cfg;
 }

@@ -12,8 +12,9 @@
 namespace ds {
 
 enum class SpeculativeMethod : uint8_t {
-  none,  // no speculation
-  mtp,   // the checkpoint's MTP layer, reused autoregressively (V3)
+  none,    // no speculation
+  mtp,     // the checkpoint's MTP layer, reused autoregressively (V3)
+  dspark,  // the checkpoint's DSpark stages, one parallel draft block per step (V4.1; docs/dspark.md)
 };
 
 // How the drafts of a sampled request (temperature > 0) are drawn (docs/speculative.md).
@@ -36,15 +37,20 @@ struct SpeculativeConfig {
   // ids (BPE merge order, roughly frequency rank) plus the special tokens. -1 = auto (a quarter of
   // the vocabulary, at least 1024); 0 = the full head.
   int32_t draft_vocab = -1;
+  // DSpark: confidence-scheduled verification (DSpark paper Algorithm 1; DeepInfer's
+  // DEEPINFER_ENABLE_MTP_VARLEN): each step verifies, per sequence, the prefix of its drafts that
+  // maximises expected tokens per second under the target's step-time curve measured at start.
+  bool confidence_scheduling = false;
 
   static constexpr int32_t kMaxSpeculativeTokens = 16;
   bool enabled() const { return method != SpeculativeMethod::none && num_speculative_tokens > 0; }
 };
 
 // Keys: method, num_speculative_tokens (required), adaptive (bool, default true), draft_sampling
-// ("greedy" | "sampled", default greedy), draft_vocab (integer >= 0; default auto).
+// ("greedy" | "sampled", default greedy), draft_vocab (integer >= 0; default auto),
+// confidence_scheduling (bool, default false; only with method dspark).
 // invalid_argument (user) with one line naming the field: not JSON, not an object, an unknown key,
-// method not "mtp" (dspark is named as not built yet), num_speculative_tokens missing or outside
+// method not "mtp" or "dspark", num_speculative_tokens missing or outside
 // [1, kMaxSpeculativeTokens], adaptive not a bool, draft_sampling not one of its values.
 Result<SpeculativeConfig> parse_speculative_config(std::string_view json);
 

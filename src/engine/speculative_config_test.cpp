@@ -23,6 +23,12 @@ TEST(SpeculativeConfig, ParsesVllmShape) {
   EXPECT_FALSE(d->adaptive);
   EXPECT_EQ(d->draft_sampling, DraftSampling::sampled);
   EXPECT_EQ(d->draft_vocab, 0);
+  Result<SpeculativeConfig> e = parse_speculative_config(
+      R"({"method": "dspark", "num_speculative_tokens": 5, "confidence_scheduling": true})");
+  ASSERT_TRUE(e.ok()) << e.status().to_string();
+  EXPECT_EQ(e->method, SpeculativeMethod::dspark);
+  EXPECT_TRUE(e->confidence_scheduling);
+  EXPECT_FALSE(d->confidence_scheduling);
 }
 
 TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
@@ -33,7 +39,10 @@ TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
       {R"({"method": "mtp"})", "\"num_speculative_tokens\" is missing"},
       {R"({"method": 3, "num_speculative_tokens": 3})", "\"method\" must be a string"},
       {R"({"method": "eagle", "num_speculative_tokens": 3})", "\"eagle\" is not supported"},
-      {R"({"method": "dspark", "num_speculative_tokens": 3})", "not implemented yet"},
+      {R"({"method": "mtp", "num_speculative_tokens": 3, "confidence_scheduling": true})",
+       "\"confidence_scheduling\" needs \"method\": \"dspark\""},
+      {R"({"method": "dspark", "num_speculative_tokens": 3, "confidence_scheduling": "on"})",
+       "\"confidence_scheduling\" must be true or false"},
       {R"({"method": "mtp", "num_speculative_tokens": 0})", "must be in [1, 16], got 0"},
       {R"({"method": "mtp", "num_speculative_tokens": 17})", "got 17"},
       {R"({"method": "mtp", "num_speculative_tokens": 2.5})", "must be an integer"},

@@ -114,6 +114,7 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
     requests_[i] = ForwardRequest{&seqs_[i], std::span<const int32_t>(tokens_.data() + b, n), n_draft_[i] > 0,
                                   plan_.chunks[i].replay_end};
     requests_[i].all_hidden = drafting_ && drafter_->needs_hidden();
+    requests_[i].may_truncate = n_draft_[i] > 0;  // the verify keeps a prefix of the drafts
   }
   return ok_status();
 }

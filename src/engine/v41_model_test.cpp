@@ -318,5 +318,156 @@ TEST(V41DecoderReplay, OptionErrors) {
   EXPECT_EQ(decoder_first_position({.compact = true, .keep_tokens = 140}, 0), 0);
 }
 
+// Roll-back inside journaled chunks (model/v4_chunk_undo.h) on V4.1: the ratio-2 and ratio-1
+// compressors, index keys, rings and Engram's history come back bit for bit.
+TEST(V41Model, TruncatingJournaledChunksEqualsARunWithoutTheRejectedRows) {
+  auto m = load_v41();
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->supports_truncation());
+  const std::vector<int32_t> ids = v4_test::test_ids(60, 8);
+  const std::vector<float> want = run_alone(*m, ids, 0);
+  const std::vector<float> got = v4_test::run_with_rejections(*m, ids, 7, 1);
+  ASSERT_EQ(got.size(), want.size());
+  int64_t first_diff = -1;
+  for (size_t i = 0; i < got.size() && first_diff < 0; ++i)
+    if (got[i] != want[i]) first_diff = static_cast<int64_t>(i) / 129280;
+  EXPECT_EQ(first_diff, -1) << "first differing row";
+}
+
+// DSpark (docs/dspark.md): the target's context features of one sequence, every row (all_hidden),
+// fed `chunk` ids per forward.
+std::vector<float> dspark_features(ModelRunner& m, const std::vector<int32_t>& ids, SequenceState& seq,
+                                   size_t chunk) {
+  std::vector<float> f;
+  LogitsOutput out;
+  for (size_t at = 0; at < ids.size(); at += chunk) {
+    ForwardRequest req{&seq, {ids.data() + at, std::min(chunk, ids.size() - at)}, false};
+    req.all_hidden = true;
+    EXPECT_TRUE(m.forward({&req, 1}, out).ok());
+    EXPECT_EQ(out.hidden_row_begin.back(), static_cast<int64_t>(req.tokens.size()));
+    f.insert(f.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
+  }
+  return f;
+}
+
+SequenceState slot_sequence(int slot) {
+  SequenceState seq;
+  for (int b = 0; b < 8; ++b) seq.block_table.push_back(slot * 8 + b);
+  seq.state_slot = slot;
+  return seq;
+}
+
+std::vector<float> block_rows(const DraftBlockOutput& out, int64_t block, int64_t B, int64_t width,
+                              bool logits) {
+  const TensorF32& t = logits ? out.logits : out.hidden;
+  return std::vector<float>(t.row(block * B), t.row(block * B) + B * width);
+}
+
+TEST(V41DSpark, FeaturesAreChunkInvariantAndBlocksBatchInvariant) {
+  auto m = load_v41();
+  ASSERT_TRUE(m);
+  DraftBlockModel* dm = m->draft_block_model();
+  ASSERT_NE(dm, nullptr);
+  const int64_t B = dm->block_size(), d = m->config().hidden_size, V = m->config().vocab_size;
+  EXPECT_EQ(B, 5);
+  const std::vector<int32_t> a = v4_test::test_ids(40, 4), b = v4_test::test_ids(33, 5);
+  SequenceState sa = slot_sequence(0), sb = slot_sequence(1), sa_steps = slot_sequence(2);
+  const std::vector<float> fa = dspark_features(*m, a, sa, a.size());
+  const std::vector<float> fb = dspark_features(*m, b, sb, b.size());
+  // Decode gives the prefill's features (the target is chunk-invariant, and so are they).
+  EXPECT_TRUE(dspark_features(*m, a, sa_steps, 1) == fa);
+  ASSERT_EQ(fa.size(), a.size() * d);
+
+  // Context: every position before the anchor (the last id).
+  auto feed = [&](SequenceState& s, const std::vector<float>& f, size_t n) {
+    return dm->extend(s, 0, {f.data(), (n - 1) * d});
+  };
+  ASSERT_TRUE(feed(sa, fa, a.size()).ok());
+  ASSERT_TRUE(feed(sb, fb, b.size()).ok());
+  const DraftBlockRequest qa{&sa, a.back(), static_cast<int64_t>(a.size()) - 1};
+  const DraftBlockRequest qb{&sb, b.back(), static_cast<int64_t>(b.size()) - 1};
+  DraftBlockOutput alone_a, alone_b, both;
+  ASSERT_TRUE(dm->draft({&qa, 1}, alone_a).ok());
+  ASSERT_TRUE(dm->draft({&qb, 1}, alone_b).ok());
+  const DraftBlockRequest pair[] = {qb, qa};
+  ASSERT_TRUE(dm->draft(pair, both).ok());
+  EXPECT_TRUE(block_rows(both, 1, B, V, true) == block_rows(alone_a, 0, B, V, true));
+  EXPECT_TRUE(block_rows(both, 0, B, V, true) == block_rows(alone_b, 0, B, V, true));
+  EXPECT_TRUE(block_rows(both, 1, B, d, false) == block_rows(alone_a, 0, B, d, false));
+  // Drafting reads the context and leaves it: the same request again gives the same bits.
+  DraftBlockOutput again;
+  ASSERT_TRUE(dm->draft({&qa, 1}, again).ok());
+  EXPECT_TRUE(block_rows(again, 0, B, V, true) == block_rows(alone_a, 0, B, V, true));
+  // The context matters: b's context under a's anchor gives other logits.
+  SequenceState sc = slot_sequence(3);
+  ASSERT_TRUE(dm->extend(sc, 0, {fb.data(), (b.size() - 1) * d}).ok());
+  const DraftBlockRequest qc{&sc, a.back(), static_cast<int64_t>(b.size()) - 1};
+  DraftBlockOutput other;
+  ASSERT_TRUE(dm->draft({&qc, 1}, other).ok());
+  EXPECT_FALSE(block_rows(other, 0, B, V, true) == block_rows(alone_a, 0, B, V, true));
+
+  // The heads: the Markov bias moves the logits and depends on the previous token; the confidence
+  // is a probability that depends on it too.
+  std::vector<float> z0(alone_a.logits.row(0), alone_a.logits.row(0) + V), z1 = z0;
+  dm->add_markov_bias(a.back(), z0);
+  dm->add_markov_bias(a.back() == 7 ? 8 : 7, z1);
+  EXPECT_FALSE(z0 == z1);
+  const std::span<const float> h0(alone_a.hidden.row(0), static_cast<size_t>(d));
+  const float c0 = dm->confidence(h0, a.back()), c1 = dm->confidence(h0, a.back() == 7 ? 8 : 7);
+  EXPECT_GT(c0, 0.0f);
+  EXPECT_LT(c0, 1.0f);
+  EXPECT_NE(c0, c1);
+}
+
+TEST(V41DSpark, ContextRestartsAndBadRequests) {
+  auto m = load_v41();
+  ASSERT_TRUE(m);
+  DraftBlockModel* dm = m->draft_block_model();
+  ASSERT_NE(dm, nullptr);
+  const int64_t d = m->config().hidden_size, V = m->config().vocab_size, B = dm->block_size();
+  const std::vector<int32_t> a = v4_test::test_ids(30, 6);
+  SequenceState sa = slot_sequence(0);
+  const std::vector<float> fa = dspark_features(*m, a, sa, a.size());
+  // Fed in two parts = fed at once.
+  ASSERT_TRUE(dm->extend(sa, 0, {fa.data(), 10 * static_cast<size_t>(d)}).ok());
+  ASSERT_TRUE(dm->extend(sa, 10, {fa.data() + 10 * d, 19 * static_cast<size_t>(d)}).ok());
+  const DraftBlockRequest q{&sa, a.back(), 29};
+  DraftBlockOutput parts, once;
+  ASSERT_TRUE(dm->draft({&q, 1}, parts).ok());
+  // A position other than the count fed starts the context over: from 0, all of it again.
+  ASSERT_TRUE(dm->extend(sa, 0, {fa.data(), 29 * static_cast<size_t>(d)}).ok());
+  ASSERT_TRUE(dm->draft({&q, 1}, once).ok());
+  EXPECT_TRUE(block_rows(parts, 0, B, V, true) == block_rows(once, 0, B, V, true));
+  // An anchor position that is not the count fed, or an anchor id outside the vocabulary.
+  DraftBlockOutput out;
+  const DraftBlockRequest early{&sa, a.back(), 28}, bad_id{&sa, static_cast<int32_t>(V), 29};
+  EXPECT_EQ(dm->draft({&early, 1}, out).code(), ErrorCode::model_bad_input);
+  EXPECT_EQ(dm->draft({&bad_id, 1}, out).code(), ErrorCode::model_bad_input);
+  SequenceState fresh = slot_sequence(1);  // nothing fed yet
+  const DraftBlockRequest unfed{&fresh, a.back(), 0};
+  EXPECT_EQ(dm->draft({&unfed, 1}, out).code(), ErrorCode::model_bad_input);
+}
+
+TEST(V41DSpark, WithoutTheKeysTheStagesAreNotLoaded) {
+  // The stages' tensors stay in the files, but a config without dspark_* keys has no drafter and
+  // gives the final normed rows as hidden rows.
+  const EditedCopy copy("ds_v41_no_dspark_", [](nlohmann::json& t) {
+    for (const char* k : {"dspark_block_size", "dspark_noise_token_id", "dspark_target_layer_ids",
+                          "dspark_markov_rank", "dspark_n_routed_experts", "dspark_num_experts_per_tok"})
+      t.erase(k);
+    t["num_nextn_predict_layers"] = 0;
+    std::vector<int> ratios = t["compress_ratios"];
+    ratios.resize(static_cast<size_t>(t["num_hidden_layers"].get<int>()));
+    t["compress_ratios"] = ratios;
+  });
+  ModelOptions o;
+  o.isa = best_isa();
+  o.n_threads = 2;
+  o.max_seq_len = 64;
+  Result<std::unique_ptr<ModelRunner>> m = load_model(copy.path(), o);
+  ASSERT_TRUE(m.ok()) << m.status().to_string();
+  EXPECT_EQ((*m)->draft_block_model(), nullptr);
+}
+
 }  // namespace
 }  // namespace ds

@@ -50,6 +50,7 @@ class DeepSeekV3 final : public ModelRunner {
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
   Status set_mtp_draft_vocab(std::span<const int32_t> ids) override;
   bool supports_mtp_drafting() const override { return has_mtp(); }
+  bool supports_truncation() const override { return true; }  // all state paged: lower the counts
 
  private:
   DeepSeekV3(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts);

@@ -6,6 +6,7 @@
 #include "kernels/norm.h"
 #include "model/batch_check.h"
 #include "model/swa_replay.h"
+#include "model/v4_chunk_undo.h"
 #include "model/v4_norm.h"
 #include "model/v4_state_slots.h"
 
@@ -104,6 +105,11 @@ Status DeepSeekV4::build() {
   if (!v41_ && c.num_draft_layers() == 1) {
     DS_ASSIGN_OR_RETURN(mtp_, V4Mtp::load(ckpt_, c, 0, specs_[c.num_hidden_layers]));
   }
+  if (v41_ && c.dspark && c.num_draft_layers() > 0) {
+    const std::span<const LayerSpec> stages(specs_.data() + c.num_hidden_layers,
+                                            static_cast<size_t>(c.num_draft_layers()));
+    DS_ASSIGN_OR_RETURN(dspark_, V41DSpark::load(ckpt_, c, stages));
+  }
   return ok_status();
 }
 
@@ -125,6 +131,8 @@ KvCacheLayout DeepSeekV4::kv_cache_layout() const {
     per_seq += int64_t{2} * 4 * coff * ratio * coff * cfg_.head_dim;
     if (s.index_compressor) per_seq += int64_t{2} * 4 * 2 * ratio * 2 * cfg_.index_head_dim;
   }
+  if (dspark_)  // the stages' context rings
+    per_seq += int64_t{dspark_->n_stages()} * cfg_.sliding_window * (cfg_.head_dim * 4 + 8);
   l.bytes_per_token = (per_token_x_lcm + lcm - 1) / lcm;
   l.bytes_per_sequence = per_seq;
   l.swa_replay_tokens = replay_.tokens();
@@ -185,7 +193,8 @@ V4LayerPages DeepSeekV4::pages_for(int layer, const int32_t* block_table) const 
 
 Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
                                std::span<const std::span<const int32_t>> tokens,
-                               std::span<const int64_t> replay_ends, bool mtp) {
+                               std::span<const int64_t> replay_ends, bool mtp,
+                               std::span<const uint8_t> may_truncate) {
   block_check_.clear();
   for (size_t r = 0; r < seqs.size(); ++r) {
     DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
@@ -193,6 +202,8 @@ Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
     if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, keeps_mtp_state(), request_prefix(r)));
+    if (replay_end != 0 && !may_truncate.empty() && may_truncate[r] != 0)
+      return Status(ErrorCode::model_bad_input, request_prefix(r) + "may_truncate with replay_end");
     DS_TRY(slots_.check(seqs, r, replay_.starts(*seq, replay_end), request_prefix(r)));
     const int64_t base = mtp ? seq->n_mtp_tokens : seq->n_tokens;
     // Replayed rows write nothing below replay_end: those blocks belong to the shared prefix.
@@ -223,22 +234,39 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   std::vector<SequenceState*> seqs;
   std::vector<std::span<const int32_t>> tokens;
   std::vector<int64_t> replay_ends;
-  for (const auto& r : requests) {
-    seqs.push_back(r.seq);
-    tokens.push_back(r.tokens);
-    replay_ends.push_back(r.replay_end);
+  std::vector<uint8_t> may_truncate(requests.size());
+  for (size_t r = 0; r < requests.size(); ++r) {
+    seqs.push_back(requests[r].seq);
+    tokens.push_back(requests[r].tokens);
+    replay_ends.push_back(requests[r].replay_end);
+    may_truncate[r] = requests[r].may_truncate ? 1 : 0;
   }
-  DS_TRY(check_batch(seqs, tokens, replay_ends, /*mtp=*/false));
+  DS_TRY(check_batch(seqs, tokens, replay_ends, /*mtp=*/false, may_truncate));
+  if (num_.index_keys_on_group &&
+      std::any_of(requests.begin(), requests.end(), [](const ForwardRequest& q) { return q.may_truncate; })) {
+    return Status(ErrorCode::model_unsupported, "may_truncate with --numerics index_keys=on_group");
+  }
   const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
   // Every request's rows go through each layer together (V4Block::forward): the MoE streams its
   // weights once per step; attention runs per sequence. first_row[r]: request r's first row.
   std::vector<V4SequenceSlot*> slots;
   std::vector<int64_t> first_row{0};
   std::vector<int32_t> pos, ids;
+  const int64_t engram_keep = engram_.empty() ? 0 : engram_.rules().n_slots - 1;
   for (size_t r = 0; r < requests.size(); ++r) {
-    slots.push_back(&slots_.take(*seqs[r], replay_.starts(*seqs[r], replay_ends[r]), replay_ends[r], cfg_,
-                                 specs_,
+    const bool replay = replay_.starts(*seqs[r], replay_ends[r]);
+    V4SequenceSlot& held = slots_.of(*seqs[r]);
+    if (!replay && seqs[r]->n_tokens > 0 && held.n_tokens > seqs[r]->n_tokens) {  // checked: can_roll_back
+      roll_back(held, seqs[r]->n_tokens, {specs_.data(), static_cast<size_t>(cfg_.num_hidden_layers)},
+                engram_keep, hc * d);
+    }
+    slots.push_back(&slots_.take(*seqs[r], replay, replay_ends[r], cfg_, specs_,
                                  keeps_mtp_state()));  // slots are distinct (check_batch)
+    if (requests[r].may_truncate) {
+      begin_chunk_journal(*slots.back(), seqs[r]->n_tokens, tokens[r]);
+    } else {
+      drop_chunk_journal(*slots.back());
+    }
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     for (int64_t t = 0; t < n; ++t) pos.push_back(static_cast<int32_t>(seqs[r]->n_tokens + t));
     ids.insert(ids.end(), tokens[r].begin(), tokens[r].end());
@@ -255,6 +283,11 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   float* streams = scratch_of(scratch_.streams, n_rows * hc * d);
   float* e = scratch_of(scratch_.embedded, n_rows * d);
   embed_.lookup(ids.data(), n_rows, e, d);
+  // DSpark features: only for a call in which some request wants every row's hidden state (a
+  // drafter's); plain decoding pays nothing for them.
+  const bool features = dspark_ && std::any_of(requests.begin(), requests.end(),
+                                               [](const ForwardRequest& r) { return r.all_hidden; });
+  if (features) scratch_of(dspark_feat_, n_rows * static_cast<int64_t>(dspark_->target_layers().size()) * d);
   for (int64_t t = 0; t < n_rows; ++t)
     for (int64_t k = 0; k < hc; ++k) std::copy_n(e + t * d, d, streams + (t * hc + k) * d);
   std::vector<V4SequenceRows> rows;
@@ -319,7 +352,7 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
       std::vector<V4SequenceRows> all;
       for (size_t r = 0; r < requests.size(); ++r) all.push_back(rows_of(l, r));
       layers_[l].feed_compressor(ctx_, num_, streams, n_rows, pos.data(), all, scratch_, carried);
-      compact_decoder_rows(skip, first_row, streams, pos, ids, carried);
+      compact_decoder_rows(skip, first_row, streams, pos, ids, carried, features);
       n_run = first_row.back();
       active.clear();
       for (size_t r = 0; r < requests.size(); ++r)
@@ -338,9 +371,12 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
         rows.back().keys_owner = &slots[r]->layers[published];
       }
     }
+    if (features) capture_dspark_means(static_cast<int>(l), streams, n_run);
     if (n_run > 0)
       layers_[l].forward(ctx_, num_, streams, n_run, pos.data(), ids.data(), rows, scratch_, carried);
   }
+  for (size_t r = 0; r < requests.size(); ++r)
+    if (requests[r].may_truncate) end_chunk_journal(*slots[r]);
   const int64_t n_out_rows = n_run;  // rows that reached the head
   // The rows that get logits: each request's last row, or all of them (out.row_begin); with
   // decoder replay only rows that ran the decoder (a chunk wholly before the cut gets none).
@@ -366,11 +402,11 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
              h);
 
   const int64_t R = out.row_begin.back();
-  out.hidden.reshape(Shape{R, d});  // [R, d] the rows that get logits
+  float* head_in = scratch_of(scratch_.collapsed, R * d);  // [R, d] the rows that get logits (col is done)
   for (size_t r = 0; r < requests.size(); ++r) {
     const int64_t n = chunk_rows[r];
     const int64_t n_out = out.row_begin[r + 1] - out.row_begin[r];
-    std::copy_n(h + (first_row[r + 1] - n_out) * d, n_out * d, out.hidden.data() + out.row_begin[r] * d);
+    std::copy_n(h + (first_row[r + 1] - n_out) * d, n_out * d, head_in + out.row_begin[r] * d);
     if (keeps_mtp_state()) {  // never with decoder replay (V4.1 keeps no MTP state)
       slots[r]->pending_streams.insert(slots[r]->pending_streams.end(), streams + first_row[r] * hc * d,
                                        streams + first_row[r + 1] * hc * d);
@@ -379,13 +415,61 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     seqs[r]->n_tokens += n;
   }
   out.logits.reshape(Shape{R, cfg_.vocab_size});
-  linear(ctx_, head_.w, out.hidden.data(), R, d, out.logits.data(), cfg_.vocab_size);
+  linear(ctx_, head_.w, head_in, R, d, out.logits.data(), cfg_.vocab_size);
+  fill_hidden(requests, first_row, h, features, out);
   return ok_status();
+}
+
+void DeepSeekV4::capture_dspark_means(int layer, const float* streams, int64_t n) {
+  const std::vector<int>& targets = dspark_->target_layers();
+  const auto it = std::find(targets.begin(), targets.end(), layer);
+  if (it == targets.end()) return;
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
+  const int64_t width = static_cast<int64_t>(targets.size()) * d;
+  const int64_t col = (it - targets.begin()) * d;
+  const float inv_hc = 1.0f / static_cast<float>(hc);
+  for (int64_t t = 0; t < n; ++t) {
+    float* f = dspark_feat_.data() + t * width + col;
+    const float* x = streams + t * hc * d;
+    for (int64_t c = 0; c < d; ++c) {
+      float sum = 0;
+      for (int64_t k = 0; k < hc; ++k) sum += x[k * d + c];
+      f[c] = sum * inv_hc;
+    }
+  }
+}
+
+void DeepSeekV4::fill_hidden(std::span<const ForwardRequest> requests, const std::vector<int64_t>& first_row,
+                             const float* h, bool features, LogitsOutput& out) {
+  const int64_t d = cfg_.hidden_size;
+  out.hidden_row_begin.assign(1, 0);
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t n =
+        requests[r].all_hidden ? first_row[r + 1] - first_row[r] : out.row_begin[r + 1] - out.row_begin[r];
+    out.hidden_row_begin.push_back(out.hidden_row_begin.back() + n);
+  }
+  const int64_t RH = out.hidden_row_begin.back();
+  out.hidden.reshape(Shape{RH, d});
+  // The source rows of every hidden row, in order: each request's last n rows.
+  std::vector<int64_t> src;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const int64_t n = out.hidden_row_begin[r + 1] - out.hidden_row_begin[r];
+    for (int64_t t = first_row[r + 1] - n; t < first_row[r + 1]; ++t) src.push_back(t);
+  }
+  if (!features) {
+    for (int64_t i = 0; i < RH; ++i) std::copy_n(h + src[i] * d, d, out.hidden.data() + i * d);
+    return;
+  }
+  const int64_t width = static_cast<int64_t>(dspark_->target_layers().size()) * d;
+  std::vector<float> f(static_cast<size_t>(RH * width));
+  for (int64_t i = 0; i < RH; ++i)
+    std::copy_n(dspark_feat_.data() + src[i] * width, width, f.data() + i * width);
+  dspark_->context_features(ctx_, num_, f.data(), RH, out.hidden.data());
 }
 
 void DeepSeekV4::compact_decoder_rows(std::span<const int64_t> skip, std::vector<int64_t>& first_row,
                                       float* streams, std::vector<int32_t>& pos, std::vector<int32_t>& ids,
-                                      double* carried) {
+                                      double* carried, bool features) {
   const int64_t hc = cfg_.hc_mult, w = hc * cfg_.hidden_size;
   const int64_t slots_per_row = engram_.empty() ? 0 : engram_.rules().n_slots;
   int64_t to = 0;
@@ -397,6 +481,10 @@ void DeepSeekV4::compact_decoder_rows(std::span<const int64_t> skip, std::vector
       pos[to] = pos[from];
       ids[to] = ids[from];
       if (carried != nullptr) std::copy_n(carried + from * hc, hc, carried + to * hc);
+      if (features) {  // DSpark stream means captured before the cut (a target layer before it)
+        const int64_t fw = static_cast<int64_t>(dspark_->target_layers().size()) * cfg_.hidden_size;
+        std::copy_n(dspark_feat_.data() + from * fw, fw, dspark_feat_.data() + to * fw);
+      }
       if (slots_per_row > 0) {
         std::copy_n(engram_ids_.data() + from * slots_per_row, slots_per_row,
                     engram_ids_.data() + to * slots_per_row);
@@ -444,6 +532,81 @@ Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutpu
   out.logits.reshape(Shape{R, cfg_.vocab_size});
   linear(ctx_, head_.w, h_all.data(), R, d, out.logits.data(), cfg_.vocab_size);
   return ok_status();
+}
+
+Status DeepSeekV4::extend(SequenceState& seq, int64_t pos, std::span<const float> features) {
+  const int64_t d = cfg_.hidden_size;
+  if (!dspark_) return Status(ErrorCode::model_unsupported, "checkpoint has no DSpark stages");
+  if (seq.state_slot < 0 || static_cast<size_t>(seq.state_slot) >= slots_.size() ||
+      features.size() % d != 0 || pos < 0) {
+    return Status(ErrorCode::model_bad_input, "DSpark extend: bad state slot, position or feature rows");
+  }
+  V4SequenceSlot& slot = slots_.of(seq);
+  if (slot.dspark_layers.empty() || pos != slot.n_dspark_tokens) {  // a new context (or a restart)
+    dspark_->reset_rings(slot.dspark_layers);
+    slot.n_dspark_tokens = pos;
+  }
+  const int64_t n = static_cast<int64_t>(features.size()) / d;
+  // Only the last `window` positions can stay in a ring: the earlier ones would be overwritten.
+  const int64_t skip = std::max<int64_t>(0, n - cfg_.sliding_window);
+  std::vector<int32_t> at;
+  for (int64_t t = skip; t < n; ++t) at.push_back(static_cast<int32_t>(pos + t));
+  dspark_->inject(ctx_, num_, features.data() + skip * d, n - skip, at.data(), slot.dspark_layers, scratch_);
+  slot.n_dspark_tokens = pos + n;
+  return ok_status();
+}
+
+int64_t DeepSeekV4::fed(const SequenceState& seq) const {
+  if (seq.state_slot < 0 || static_cast<size_t>(seq.state_slot) >= slots_.size()) return 0;
+  const V4SequenceSlot& slot = slots_.of(seq);
+  return slot.dspark_layers.empty() ? 0 : slot.n_dspark_tokens;
+}
+
+Status DeepSeekV4::draft(std::span<const DraftBlockRequest> requests, DraftBlockOutput& out) {
+  if (!dspark_) return Status(ErrorCode::model_unsupported, "checkpoint has no DSpark stages");
+  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult, B = dspark_->block_size();
+  std::vector<std::vector<V4LayerState>*> rings;
+  std::vector<int32_t> pos, ids;
+  for (size_t r = 0; r < requests.size(); ++r) {
+    const DraftBlockRequest& q = requests[r];
+    const std::string which = "draft block request " + std::to_string(r) + ": ";
+    if (q.seq == nullptr || q.seq->state_slot < 0 || static_cast<size_t>(q.seq->state_slot) >= slots_.size())
+      return Status(ErrorCode::model_bad_input, which + "no state slot");
+    V4SequenceSlot& slot = slots_.of(*q.seq);
+    if (slot.dspark_layers.empty() || q.pos != slot.n_dspark_tokens || q.anchor < 0 ||
+        q.anchor >= cfg_.vocab_size) {
+      return Status(ErrorCode::model_bad_input, which + "anchor position " + std::to_string(q.pos) +
+                                                    " is not the " + std::to_string(slot.n_dspark_tokens) +
+                                                    " positions fed, or the anchor id is out of range");
+    }
+    rings.push_back(&slot.dspark_layers);
+    for (int64_t j = 0; j < B; ++j) {
+      pos.push_back(static_cast<int32_t>(q.pos + j));
+      ids.push_back(j == 0 ? q.anchor : dspark_->noise_token());
+    }
+  }
+  const int64_t n_rows = static_cast<int64_t>(ids.size());
+  out.hidden.reshape(Shape{n_rows, d});
+  out.logits.reshape(Shape{n_rows, cfg_.vocab_size});
+  if (n_rows == 0) return ok_status();
+  float* streams = scratch_of(scratch_.streams, n_rows * hc * d);
+  float* e = scratch_of(scratch_.embedded, n_rows * d);
+  embed_.lookup(ids.data(), n_rows, e, d);
+  for (int64_t t = 0; t < n_rows; ++t)
+    for (int64_t k = 0; k < hc; ++k) std::copy_n(e + t * d, d, streams + (t * hc + k) * d);
+  double* carried = scratch_of(carried_pre_, n_rows * hc);
+  dspark_->forward(ctx_, num_, streams, static_cast<int64_t>(requests.size()), pos.data(), ids.data(), rings,
+                   carried, out.hidden.data(), scratch_);
+  linear(ctx_, head_.w, out.hidden.data(), n_rows, d, out.logits.data(), cfg_.vocab_size);
+  return ok_status();
+}
+
+void DeepSeekV4::add_markov_bias(int32_t prev, std::span<float> logits) {
+  dspark_->add_markov_bias(ctx_, prev, logits.data());
+}
+
+float DeepSeekV4::confidence(std::span<const float> h, int32_t prev) const {
+  return dspark_->confidence(h.data(), prev);
 }
 
 }  // namespace ds

@@ -10,8 +10,9 @@
 // KvCacheConfig::n_sequence_slots). The rings and partial groups are not in the blocks, so a
 // sequence that starts on a shared cached prefix of H tokens rebuilds them by SWA bounded replay
 // (ForwardRequest::replay_end = H, from H - swa_replay_tokens on a fresh slot; replayed rows read the
-// cached entries and write only entries >= H / ratio). Rollback (truncate_sequence) is unsupported:
-// any other forward at a position the slot has not reached (or has passed) is model_bad_input.
+// cached entries and write only entries >= H / ratio). Roll-back: only inside the last chunk when it
+// ran with ForwardRequest::may_truncate (model/v4_chunk_undo.h); any other forward at a position the
+// slot has not reached (or has passed) is model_bad_input.
 //
 // MTP: forward_mtp reads the main final streams [hc, hidden] the slot kept for positions
 // [n_mtp_tokens, n_tokens); MtpRequest::hidden may be null and is not read (V4's MTP needs all hc
@@ -21,7 +22,9 @@
 // deepseek_v41.h): its differences are in the layer specs (weights/layer_spec.h: CSA2 sources,
 // index sources, candidate pool) and the blocks' options, plus two here: the delayed mHC pre
 // carried from block to block with no hyper-head (§5.1), and caches only for the layers that own
-// them, readers reading their source's pages. V4.1's DSpark stages are not loaded (no MTP).
+// them, readers reading their source's pages. V4.1's DSpark stages (docs/dspark.md) are this
+// model's DraftBlockModel: with them, a forward in which some request asks all_hidden gives their
+// context features as every LogitsOutput::hidden row (otherwise the final normed rows, at no cost).
 #pragma once
 
 #include <cstdint>
@@ -40,6 +43,7 @@
 #include "model/model_options.h"
 #include "model/model_runner.h"
 #include "model/swa_replay.h"
+#include "model/v41_dspark.h"
 #include "model/v41_engram.h"
 #include "model/v4_block.h"
 #include "model/v4_kv_state.h"
@@ -54,7 +58,7 @@
 
 namespace ds {
 
-class DeepSeekV4 final : public ModelRunner {
+class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
  public:
   static Result<std::unique_ptr<DeepSeekV4>> load(const std::string& dir, const ModelOptions& opts,
                                                   const V4Numerics& num = {});
@@ -74,6 +78,17 @@ class DeepSeekV4 final : public ModelRunner {
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
   std::vector<RoutedExpertSet*> routed_expert_sets() override;
   bool has_mtp() const override { return mtp_.has_value(); }
+  // Journaled chunks (model/v4_chunk_undo.h); not with the release's index-key publishing, whose
+  // choice of publisher a roll-back cannot restore.
+  bool supports_truncation() const override { return !num_.index_keys_on_group; }
+  DraftBlockModel* draft_block_model() override { return dspark_ ? this : nullptr; }
+  // DraftBlockModel (V4.1 DSpark, model/v41_dspark.h).
+  int block_size() const override { return dspark_ ? dspark_->block_size() : 0; }
+  int64_t fed(const SequenceState& seq) const override;
+  Status extend(SequenceState& seq, int64_t pos, std::span<const float> features) override;
+  Status draft(std::span<const DraftBlockRequest> requests, DraftBlockOutput& out) override;
+  void add_markov_bias(int32_t prev, std::span<float> logits) override;
+  float confidence(std::span<const float> h, int32_t prev) const override;
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
 
  private:
@@ -81,16 +96,28 @@ class DeepSeekV4 final : public ModelRunner {
   Status build();
   // Validates one batch (ids, lengths, duplicates, block tables, state slots) before any change.
   // replay_ends: ForwardRequest::replay_end per request (empty for MTP batches).
+  // may_truncate: ForwardRequest::may_truncate per request (empty for MTP batches).
   Status check_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
-                     std::span<const int64_t> replay_ends, bool mtp);
+                     std::span<const int64_t> replay_ends, bool mtp,
+                     std::span<const uint8_t> may_truncate = {});
   // Whether slots keep the MTP layer's state and the final streams it will read.
   bool keeps_mtp_state() const { return has_mtp() && kv_config_.mtp_layer; }
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
   V4LayerPages pages_for(int layer, const int32_t* block_table) const;
   // Decoder replay: moves each request's rows from skip[r] on to the front of the step's row
-  // arrays (streams, pos, ids, carried pre, Engram ids) and renumbers first_row.
+  // arrays (streams, pos, ids, carried pre, Engram ids, with `features` DSpark's stream means) and
+  // renumbers first_row.
   void compact_decoder_rows(std::span<const int64_t> skip, std::vector<int64_t>& first_row, float* streams,
-                            std::vector<int32_t>& pos, std::vector<int32_t>& ids, double* carried);
+                            std::vector<int32_t>& pos, std::vector<int32_t>& ids, double* carried,
+                            bool features);
+  // DSpark: the stream means of rows [0, n) entering main layer `layer`, into its columns of
+  // dspark_feat_ when it is a target layer.
+  void capture_dspark_means(int layer, const float* streams, int64_t n);
+  // LogitsOutput::hidden: for request r its hidden rows (all rows that reached the head with
+  // all_hidden, else its logits rows), ending at row first_row[r + 1] of the step's arrays; the
+  // final rows h, or with `features` (DSpark, some request with all_hidden) their context features.
+  void fill_hidden(std::span<const ForwardRequest> requests, const std::vector<int64_t>& first_row,
+                   const float* h, bool features, LogitsOutput& out);
   int n_layer_slots() const { return cfg_.num_hidden_layers + (has_mtp() ? 1 : 0); }
 
   Checkpoint ckpt_;
@@ -108,6 +135,8 @@ class DeepSeekV4 final : public ModelRunner {
   std::vector<float> final_norm_;
   Linear head_;
   std::optional<V4Mtp> mtp_;
+  std::optional<V41DSpark> dspark_;
+  std::vector<float> dspark_feat_;  // [rows, |T|·hidden] the step's target stream means
   KvCacheConfig kv_config_;
   V4StateSlots slots_;
   // Per layer slot (main layers, then MTP): compressed entries [n_blocks, bs / ratio, head_dim]

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "model/draft_block_model.h"
 #include "model/kv_cache.h"
 #include "model/routed_expert_set.h"
 #include "tensor/tensor.h"
@@ -32,6 +33,11 @@ struct ForwardRequest {
   // LogitsOutput::hidden for every token of the chunk, else only for the rows that get logits.
   // Speculative decoding sets it so the MTP drafter can consume every position (docs/speculative.md).
   bool all_hidden = false;
+  // Speculative decoding (docs/speculative.md): after this forward the caller may lower
+  // seq->n_tokens to any position inside the chunk (its rejected drafts), and the sequence's next
+  // forward starts there. A model with unpaged per-sequence state journals the chunk to allow it
+  // (V4: model/v4_chunk_undo.h); a paged-only model (V3) needs nothing. Not with replay_end.
+  bool may_truncate = false;
 };
 
 // One sequence's MTP chunk: row i pairs the main model's hidden state at position
@@ -123,12 +129,19 @@ class ModelRunner {
   // MoE holds every expert and is not listed). Empty for a model whose experts cannot move.
   virtual std::vector<RoutedExpertSet*> routed_expert_sets() { return {}; }
 
+  // The checkpoint's block drafter (V4.1 DSpark stages), or null. With one, a forward() in which
+  // some request asks all_hidden gives its context features as LogitsOutput::hidden (docs/dspark.md).
+  virtual DraftBlockModel* draft_block_model() { return nullptr; }
+
   virtual bool has_mtp() const = 0;
   // True when the engine can draft with the MTP layer (docs/speculative.md): forward() honours
   // all_hidden and fills hidden_row_begin, forward_mtp() honours draft rows and all_logits = false,
   // and rolling a sequence back is lowering its counts (all state paged). V3; V4 needs its window
   // rings and compressor groups rolled back first.
   virtual bool supports_mtp_drafting() const { return false; }
+  // True when ForwardRequest::may_truncate is honoured: a sequence can be rolled back inside the
+  // chunk of its last such forward (V3: every forward, its state is all paged; V4, V4.1).
+  virtual bool supports_truncation() const { return false; }
   // MTP logits for every row of every request (model_unsupported without an MTP layer); the same
   // validation as forward, plus: MTP rows only for positions the main model has consumed.
   virtual Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) = 0;

@@ -248,7 +248,8 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
   std::copy_n(kv, n * D, win_kv + n_ring * D);
   for (int64_t t = 0; t < n; ++t) win_pos[n_ring + t] = pos[t];
 
-  const int64_t n_win_idx = window_;
+  // A draft block's rows see the whole ring and the whole block (docs/dspark.md).
+  const int64_t n_win_idx = rows.draft_block ? n_ring + n : window_;
   int64_t n_comp_idx = 0;
   for (const std::vector<int32_t>& sel : selected) n_comp_idx = std::max<int64_t>(n_comp_idx, sel.size());
   std::vector<int32_t> win_idx(static_cast<size_t>(n * n_win_idx), -1);
@@ -256,7 +257,7 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
   for (int64_t t = 0; t < n; ++t) {
     int64_t k = 0;
     for (int64_t i = 0; i < n_ring + n; ++i) {
-      if (win_pos[i] > pos[t] - window_ && win_pos[i] <= pos[t])
+      if (rows.draft_block || (win_pos[i] > pos[t] - window_ && win_pos[i] <= pos[t]))
         win_idx[t * n_win_idx + k++] = static_cast<int32_t>(i);
     }
     if (ratio_ > 0) {
@@ -277,7 +278,35 @@ void V4Attention::attend(const ForwardContext& ctx, const V4Numerics& num, const
   sa.out = o;
   sparse_attention(ctx.isa, *ctx.pool, sa);
 
+  if (rows.draft_block) return;      // a draft block's KV is not kept
   for (int64_t t = 0; t < n; ++t) {  // the chunk's KV enters the ring after every query has read it
+    const int64_t slot = pos[t] % window_;
+    if (st.journal) {  // a journaled chunk may be cut after this row (v4_chunk_undo.h)
+      st.ring_undo.pos.push_back(pos[t]);
+      st.ring_undo.old_pos.push_back(st.ring_pos[slot]);
+      st.ring_undo.old_kv.insert(st.ring_undo.old_kv.end(), st.ring_kv.data() + slot * D,
+                                 st.ring_kv.data() + (slot + 1) * D);
+    }
+    std::copy_n(kv + t * D, D, st.ring_kv.data() + slot * D);
+    st.ring_pos[slot] = pos[t];
+  }
+}
+
+void V4Attention::window_kv(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+                            const int32_t* pos, float* kva, float* kv) const {
+  const int64_t D = head_dim_, rd = rope_dim_;
+  linear(ctx, wkv_.w, x, n, hidden_, kva, D);
+  v4_rmsnorm(ctx.isa, num, Bf16Point::kv_norm, kva, n, D, kv_norm_.data(), eps_, kv);
+  rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
+  v4_cache_quant_sim(ctx.isa, num, window_quant_, kv, n, D, rd);
+}
+
+void V4Attention::inject_context(const ForwardContext& ctx, const V4Numerics& num, const float* c, int64_t n,
+                                 const int32_t* pos, V4LayerState& st, V4Scratch& scratch) const {
+  const int64_t D = head_dim_;
+  float* kv = scratch_of(scratch.kv, n * D);
+  window_kv(ctx, num, c, n, pos, scratch_of(scratch.kva, n * D), kv);
+  for (int64_t t = 0; t < n; ++t) {
     const int64_t slot = pos[t] % window_;
     std::copy_n(kv + t * D, D, st.ring_kv.data() + slot * D);
     st.ring_pos[slot] = pos[t];
@@ -305,12 +334,8 @@ void V4Attention::forward(const ForwardContext& ctx, const V4Numerics& num, cons
   }
   rope_interleaved(ctx.isa, q, n, hd, H, D, D - rd, pos, inv_freq_);
   // kv: [n, D] shared K=V latent of the chunk's tokens
-  float* kva = scratch_of(scratch.kva, n * D);
   float* kv = scratch_of(scratch.kv, n * D);
-  linear(ctx, wkv_.w, x, n, hidden_, kva, D);
-  v4_rmsnorm(ctx.isa, num, Bf16Point::kv_norm, kva, n, D, kv_norm_.data(), eps_, kv);
-  rope_interleaved(ctx.isa, kv, n, D, 1, D, D - rd, pos, inv_freq_);
-  v4_cache_quant_sim(ctx.isa, num, window_quant_, kv, n, D, rd);
+  window_kv(ctx, num, x, n, pos, scratch_of(scratch.kva, n * D), kv);
 
   // o: [n_rows, H, D] the attention output of every row
   float* o = scratch_of(scratch.o, n * hd);

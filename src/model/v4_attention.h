@@ -53,6 +53,11 @@ class V4Attention {
                        std::span<const V4SequenceRows> seqs, V4Scratch& scratch) const;
   bool owns_compressor() const { return compressor_.has_value(); }
 
+  // DSpark KV injection (docs/dspark.md): the window-KV path (wkv, kv_norm, RoPE, the window's FP8
+  // simulation) on n context features c [n, hidden] at positions pos, written into the ring `st`.
+  void inject_context(const ForwardContext& ctx, const V4Numerics& num, const float* c, int64_t n,
+                      const int32_t* pos, V4LayerState& st, V4Scratch& scratch) const;
+
   int32_t ratio() const { return ratio_; }
   bool csa() const { return indexer_.has_value(); }
   bool q_head_norm(const V4Numerics& num) const {
@@ -100,6 +105,10 @@ class V4Attention {
   void compress(const ForwardContext& ctx, const V4Numerics& num, const float* kv, const float* score,
                 int64_t n, const int32_t* pos, const V4SequenceRows& rows, V4Scratch& scratch) const;
   void slice_wo_a();  // fills wo_a_groups_ (and wo_a_f32_ when needed) from wo_a_
+  // The shared K=V latent of n rows x [n, hidden] at pos: kv [n, D] after kv_norm, RoPE and the
+  // window's storage simulation (kva: [n, D] scratch for the projection).
+  void window_kv(const ForwardContext& ctx, const V4Numerics& num, const float* x, int64_t n,
+                 const int32_t* pos, float* kva, float* kv) const;
 
   int64_t hidden_ = 0, n_heads_ = 0, head_dim_ = 0, rope_dim_ = 0, q_lora_ = 0, o_groups_ = 0, o_lora_ = 0;
   int32_t window_ = 0, ratio_ = 0;

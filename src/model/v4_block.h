@@ -43,6 +43,7 @@ class V4Block {
                        const double* carried_pre) const;
   // An expert-parallel idle step: the MoE with no rows (ModelRunner::forward_idle).
   V4Moe& ffn() { return ffn_; }  // live EPLB moves its routed experts
+  const V4Attention& attention() const { return attn_; }
   void ffn_idle(const ForwardContext& ctx, const V4Numerics& num, V4Scratch& scratch) const {
     ffn_.forward(ctx, num, nullptr, 0, nullptr, nullptr, scratch);
   }

@@ -76,6 +76,11 @@ void V4Compressor::feed(const ForwardContext& ctx, const V4Numerics& num, const 
       st.score[row * width + c] = (gated ? z[t * width + c] : 0.0f) + ape_[phase * width + c];
     }
     if (phase != ratio - 1) continue;
+    if (st.journal) {  // a journaled chunk may be cut before this completion (v4_chunk_undo.h)
+      st.undo.completion_pos.push_back(pos[t]);
+      st.undo.kv_before.push_back(st.kv);
+      st.undo.score_before.push_back(st.score);
+    }
     // SWA bounded replay: a group completing below the cached prefix's end is already an entry in
     // the shared blocks; it only has to leave the state as the full run left it.
     const bool cached = (pos[t] + 1) / ratio - 1 < first_new;

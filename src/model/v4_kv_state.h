@@ -15,6 +15,29 @@
 
 namespace ds {
 
+// What one journaled chunk (ForwardRequest::may_truncate, model/v4_chunk_undo.h) did to a
+// compressor: the positions whose row completed a group, and the state just before each completion.
+struct V4CompressorUndo {
+  std::vector<int64_t> completion_pos;
+  std::vector<std::vector<float>> kv_before, score_before;
+  void clear() {
+    completion_pos.clear();
+    kv_before.clear();
+    score_before.clear();
+  }
+};
+
+// ... and to a window ring: per row written (chunk order) its position and what its slot held.
+struct V4RingUndo {
+  std::vector<int64_t> pos, old_pos;
+  std::vector<float> old_kv;  // [rows, head_dim]
+  void clear() {
+    pos.clear();
+    old_pos.clear();
+    old_kv.clear();
+  }
+};
+
 // The unfinished group(s) of one compressor ([rows, coff·d_c], rows = 2·ratio with overlap). With
 // overlap rows [0, ratio) are the previous complete group and rows [ratio, 2·ratio) the current
 // one; scores start at -inf so a missing previous group drops out of the softmax.
@@ -24,6 +47,8 @@ struct V4CompressorState {
   int64_t width = 0;         // coff · d_c
   std::vector<float> kv;     // [rows, width]
   std::vector<float> score;  // [rows, width]
+  bool journal = false;      // record completions in `undo` (a journaled chunk is running)
+  V4CompressorUndo undo;
 
   void reset(int32_t ratio_tokens, int64_t width_channels, bool with_overlap);
   int64_t rows() const { return overlap ? 2 * int64_t{ratio} : ratio; }
@@ -38,6 +63,8 @@ struct V4LayerState {
   int64_t n_entries = 0;          // compressed entries written to the pages (entry j pools j·ratio ..)
   V4CompressorState idx_comp;     // indexer compressor (CSA only)
   int64_t n_idx_keys = 0;         // indexer keys written to the pages
+  bool journal = false;           // record ring writes in `ring_undo` (a journaled chunk is running)
+  V4RingUndo ring_undo;
 
   // comp: a compressor of `ratio` (0: none) over (overlap ? 2 : 1)·head_dim channels; idx_comp:
   // V4's overlapping indexer compressor over 2·index_dim channels when index_compressor.
@@ -92,6 +119,9 @@ struct V4SequenceRows {
   // V4.1 release index-key publishing (V4Numerics::index_keys_on_group): the layer whose keys
   // pages.idx holds and whose n_idx_keys counts them (null: the KV source's, as ever).
   const V4LayerState* keys_owner = nullptr;
+  // DSpark draft block (docs/dspark.md): every row sees every ring entry and every row of the chunk
+  // (no causal mask, no per-row window), and the chunk's KV does not enter the ring.
+  bool draft_block = false;
 };
 
 struct V4SequenceSlot {
@@ -105,6 +135,15 @@ struct V4SequenceSlot {
   std::vector<int32_t> engram_history;
   // V4.1 release index-key publishing: the KV source whose keys are published (-1: none yet).
   int published_index_keys = -1;
+  // The last forward's chunk when it was journaled (ForwardRequest::may_truncate): positions
+  // [undo_begin, undo_end); the next forward may start anywhere in it. -1: nothing to roll back.
+  int64_t undo_begin = -1, undo_end = -1;
+  std::vector<int32_t> engram_before;  // engram_history before that chunk
+  std::vector<int32_t> undo_tokens;    // that chunk's tokens
+  // V4.1 DSpark (docs/dspark.md): each stage's ring of context keys, holding positions below
+  // n_dspark_tokens (empty until the first context rows arrive).
+  std::vector<V4LayerState> dspark_layers;
+  int64_t n_dspark_tokens = 0;
   bool in_use = false;
 };
 

@@ -174,6 +174,39 @@ TEST(V4Model, StateSlotErrorsAreBadInput) {
   EXPECT_EQ(out.row_begin, std::vector<int64_t>{0});
 }
 
+// Roll-back inside journaled chunks (model/v4_chunk_undo.h): rings, CSA/HCA compressor groups,
+// the indexer's key compressor and the counts come back to what a run without the rejected rows
+// has, bit for bit, across group completions and window wraps.
+TEST(V4Model, TruncatingJournaledChunksEqualsARunWithoutTheRejectedRows) {
+  auto m = load({}, best_isa(), /*mtp_layer=*/false);
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->supports_truncation());
+  const auto ids = test_ids(70);
+  SequenceState plain;
+  for (int b = 0; b < 8; ++b) plain.block_table.push_back(b);
+  plain.state_slot = 0;
+  LogitsOutput out;
+  ForwardRequest all{&plain, {ids.data(), ids.size()}, true};
+  const Status st = m->forward({&all, 1}, out);
+  ASSERT_TRUE(st.ok()) << st.to_string();
+  const std::vector<float> want(out.logits.data(), out.logits.data() + out.logits.numel());
+  const std::vector<float> got = run_with_rejections(*m, ids, 9, 1);
+  ASSERT_EQ(got.size(), want.size());
+  int64_t first_diff = -1;
+  for (size_t i = 0; i < got.size() && first_diff < 0; ++i)
+    if (got[i] != want[i]) first_diff = static_cast<int64_t>(i) / 129280;
+  EXPECT_EQ(first_diff, -1) << "first differing row";
+  // Without may_truncate the slot still refuses to go back (the journal is per chunk).
+  SequenceState s;
+  for (int b = 0; b < 8; ++b) s.block_table.push_back(16 + b);
+  s.state_slot = 2;
+  ForwardRequest r{&s, {ids.data(), 6}, false};
+  ASSERT_TRUE(m->forward({&r, 1}, out).ok());
+  s.n_tokens = 4;
+  ForwardRequest again{&s, {ids.data() + 4, 1}, false};
+  EXPECT_EQ(m->forward({&again, 1}, out).code(), ErrorCode::model_bad_input);
+}
+
 // f32 engine vs float64 reference, both without the bf16 rounding points: the difference is
 // f32 rounding noise. The reference README measures 4.4e-7 for linear-output-only f32 noise on
 // this model; the engine also runs norms, mHC, softmaxes and above all its RoPE angles in f32

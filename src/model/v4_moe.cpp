@@ -69,7 +69,7 @@ Result<V4Moe> V4Moe::load(const Checkpoint& ckpt, const std::string& prefix, con
   } else {
     DS_ASSIGN_OR_RETURN(m.bias_, load_f32_param(ckpt, prefix + "gate.bias", Shape{m.n_experts_}));
   }
-  if (c.is_v41()) {
+  if (c.is_v41() && layer < c.num_hidden_layers) {  // DSpark stages have none (docs/dspark.md)
     DS_ASSIGN_OR_RETURN(m.bias_vl_, load_f32_param(ckpt, prefix + "gate.bias_vl", Shape{m.n_experts_}));
   }
   m.experts_.resize(static_cast<size_t>(m.n_experts_));

@@ -1,5 +1,7 @@
 #include "model/v4_state_slots.h"
 
+#include "model/v4_chunk_undo.h"
+
 namespace ds {
 
 namespace {
@@ -28,11 +30,12 @@ Status V4StateSlots::check(std::span<SequenceState* const> seqs, size_t r, bool 
                      std::to_string(slots_.size()) + ")");
   }
   const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
-  if (seq.n_tokens > 0 && !starts_replay &&
-      (!slot.in_use || slot.n_tokens != seq.n_tokens || slot.n_mtp_tokens != seq.n_mtp_tokens)) {
+  const bool at = slot.n_tokens == seq.n_tokens || can_roll_back(slot, seq.n_tokens);
+  if (seq.n_tokens > 0 && !starts_replay && (!slot.in_use || !at || slot.n_mtp_tokens != seq.n_mtp_tokens)) {
     return bad_input(which + "state slot " + std::to_string(seq.state_slot) +
                      " does not hold this sequence at " + std::to_string(seq.n_tokens) +
-                     " tokens (V4 state cannot be rolled back; a shared prefix needs replay_end)");
+                     " tokens (V4 state rolls back only inside a may_truncate chunk; a shared prefix needs "
+                     "replay_end)");
   }
   return ok_status();
 }
@@ -57,6 +60,8 @@ V4SequenceSlot& V4StateSlots::take(SequenceState& seq, bool replay, int64_t repl
       if (specs[l].owns_index_keys()) slot.layers.back().n_idx_keys = replay_end / ratio;
     }
   }
+  slot.dspark_layers.clear();  // the drafter's context starts over (V41DSpark::reset_rings)
+  slot.n_dspark_tokens = 0;
   slot.mtp_layers.clear();
   if (keep_mtp) slot.mtp_layers.push_back(fresh_layer(cfg, specs[cfg.num_hidden_layers]));
   return slot;

@@ -21,6 +21,10 @@ class V4StateSlots {
  public:
   void assign(size_t n_slots) { slots_.assign(n_slots, {}); }
   V4SequenceSlot& of(const SequenceState& seq) { return slots_[static_cast<size_t>(seq.state_slot)]; }
+  const V4SequenceSlot& of(const SequenceState& seq) const {
+    return slots_[static_cast<size_t>(seq.state_slot)];
+  }
+  size_t size() const { return slots_.size(); }
 
   // model_bad_input (prefixed by `which`) when seqs[r]'s slot is shared with an earlier request,
   // out of range, or (past its first chunk, and not starting a replay) no longer holds it.

@@ -61,6 +61,44 @@ inline std::vector<int32_t> test_ids(int n = 70, uint32_t seed = 7) {
   return ids;
 }
 
+// Speculative decoding's roll-back (model/v4_chunk_undo.h): a prefill of ids[0, n_prefill), then
+// "verify" chunks [ids[p], guess_1 .. guess_k] with may_truncate, k = 1..4 in turn, whose guesses
+// are right for all, none or half of the positions (then junk); each keeps 1 + the right ones and
+// lowers n_tokens to them. Returns the logits row of every position in order: a run that never
+// saw the junk must give the same bits.
+inline std::vector<float> run_with_rejections(ModelRunner& m, const std::vector<int32_t>& ids,
+                                              size_t n_prefill, int slot) {
+  const int64_t vocab = m.config().vocab_size;
+  SequenceState seq;
+  for (int b = 0; b < 8; ++b) seq.block_table.push_back(slot * 8 + b);
+  seq.state_slot = slot;
+  LogitsOutput out;
+  ForwardRequest pre{&seq, {ids.data(), n_prefill}, true};
+  EXPECT_TRUE(m.forward({&pre, 1}, out).ok());
+  std::vector<float> rows(out.logits.data(), out.logits.data() + out.logits.numel());
+  std::mt19937 rng(3);
+  size_t p = n_prefill;
+  for (int step = 0; p < ids.size(); ++step) {
+    const int k = 1 + step % 4;
+    const int right = step % 3 == 0 ? k : step % 3 == 1 ? 0 : k / 2;
+    std::vector<int32_t> chunk{ids[p]};
+    for (int j = 1; j <= k; ++j) {
+      const size_t at = p + static_cast<size_t>(j);
+      chunk.push_back(j <= right && at < ids.size() ? ids[at] : static_cast<int32_t>(rng() % vocab));
+    }
+    ForwardRequest req{&seq, {chunk.data(), chunk.size()}, true};
+    req.may_truncate = true;
+    const Status st = m.forward({&req, 1}, out);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    if (!st.ok()) return rows;
+    const size_t kept = std::min<size_t>(1 + static_cast<size_t>(right), ids.size() - p);
+    rows.insert(rows.end(), out.logits.data(), out.logits.data() + static_cast<int64_t>(kept) * vocab);
+    seq.n_tokens = static_cast<int64_t>(p + kept);  // the rejected rows are dropped
+    p += kept;
+  }
+  return rows;
+}
+
 // The tests' cache: 16-token blocks, 4 slots; `mtp_layer` as KvCacheConfig::mtp_layer.
 inline std::unique_ptr<DeepSeekV4> load(const V4Numerics& num = {}, Isa isa = Isa::reference,
                                         bool mtp_layer = true) {

@@ -53,6 +53,7 @@ class EpStepRunner final : public ModelRunner {
   std::vector<RoutedExpertSet*> routed_expert_sets() override { return inner_->routed_expert_sets(); }
   bool has_mtp() const override { return inner_->has_mtp(); }
   bool supports_mtp_drafting() const override { return inner_->supports_mtp_drafting(); }
+  bool supports_truncation() const override { return inner_->supports_truncation(); }
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
   Status set_mtp_draft_vocab(std::span<const int32_t> ids) override {
     return inner_->set_mtp_draft_vocab(ids);

@@ -12,6 +12,7 @@ through FP4 (16-blocks, E4M3 scales); index keys and queries through FP4 (32-blo
                         [--no-bf16] [--kv-sim fp8|none] [--shared-expert-clamp on|off] [--q-head-norm on|off]
                         [--sim-input f64|f32] [--engram-ngram-order spec|reversed]
                         [--decoder-replay KEEP [--prompt-len P]] [--replay-hit H --replay-tokens W]
+                        [--dspark-out FILE.npy [--dspark-causal] [--dspark-dump FILE.npz]]
 
 Engram (§5.7) is its own: the compressed token map from the checkpoint's tokenizer.json (byte-level vocabulary
 decoded here, Python's unicodedata for NFKC/NFD/Mn, str.lower, str.strip), the hash constants from NumPy's
@@ -34,8 +35,22 @@ below H keep the cached entry). It has no token history before s: Engram's n-gra
 pad's (the engine's slot keeps no history across a replay; its W is window + max_ngram_size − 1 so those rows leave
 the rings before H). `--out` holds the rows from s (or from the decoder-replay cut, if later).
 
-Not covered (as in the engine today): DSpark (§5.9), vision (§5.10). Index keys are published every step (§9),
-so a prefill and token-by-token decode agree.
+DSpark (§5.9, docs/dspark.md, `--dspark-out FILE.npy`): after the main model has run over every id (positions
+0..n-1), the context features c_t of every position (the stream means entering the dspark_target_layer_ids layers,
+after an Engram module there, concatenated, mtp.0.main_proj, RMSNorm with mtp.0.main_norm at the final_norm point),
+then one draft block: anchor = the last id at position p = n - 1, context = the last sliding_window positions before
+p. Each stage mtp.s (s = 0..num_nextn_predict_layers-1) turns the context's c_t into its own window KV (wkv, kv_norm,
+RoPE at t, FP8 simulation; no attn_norm); the rows [anchor, noise × (B-1)] at p..p+B-1 (hc streams = their
+embedding) run through the stages as V4.1 blocks (delayed pre continuing across the stages; window attention over
+the context entries and then the block's own KV, bidirectional, with the sink; MoE with dspark_n_routed_experts /
+dspark_num_experts_per_tok); the final collapse (the last stage's FFN pre), RMSNorm mtp.{S-1}.norm, the shared head;
+then the sequential greedy Markov chain (z_j = U_j + markov_head.head·markov_head.embed[prev_j], prev_0 = anchor,
+y_j = argmax z_j) and the confidence c_j = σ(w·[h_j ; markov_head.embed[prev_j]] + b), in float64 with no
+rounding point. FILE.npy is float32 [B, V + 2], row j = z_j (V columns), c_j, y_j. `--dspark-causal` (a mutation
+for the tests) masks the block causally; `--dspark-dump FILE.npz` keeps the block's intermediate values.
+
+Not covered (as in the engine today): vision (§5.10). Index keys are published every step (§9), so a prefill and
+token-by-token decode agree.
 """
 import argparse
 import dataclasses
@@ -150,6 +165,28 @@ def latest(ids, layer):
 
 
 @dataclasses.dataclass
+class DsparkConfig:
+    """docs/dspark.md "Config and tensors"."""
+    stages: int        # S = num_nextn_predict_layers (mtp.0 .. S-1)
+    block: int         # B
+    noise: int         # the noise token id
+    targets: list      # T, the target layers whose entering streams feed c_t
+    rank: int          # r, the Markov rank
+    n_experts: int     # E_d
+    topk: int          # k_d
+
+    @staticmethod
+    def load(c):
+        if not c.get("dspark_target_layer_ids") or not c.get("num_nextn_predict_layers"):
+            return None
+        return DsparkConfig(stages=c["num_nextn_predict_layers"], block=c["dspark_block_size"],
+                            noise=c["dspark_noise_token_id"], targets=list(c["dspark_target_layer_ids"]),
+                            rank=c["dspark_markov_rank"],
+                            n_experts=c.get("dspark_n_routed_experts") or c["n_routed_experts"],
+                            topk=c.get("dspark_num_experts_per_tok") or c["num_experts_per_tok"])
+
+
+@dataclasses.dataclass
 class V41Config:
     vocab: int
     dim: int
@@ -185,6 +222,7 @@ class V41Config:
     fp8_block: tuple
     engram: object
     image_token: int
+    dspark: object = None
 
     @staticmethod
     def load(model_dir):
@@ -211,7 +249,8 @@ class V41Config:
             candidate=c.get("candidate_source_layer_id", -1) if c.get("candidate_source_layer_id") is not None else -1,
             candidate_blocks=c.get("candidate_topk_blocks", 0), candidate_block=c.get("candidate_block_size", 0),
             gate_temp=float(c.get("gate_temp", 1.0)), fp8_block=tuple(qc.get("weight_block_size", (128, 128))),
-            engram=EngramConsts(c) if c.get("engram_layer_ids") else None, image_token=top.get("image_token_id", -1))
+            engram=EngramConsts(c) if c.get("engram_layer_ids") else None, image_token=top.get("image_token_id", -1),
+            dspark=DsparkConfig.load(c))
 
 
 @dataclasses.dataclass
@@ -225,6 +264,7 @@ class V41Numerics:
     engram_ngram_order: str = "spec"  # "reversed": a mutation (slot s hashes the token n-1-s back)
     decoder_replay: int = 0  # KEEP > 0: decoder SWA bounded replay of the prompt's last KEEP tokens
     prompt_len: int = 0      # P, the prompt's length (decoder replay)
+    dspark_causal: bool = False  # a mutation: a causal mask inside the draft block (docs/dspark.md: none)
 
     def rounds(self, point):
         return self.bf16 and point in self.bf16_points
@@ -249,6 +289,7 @@ class SequenceState:
         self.first = 0    # the first position with a token (a replay's start)
         self.tokens = []  # tokens of positions first, first + 1, ... (Engram's n-grams)
         self.layers = [LayerState(cfg, layer) for layer in range(cfg.n_layers)]
+        self.dspark_feats = None  # {target layer: [mean over hc of the entering streams, per chunk]} when wanted
 
 
 class DeepseekV41Reference:
@@ -367,21 +408,54 @@ class DeepseekV41Reference:
         return chosen
 
     # ---- attention (§5.2)
-    def attention(self, layer, x, positions, state, step, fed=False):
+    def queries(self, p, x, positions, freqs):
+        """(q_r, q [T, heads, head_dim]) of attention `p` (§5.2): W_qb·RMSNorm_q(W_qa·x̂), then RoPE."""
         cfg = self.cfg
-        p = f"layers.{layer}.attn."
-        st = state.layers[layer]
-        n, rd, win = len(positions), cfg.rope_dim, cfg.window
-        freqs = self.freqs_comp if st.ratio else self.freqs_swa
+        rd = cfg.rope_dim
         qr = self.norm(self.linear(x, p + "wq_a"), p + "q_norm.weight", "q_norm")
-        q = self.linear(qr, p + "wq_b").reshape(n, cfg.n_heads, cfg.head_dim)
+        q = self.linear(qr, p + "wq_b").reshape(len(positions), cfg.n_heads, cfg.head_dim)
         if self.num.q_head_norm:
             q = q / np.sqrt(np.mean(q * q, axis=-1, keepdims=True) + cfg.eps)
         q[..., -rd:] = rope(q[..., -rd:], positions, freqs)
+        return qr, q
+
+    def window_kv(self, p, x, positions, freqs):
+        """The window KV of attention `p` for rows x [T, d] at `positions`: RMSNorm(W_kv·x), RoPE, FP8 sim."""
+        rd = self.cfg.rope_dim
         kv = self.norm(self.linear(x, p + "wkv"), p + "kv_norm.weight", "kv_norm")
         kv[:, -rd:] = rope(kv[:, -rd:], positions, freqs)
         if self.num.kv_sim == "fp8":
             kv = sim_fp8(self.sim_in(kv), 32)  # all 512 channels, 32-blocks
+        return kv
+
+    def attend(self, q, keys, sink):
+        """One row's attention: q [heads, head_dim] over keys [K, head_dim] (values = keys), with the sink."""
+        s = np.sum(q[:, None, :] * keys[None, :, :], axis=2) * self.cfg.head_dim ** -0.5
+        m = s.max(axis=1, keepdims=True)
+        e = np.exp(s - m)
+        denom = e.sum(axis=1) + np.exp(sink - m[:, 0])
+        return np.sum(self.round(e, "attn_probs")[:, :, None] * keys[None, :, :], axis=1) / denom[:, None]
+
+    def attn_out(self, p, o, positions, freqs):
+        """Inverse RoPE of o [T, heads, head_dim], then the grouped output projection (§5.2)."""
+        cfg = self.cfg
+        n, rd = len(positions), cfg.rope_dim
+        o[..., -rd:] = rope(o[..., -rd:], positions, freqs, inverse=True)
+        g = cfg.o_groups
+        o = o.reshape(n, g, cfg.n_heads * cfg.head_dim // g)
+        wo_a = self.w.weight(p + "wo_a")
+        z = np.concatenate([self.linear(o[:, k], None, wo_a[k * cfg.o_lora_rank:(k + 1) * cfg.o_lora_rank])
+                            for k in range(g)], axis=1)
+        return self.linear(z, p + "wo_b")
+
+    def attention(self, layer, x, positions, state, step, fed=False):
+        cfg = self.cfg
+        p = f"layers.{layer}.attn."
+        st = state.layers[layer]
+        n, win = len(positions), cfg.window
+        freqs = self.freqs_comp if st.ratio else self.freqs_swa
+        qr, q = self.queries(p, x, positions, freqs)
+        kv = self.window_kv(p, x, positions, freqs)
 
         chosen = None
         if st.ratio:
@@ -409,20 +483,10 @@ class DeepseekV41Reference:
             keys = ext_kv[(ext_pos > pos - win) & (ext_pos <= pos)]
             if chosen is not None:
                 keys = np.concatenate([keys, src.comp_kv[chosen[t]]])
-            s = np.sum(q[t][:, None, :] * keys[None, :, :], axis=2) * cfg.head_dim ** -0.5
-            m = s.max(axis=1, keepdims=True)
-            e = np.exp(s - m)
-            denom = e.sum(axis=1) + np.exp(sink - m[:, 0])
-            o[t] = np.sum(self.round(e, "attn_probs")[:, :, None] * keys[None, :, :], axis=1) / denom[:, None]
+            o[t] = self.attend(q[t], keys, sink)
         for t, pos in enumerate(positions):
             st.ring_kv[pos % win], st.ring_pos[pos % win] = kv[t], pos
-        o[..., -rd:] = rope(o[..., -rd:], positions, freqs, inverse=True)
-        g = cfg.o_groups
-        o = o.reshape(n, g, cfg.n_heads * cfg.head_dim // g)
-        wo_a = self.w.weight(p + "wo_a")
-        z = np.concatenate([self.linear(o[:, k], None, wo_a[k * cfg.o_lora_rank:(k + 1) * cfg.o_lora_rank])
-                            for k in range(g)], axis=1)
-        return self.linear(z, p + "wo_b")
+        return self.attn_out(p, o, positions, freqs)
 
     # ---- MoE (§5.8)
     def expert(self, p, x, weight, clamp):
@@ -435,11 +499,14 @@ class DeepseekV41Reference:
             h = h * weight[:, None]
         return self.linear(self.round(h, "expert_h"), p + "w2")
 
-    def moe(self, p, x):
+    def moe(self, p, x, n_experts=None, topk=None):
+        """The MoE at `p` with n_experts routed experts, top-k of them (default: the main layers' counts)."""
         cfg = self.cfg
+        n_experts = cfg.n_experts if n_experts is None else n_experts
+        topk = cfg.topk if topk is None else topk
         scores = np.sqrt(np.logaddexp(0.0, self.linear(x, p + "gate") / cfg.gate_temp))
         biased = scores + self.w.f64(p + "gate.bias")[None, :]  # text tokens: gate.bias (not bias_vl)
-        experts = np.stack([np.lexsort((np.arange(cfg.n_experts), -b))[:cfg.topk] for b in biased])
+        experts = np.stack([np.lexsort((np.arange(n_experts), -b))[:topk] for b in biased])
         weights = np.take_along_axis(scores, experts, axis=1)
         weights = weights / (weights.sum(axis=1, keepdims=True) + 1e-20) * cfg.route_scale
         y = np.zeros_like(x)
@@ -527,6 +594,9 @@ class DeepseekV41Reference:
                 fed = True
             if cfg.engram and layer in cfg.engram.layers:
                 streams = self.engram(layer, streams, positions, state.tokens, state.first)
+            if state.dspark_feats is not None and layer in state.dspark_feats:
+                # docs/dspark.md "Context features": the streams entering block l, averaged over hc (Σ/hc)
+                state.dspark_feats[layer].append(np.sum(streams, axis=1) / cfg.hc_mult)
             if len(positions) == 0:
                 continue
             pre_attn, post, comb = self.coefficients(streams, p + "hc_attn_")
@@ -549,6 +619,77 @@ class DeepseekV41Reference:
             out[:, r:r + 16384] = h @ self.w.f64("head.weight", slice(r, r + 16384)).T
         return out
 
+    # ---- DSpark (docs/dspark.md)
+    def dspark_context(self, state):
+        """c_t [n, d] for every position of `state` (docs/dspark.md "Context features"): the concatenated
+        stream means of the target layers through mtp.0.main_proj, RMSNorm with mtp.0.main_norm."""
+        ds = self.cfg.dspark
+        f = np.concatenate([np.concatenate(state.dspark_feats[layer]) for layer in ds.targets], axis=1)
+        return self.norm(self.linear(f, "mtp.0.main_proj"), "mtp.0.main_norm.weight", "final_norm")
+
+    def draft_attention(self, p, x, positions, ctx_kv):
+        """A stage's attention (docs/dspark.md "The draft block" 2): the B rows' window queries over the
+        stage's context entries, then the rows' own window KV; every row sees every key (--dspark-causal: a
+        row sees the context and the rows up to itself), plus the sink. Nothing is kept."""
+        freqs = self.freqs_swa  # the stages are window-only (compress ratio 0)
+        _, q = self.queries(p, x, positions, freqs)
+        keys = np.concatenate([ctx_kv, self.window_kv(p, x, positions, freqs)])
+        sink = self.w.f64(p + "attn_sink")
+        o = np.empty((len(positions), self.cfg.n_heads, self.cfg.head_dim))
+        for j in range(len(positions)):
+            visible = keys[:len(ctx_kv) + j + 1] if self.num.dspark_causal else keys
+            o[j] = self.attend(q[j], visible, sink)
+        return self.attn_out(p, o, positions, freqs)
+
+    def dspark_block(self, c, anchor, p, dump=None):
+        """One draft block with anchor token `anchor` at position p over the context features c [>= p, d]
+        (rows t < p are the context). Returns float32 [B, V + 2]: row j = z_j, c_j, y_j (the greedy chain)."""
+        cfg, ds = self.cfg, self.cfg.dspark
+        B, S, hc = ds.block, ds.stages, cfg.hc_mult
+        ctx_pos = np.arange(max(0, p - cfg.window), p)  # the last W positions before the anchor, ascending
+        positions = p + np.arange(B)
+        tokens = [int(anchor)] + [ds.noise] * (B - 1)
+        emb = np.stack([self.w.f64("embed.weight", slice(t, t + 1))[0] for t in tokens])
+        streams = np.repeat(emb[:, None, :], hc, axis=1)
+        pre = np.zeros((B, hc))
+        pre[:, 0] = 1.0  # stage 0's attention: the one-hot pre
+        for s in range(S):
+            pf = f"mtp.{s}."
+            ctx_kv = self.window_kv(pf + "attn.", c[ctx_pos], ctx_pos, self.freqs_swa)  # no attn_norm
+            pre_attn, post, comb = self.coefficients(streams, pf + "hc_attn_")
+            x = self.norm(self.collapse(pre, streams), pf + "attn_norm.weight", "sub_norm")
+            a = self.draft_attention(pf + "attn.", x, positions, ctx_kv)
+            streams = self.expand(a, streams, post, comb)
+            pre_ffn, post, comb = self.coefficients(streams, pf + "hc_ffn_")
+            x2 = self.norm(self.collapse(pre_attn, streams), pf + "ffn_norm.weight", "sub_norm")
+            f = self.moe(pf + "ffn.", x2, ds.n_experts, ds.topk)
+            streams = self.expand(f, streams, post, comb)
+            pre = pre_ffn
+            if dump is not None:
+                dump.update({f"stage{s}_ctx_kv": ctx_kv, f"stage{s}_attn_in": x, f"stage{s}_attn_out": a,
+                             f"stage{s}_ffn_in": x2, f"stage{s}_ffn_out": f, f"stage{s}_streams": streams})
+        last = f"mtp.{S - 1}."
+        h = self.norm(self.collapse(pre, streams, "head_collapse"), last + "norm.weight", "final_norm")
+        u = self.head(h)
+        m_embed = self.w.weight(last + "markov_head.embed")  # [V, r]
+        m_head = self.w.weight(last + "markov_head.head")    # [V, r]
+        w_conf = self.w.weight(last + "confidence_head.proj")[0]  # [d + r]
+        b_conf = float(self.w.f64(last + "confidence_head.proj.bias")[0]) \
+            if self.w.has(last + "confidence_head.proj.bias") else 0.0
+        d, vocab = cfg.dim, u.shape[1]
+        out = np.empty((B, vocab + 2))
+        prev = int(anchor)
+        for j in range(B):
+            e_prev = m_embed[prev]
+            z = u[j] + m_head @ e_prev
+            y = int(np.argmax(z))
+            logit = float(np.dot(w_conf[:d], h[j]) + np.dot(w_conf[d:], e_prev)) + b_conf
+            out[j, :vocab], out[j, vocab], out[j, vocab + 1] = z, 1.0 / (1.0 + np.exp(-logit)), y
+            prev = y
+        if dump is not None:
+            dump.update({"context": c, "h": h, "u": u})
+        return out.astype(np.float32)
+
     def run_replay(self, tokens, hit, replay_tokens, chunks):
         """Encoder SWA bounded replay on a prefix hit of `hit` tokens (see the module doc): returns the logits of
         the rows from hit - replay_tokens run as `chunks` (sizes summing to n - hit + replay_tokens)."""
@@ -569,13 +710,28 @@ class DeepseekV41Reference:
             at += size
         return self.head(np.concatenate(hs))
 
-    def run(self, tokens, chunks):
+    def run(self, tokens, chunks, dspark=False, dump=None):
+        """The logits of `tokens` run as `chunks`; with `dspark`, (logits, the draft block of dspark_block with
+        the anchor tokens[-1] at position n - 1 over the context features of every position)."""
         state = SequenceState(self.cfg)
+        if dspark:
+            if self.cfg.dspark is None:
+                raise ValueError("--dspark-out: the checkpoint's config has no DSpark stages")
+            if self.num.decoder_replay:
+                raise ValueError("--dspark-out runs without --decoder-replay")
+            state.dspark_feats = {layer: [] for layer in self.cfg.dspark.targets}
         hs, start = [], 0
         for size in chunks:
             hs.append(self.forward_chunk(state, tokens[start:start + size]))
             start += size
-        return self.head(np.concatenate(hs))
+        logits = self.head(np.concatenate(hs))
+        if not dspark:
+            return logits
+        c = self.dspark_context(state)
+        if dump is not None:
+            dump["features"] = np.concatenate([np.concatenate(state.dspark_feats[layer])
+                                               for layer in self.cfg.dspark.targets], axis=1)
+        return logits, self.dspark_block(c, tokens[-1], len(tokens) - 1, dump)
 
 
 def main(argv):
@@ -598,12 +754,18 @@ def main(argv):
     ap.add_argument("--replay-hit", type=int, help="encoder SWA bounded replay of a cached prefix of this many "
                     "tokens: --out holds the rows from hit - replay_tokens, --prefill/--chunks split those rows")
     ap.add_argument("--replay-tokens", type=int, help="replay length (the engine's swa_replay_tokens)")
+    ap.add_argument("--dspark-out", metavar="FILE.npy",
+                    help="also one DSpark draft block (docs/dspark.md): anchor = the last id at position n - 1, "
+                    "context = the positions before it; float32 [B, V + 2], row j = z_j, c_j, y_j")
+    ap.add_argument("--dspark-causal", action="store_true",
+                    help="a mutation: a causal mask inside the draft block (the spec's block is bidirectional)")
+    ap.add_argument("--dspark-dump", metavar="FILE.npz", help="the draft block's intermediate values (debugging)")
     args = ap.parse_args(argv)
     tokens = [int(t) for t in args.tokens.split(",")]
     num = V41Numerics(kv_sim=args.kv_sim, shared_expert_clamp=args.shared_expert_clamp == "on",
                       q_head_norm=args.q_head_norm == "on", bf16=not args.no_bf16,
                       bf16_points=parse_points(args.bf16_points), engram_ngram_order=args.engram_ngram_order,
-                      sim_input=args.sim_input)
+                      sim_input=args.sim_input, dspark_causal=args.dspark_causal)
     start = 0
     if args.replay_hit:
         if not args.replay_tokens:
@@ -615,10 +777,19 @@ def main(argv):
     num.prompt_len = args.prompt_len if args.prompt_len is not None else start + chunks[0]
     ref = DeepseekV41Reference(args.model, num)
     if args.replay_hit:
+        if args.dspark_out:
+            raise ValueError("--dspark-out runs without --replay-hit")
         np.save(args.out, ref.run_replay(tokens, args.replay_hit, args.replay_tokens, chunks))
         return 0
     t0 = time.perf_counter()
-    logits = ref.run(tokens, chunks)
+    if args.dspark_out:
+        dump = {} if args.dspark_dump else None
+        logits, block = ref.run(tokens, chunks, dspark=True, dump=dump)
+        np.save(args.dspark_out, block)
+        if dump is not None:
+            np.savez(args.dspark_dump, **dump)
+    else:
+        logits = ref.run(tokens, chunks)
     print(f"deepseek_v41_ref: {len(tokens)} tokens in {len(chunks)} chunks, {time.perf_counter() - t0:.1f} s",
           file=sys.stderr)
     np.save(args.out, logits)

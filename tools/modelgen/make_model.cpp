@@ -150,6 +150,11 @@ Result<MakeModelReport> make_model(const MakeModelOptions& options, ThreadPool& 
   // Check the tokenizer before spending time on weights.
   DS_TRY(write_tokenizer(options, config));
   if (!options.engram) config.engram.reset();
+  if (!options.dspark && config.dspark) {
+    config.compress_ratios.resize(static_cast<size_t>(config.num_hidden_layers));
+    config.num_nextn_predict_layers = 0;
+    config.dspark.reset();
+  }
   if (config.engram) {  // the compressed vocabulary of the tokenizer just written (model-spec §5.7)
     DS_ASSIGN_OR_RETURN(const Tokenizer tok, Tokenizer::load(options.out_dir));
     DS_ASSIGN_OR_RETURN(const EngramTokenMap map, build_engram_token_map(tok, config.vocab_size));

@@ -23,6 +23,8 @@ struct MakeModelOptions {
   // V4.1: Engram on the preset's layers (its compressed vocabulary counted from the written
   // tokenizer); false writes a V4.1 checkpoint without Engram.
   bool engram = true;
+  // V4.1: the preset's DSpark stages (`mtp.0..2`, docs/dspark.md); false writes none.
+  bool dspark = true;
   uint64_t seed = 0;
   std::string out_dir;
   std::string tokenizer_dir;  // holds tokenizer.json and tokenizer_config.json

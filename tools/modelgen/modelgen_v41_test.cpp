@@ -119,7 +119,39 @@ TEST(TensorPlanV41, TinyHasTheReleasedNamesPerRole) {
   EXPECT_EQ(t.at("layers.1.engram.wkv.weight").shape, (Shape{5 * 64, 3 * 2 * 32}));
   EXPECT_EQ(t.at("layers.1.engram.wkv.weight").scale_shape(), (Shape{10, 6}));
   EXPECT_EQ(t.at("layers.1.engram.k_weight").shape, (Shape{4, 64}));
-  for (const auto& [name, spec] : t) EXPECT_NE(name.rfind("mtp.", 0), 0u) << name;
+  // DSpark (docs/dspark.md): three window-only stages with their own experts, stage 0's feature
+  // projection over the three target layers, the heads on the last stage.
+  ASSERT_TRUE(c.dspark);
+  EXPECT_EQ(c.num_draft_layers(), 3);
+  EXPECT_EQ(c.dspark->target_layer_ids, (std::vector<int>{5, 6, 7}));
+  const int64_t d = c.hidden_size, r = c.dspark->markov_rank;
+  for (int k = 0; k < 3; ++k) {
+    const std::string p = "mtp." + std::to_string(k) + ".";
+    SCOPED_TRACE(p);
+    EXPECT_EQ(t.count(p + "attn.wkv.weight"), 1u);
+    EXPECT_EQ(t.count(p + "attn.compressor.wkv.weight"), 0u);
+    EXPECT_EQ(t.count(p + "hc_ffn_fn"), 1u);
+    EXPECT_EQ(t.count(p + "ffn.gate.bias_vl"), 0u);
+    EXPECT_EQ(t.at(p + "ffn.gate.weight").shape, (Shape{c.dspark->n_routed_experts, d}));
+    EXPECT_EQ(t.count(p + "ffn.experts." + std::to_string(c.dspark->n_routed_experts - 1) + ".w2.weight"),
+              1u);
+    EXPECT_EQ(t.count(p + "ffn.experts." + std::to_string(c.dspark->n_routed_experts) + ".w2.weight"), 0u);
+    EXPECT_EQ(t.count(p + "main_proj.weight"), k == 0 ? 1u : 0u);
+    EXPECT_EQ(t.count(p + "markov_head.embed.weight"), k == 2 ? 1u : 0u);
+    EXPECT_EQ(t.count(p + "engram.embed.weight"), 0u);
+  }
+  EXPECT_EQ(t.at("mtp.0.main_proj.weight").shape, (Shape{d, 3 * d}));
+  EXPECT_EQ(t.at("mtp.0.main_proj.weight").dtype, DType::f8_e4m3);
+  EXPECT_EQ(t.at("mtp.2.markov_head.embed.weight").shape, (Shape{c.vocab_size, r}));
+  EXPECT_EQ(t.at("mtp.2.markov_head.head.weight").shape, (Shape{c.vocab_size, r}));
+  EXPECT_EQ(t.at("mtp.2.confidence_head.proj.weight").shape, (Shape{1, d + r}));
+  EXPECT_EQ(t.count("mtp.2.norm.weight"), 1u);
+  // Without DSpark: no stage, and the config has no draft layer.
+  ModelConfig plain = c;
+  plain.dspark.reset();
+  plain.num_nextn_predict_layers = 0;
+  plain.compress_ratios.resize(static_cast<size_t>(plain.num_hidden_layers));
+  for (const TensorSpec& spec : plan_tensors(plain)) EXPECT_NE(spec.name.rfind("mtp.", 0), 0u) << spec.name;
 }
 
 TEST(MakeModelV41, TinyReadsBackThroughTheLoaders) {

@@ -272,12 +272,12 @@ Result<ModelConfig> deepseek_v4_preset(std::string_view preset, bool fp8) {
 
 namespace {
 
-// What every V4.1 preset shares: the wrapper's ids, eps 1e-20, no hash layers, no DSpark stages
-// (not generated yet), gate_temp 1.
+// What every V4.1 preset shares: the wrapper's ids, eps 1e-20, no hash layers, gate_temp 1. The
+// DSpark stages come from v41_dspark (each preset adds them).
 ModelConfig v41_common() {
   ModelConfig c = v4_common();
   c.model_type = "deepseek_v41";
-  c.num_nextn_predict_layers = 0;  // DSpark stages: not generated yet
+  c.num_nextn_predict_layers = 0;
   c.num_hash_layers = 0;
   c.rms_norm_eps = 1e-20;
   c.pad_token_id = 2;
@@ -299,6 +299,23 @@ void v41_engram(ModelConfig& c, std::vector<int> layers, int n_heads, int head_d
   e.compressed_vocab_size = c.vocab_size;
   e.num_embeddings = engram_table_rows(e);
   c.engram = std::move(e);
+}
+
+// DSpark stages as released (model-spec §2.2, §5.9; docs/dspark.md): 3 window-only stages after the
+// main layers, fed by the last three main layers' states, blocks of 5 with the release's noise id,
+// a Markov head of `rank` and `experts` routed experts a stage, `top_k` of them per token.
+void v41_dspark(ModelConfig& c, int rank, int experts, int top_k) {
+  constexpr int kStages = 3;
+  DsparkConfig d;
+  for (int l = c.num_hidden_layers - kStages; l < c.num_hidden_layers; ++l) d.target_layer_ids.push_back(l);
+  d.block_size = 5;
+  d.noise_token_id = 128799;
+  d.markov_rank = rank;
+  d.n_routed_experts = experts;
+  d.num_experts_per_tok = top_k;
+  c.dspark = std::move(d);
+  c.num_nextn_predict_layers = kStages;
+  c.compress_ratios.insert(c.compress_ratios.end(), kStages, 0);
 }
 
 // V4.1-Flash's roles scaled down to 8 layers (model-spec §5.3): 0-1 SWA; 2 the ratio-2 KV and
@@ -331,6 +348,7 @@ ModelConfig v41_tiny() {
   c.num_experts_per_tok = 2;
   c.moe_intermediate_size = 64;
   v41_engram(c, {1, 2}, 2, 32, 1000);
+  v41_dspark(c, 16, 4, 2);
   return c;
 }
 
@@ -361,6 +379,7 @@ ModelConfig v41_small() {
   c.num_experts_per_tok = 4;
   c.moe_intermediate_size = 256;
   v41_engram(c, {1, 2}, 4, 64, 20000);
+  v41_dspark(c, 64, 8, 2);
   return c;
 }
 
@@ -393,6 +412,7 @@ ModelConfig v41_bench() {
   c.num_experts_per_tok = 6;
   c.moe_intermediate_size = 1024;
   v41_engram(c, {1, 2}, 8, 256, 50000);
+  v41_dspark(c, 256, 32, 3);
   return c;
 }
 

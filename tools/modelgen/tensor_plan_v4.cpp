@@ -65,6 +65,31 @@ class V4PlanBuilder {
     mhc(p + "hc_ffn", (2 + hc) * hc, 3);
   }
 
+  // A V4.1 DSpark stage `mtp.<k>.` (docs/dspark.md): a window-only V4.1 block with the stages'
+  // own expert count, no bias_vl or Engram; stage 0 also projects the target features, the last
+  // stage has the final norm, the Markov head and the confidence head.
+  void dspark_stage(int k) {
+    const DsparkConfig& ds = *c_.dspark;
+    const std::string p = "mtp." + std::to_string(k) + ".";
+    const int64_t d = c_.hidden_size;
+    block_common(p);
+    attention_common(p + "attn.");
+    const int experts = ds.n_routed_experts > 0 ? ds.n_routed_experts : c_.n_routed_experts;
+    ffn_with_experts(p + "ffn.", c_.num_hidden_layers + k, experts);
+    if (k == 0) {
+      linear(p + "main_proj", d, static_cast<int64_t>(ds.target_layer_ids.size()) * d);
+      norm(p + "main_norm.weight", d);
+    }
+    if (k == c_.num_draft_layers() - 1) {
+      norm(p + "norm.weight", d);
+      plan_.push_back({p + "markov_head.embed.weight", Shape{c_.vocab_size, ds.markov_rank}, DType::bf16,
+                       InitKind::embedding});
+      bf16_linear(p + "markov_head.head", c_.vocab_size, ds.markov_rank);
+      bf16_linear(p + "confidence_head.proj", 1, d + ds.markov_rank);
+      f32(p + "confidence_head.proj.bias", Shape{1}, InitKind::gate_bias);
+    }
+  }
+
   // V4.1 block (model-spec §6.2): the layer's role decides its compressor and indexer tensors.
   void block_v41(const std::string& p, int layer) {
     block_common(p);
@@ -149,9 +174,10 @@ class V4PlanBuilder {
     norm(p + "norm.weight", d_c);
   }
 
-  void ffn(const std::string& f, int layer) {
+  void ffn(const std::string& f, int layer) { ffn_with_experts(f, layer, c_.n_routed_experts); }
+
+  void ffn_with_experts(const std::string& f, int layer, int64_t n_experts) {
     const int64_t d = c_.hidden_size;
-    const int64_t n_experts = c_.n_routed_experts;
     bf16_linear(f + "gate", n_experts, d);
     if (c_.is_hash_layer(layer)) {
       TensorSpec ids{f + "gate.tid2eid", Shape{c_.vocab_size, c_.num_experts_per_tok}, DType::i64,
@@ -162,7 +188,7 @@ class V4PlanBuilder {
       f32(f + "gate.bias", Shape{n_experts}, InitKind::gate_bias);
     }
     const bool fp4 = c_.expert_dtype == "fp4" && fp8_;
-    for (int e = 0; e < c_.n_routed_experts; ++e) {
+    for (int64_t e = 0; e < n_experts; ++e) {
       expert(f + "experts." + std::to_string(e) + ".", c_.moe_intermediate_size, fp4);
     }
     if (c_.n_shared_experts > 0) {
@@ -234,6 +260,9 @@ std::vector<TensorSpec> plan_deepseek_v41_tensors(const ModelConfig& c) {
   // No hc_head: the final collapse uses the last block's FFN pre (model-spec §5.1).
   for (int layer = 0; layer < c.num_hidden_layers; ++layer)
     b.block_v41("layers." + std::to_string(layer) + ".", layer);
+  if (c.dspark) {
+    for (int k = 0; k < c.num_draft_layers(); ++k) b.dspark_stage(k);
+  }
   return std::move(b).finish();
 }
 

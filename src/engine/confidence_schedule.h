@@ -1,0 +1,28 @@
+// Confidence-scheduled verification (DSpark paper, Algorithm 1; deepinfer-features.md §5.3): how
+// many of each sequence's drafts one step verifies, given each draft's confidence c_{r,j} (the
+// chance it is accepted once the ones before it are) and the target's step time by rows.
+//
+// a_{r,j} = c_{r,1} · … · c_{r,j} is the chance draft j of sequence r survives. Starting from
+// every sequence verifying none (the step has base_rows + R rows and yields R tokens), drafts are
+// added in descending a (a sorted prefix of every sequence, since a falls along j), each adding a
+// row and a_{r,j} expected tokens, while the expected throughput tokens / step_ns(rows) improves;
+// the walk stops at the first draft that does not improve it (the paper's early stop). The result
+// depends only on the confidences and the curve, never on whether drafts are right, so
+// verification stays lossless.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "engine/speculation_policy.h"
+
+namespace ds {
+
+// confidences[r]: sequence r's c_{r,1..γ_r} (may be empty); base_rows: the step's other rows;
+// target: ns per target forward by rows (SpeculationCosts::target, at least one point). Returns
+// ℓ_r per sequence, 0 <= ℓ_r <= confidences[r].size().
+std::vector<int32_t> schedule_by_confidence(std::span<const std::vector<float>> confidences,
+                                            int64_t base_rows, const std::vector<CostPoint>& target);
+
+}  // namespace ds

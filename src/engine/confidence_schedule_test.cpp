@@ -1,0 +1,44 @@
+#include "engine/confidence_schedule.h"
+
+#include <gtest/gtest.h>
+
+namespace ds {
+namespace {
+
+// ns = fixed + per_row · rows, as two points (interpolated and extrapolated linearly).
+std::vector<CostPoint> linear_cost(double fixed, double per_row) {
+  return {{1, fixed + per_row}, {64, fixed + 64 * per_row}};
+}
+
+TEST(ConfidenceSchedule, AFlatCurveVerifiesEveryDraftThatMaySurvive) {
+  const std::vector<std::vector<float>> c{{0.9f, 0.5f, 0.2f}, {0.7f, 0.0f, 0.9f}, {}};
+  EXPECT_EQ(schedule_by_confidence(c, 0, linear_cost(1000, 0)), (std::vector<int32_t>{3, 1, 0}));
+}
+
+TEST(ConfidenceSchedule, ACostPerRowCutsTheUnlikelyDrafts) {
+  // Purely compute-bound (ns ∝ rows): a draft pays only if it survives more often than the current
+  // tokens per row (1 at the start), which no draft does.
+  const std::vector<std::vector<float>> one{{0.9f, 0.5f, 0.2f}};
+  EXPECT_EQ(schedule_by_confidence(one, 0, linear_cost(0, 10)), (std::vector<int32_t>{0}));
+  // Mostly fixed cost: all three pay (1.9/102 < 2.35/103 < 2.44/104 of 1/101).
+  EXPECT_EQ(schedule_by_confidence(one, 0, linear_cost(100, 1)), (std::vector<int32_t>{3}));
+  // In between (ns = 100 + 30·rows): A's two likely drafts pay (2.9/190, 3.71/220), B's 0.3 would
+  // lower the rate (4.01/250), so the walk stops there.
+  const std::vector<std::vector<float>> two{{0.9f, 0.9f}, {0.3f}};
+  EXPECT_EQ(schedule_by_confidence(two, 0, linear_cost(100, 30)), (std::vector<int32_t>{2, 0}));
+  // The step's other rows count: with 200 more rows each draft is cheap next to the step.
+  EXPECT_EQ(schedule_by_confidence(two, 200, linear_cost(100, 30)), (std::vector<int32_t>{2, 1}));
+}
+
+TEST(ConfidenceSchedule, DraftsJoinInDescendingSurvivalAcrossSequences) {
+  // Survivals A .6, .36 and B .95, .475, taken in the order B1, A1, B2, A2. With ns = 100 + 60·rows:
+  // start 2/220 = .00909; + B1 2.95/280 = .01054; + A1 3.55/340 = .01044 is worse: stop.
+  const std::vector<std::vector<float>> c{{0.6f, 0.6f}, {0.95f, 0.5f}};
+  EXPECT_EQ(schedule_by_confidence(c, 0, linear_cost(100, 60)), (std::vector<int32_t>{0, 1}));
+  // A cheaper row (ns = 100 + 20·rows) takes three: 2/140 < 2.95/160 < 3.55/180 < 4.025/200, and
+  // A2 (4.385/220 = .01993 < .02013) is where the walk stops.
+  EXPECT_EQ(schedule_by_confidence(c, 0, linear_cost(100, 20)), (std::vector<int32_t>{1, 2}));
+}
+
+}  // namespace
+}  // namespace ds
