@@ -701,6 +701,15 @@ TEST(EngineSpeculative, DsparkOnV41GivesTheOutputsOfARunWithoutDrafts) {
     std::printf("dspark k=5 T=%g: %lld draft tokens verified with confidence scheduling, %lld without\n",
                 temperature, static_cast<long long>(sched.stats.spec_decode_num_draft_tokens),
                 static_cast<long long>(every.stats.spec_decode_num_draft_tokens));
+    if (temperature > 0) {  // sampled drafts (rejection sampling): not the plain run's tokens, but seeded
+      SpecSetup sampled = mtp_spec(5);
+      sampled.method = SpeculativeMethod::dspark;
+      sampled.draft_sampling = DraftSampling::sampled;
+      const Outcome a = run(sampled, reqs, f), b = run(sampled, reqs, f);
+      expect_same_outputs(a, b, "dspark sampled drafts, twice");
+      for (size_t i = 0; i < reqs.size(); ++i)
+        EXPECT_EQ(a.events[i].tokens.size(), static_cast<size_t>(reqs[i].stop.max_tokens)) << i;
+    }
     auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
     const Outcome scripted = run(scripted_spec(4, drafter), reqs, f);
     expect_same_outputs(scripted, base, "v41 scripted k=4");

@@ -61,15 +61,17 @@ struct MtpRequest {
 
 struct LogitsOutput {
   TensorF32 logits;  // [n_out_rows, vocab]
-  // [n_hidden_rows, hidden_size]: forward() gives the MTP input for the rows that get logits, or for
-  // every row of a request with all_hidden (after the final norm by default; ModelOptions::mtp_input).
+  // [n_hidden_rows, hidden_size]: forward() gives the drafter's input for the rows that get logits, or
+  // for every row of a request with all_hidden: V3's MTP input (after the final norm by default;
+  // ModelOptions::mtp_input), V4's final normed rows, V4.1 DSpark's context features when a request
+  // asks all_hidden (draft_block_model()).
   // forward_mtp() gives the MTP layer's own output for its logits rows, in the same convention: the
   // input of the next MTP step when the layer is reused autoregressively for drafting.
   TensorF32 hidden;
   // Request r owns output rows [row_begin[r], row_begin[r + 1]) (size n_requests + 1).
   std::vector<int64_t> row_begin;
   // Request r owns hidden rows [hidden_row_begin[r], hidden_row_begin[r + 1]); equal to row_begin
-  // unless a request asked for all_hidden. Empty from a model that does not fill it (V4).
+  // unless a request asked for all_hidden. Filled by forward() (V3, V4); may be empty from forward_mtp.
   std::vector<int64_t> hidden_row_begin;
 };
 
