@@ -91,17 +91,18 @@ bool parse_ids(const std::string& text, std::vector<int32_t>& ids) {
 }
 
 // Feeds ids[first, last) to `seq` as chunks: one chunk of `prefill` ids, then one id per step;
-// each chunk's rows of out.logits / out.hidden are appended to `logits` / `hidden`.
-// `between_steps` runs after every forward (live EPLB).
+// each chunk's rows of out.logits / out.hidden are appended to `logits` / `hidden` (every row: with
+// all_logits the hidden rows are the logits rows; `draft_features` asks all_hidden, which gives a
+// DSpark model's context features instead). `between_steps` runs after every forward (live EPLB).
 Status run_chunks(ModelRunner& m, SequenceState& seq, const std::vector<int32_t>& ids, size_t n_prefill,
-                  std::vector<float>& logits, std::vector<float>& hidden,
+                  bool draft_features, std::vector<float>& logits, std::vector<float>& hidden,
                   const std::function<Status()>& between_steps) {
   LogitsOutput out;
   size_t pos = 0;
   while (pos < ids.size()) {
     const size_t n = pos == 0 ? n_prefill : 1;
     ForwardRequest req{&seq, {ids.data() + pos, n}, true};
-    req.all_hidden = true;  // every row's hidden state (the MTP input, or DSpark's features)
+    req.all_hidden = draft_features;
     DS_TRY(m.forward({&req, 1}, out));
     logits.insert(logits.end(), out.logits.data(), out.logits.data() + out.logits.numel());
     hidden.insert(hidden.end(), out.hidden.data(), out.hidden.data() + out.hidden.numel());
@@ -274,7 +275,9 @@ int run_logits(const LogitsOptions& o) {
       return report_usage_error(cmd, "--replay-hit runs without --expert-parallel and --mtp-out");
     if (Status st = run_replayed(m, seq, ids, n_prefill, o.replay_hit, logits); !st.ok())
       return report_error(cmd, st);
-  } else if (Status st = run_chunks(m, seq, ids, n_prefill, logits, hidden, between_steps); !st.ok()) {
+  } else if (Status st = run_chunks(m, seq, ids, n_prefill, !o.dspark_out_path.empty(), logits, hidden,
+                                    between_steps);
+             !st.ok()) {
     return report_error(cmd, st);
   }
   for (int64_t i = 0; i < n_idle_steps; ++i) {

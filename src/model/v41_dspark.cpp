@@ -100,21 +100,25 @@ void V41DSpark::forward(const ForwardContext& ctx, const V4Numerics& num, float*
   v4_rmsnorm(ctx.isa, num, Bf16Point::final_norm, col.data(), n_rows, d, norm_.data(), eps_, h);
 }
 
+void V41DSpark::lookup_prev(int32_t prev) const {
+  prev_embed_.resize(static_cast<size_t>(markov_rank_));
+  markov_embed_.lookup(&prev, 1, prev_embed_.data(), markov_rank_);
+}
+
 void V41DSpark::add_markov_bias(const ForwardContext& ctx, int32_t prev, float* logits) const {
-  std::vector<float> e(static_cast<size_t>(markov_rank_)), bias(static_cast<size_t>(vocab_));
-  markov_embed_.lookup(&prev, 1, e.data(), markov_rank_);
-  linear(ctx, markov_head_.w, e.data(), 1, markov_rank_, bias.data(), vocab_);
-  for (int64_t v = 0; v < vocab_; ++v) logits[v] += bias[static_cast<size_t>(v)];
+  lookup_prev(prev);
+  bias_.resize(static_cast<size_t>(vocab_));  // [vocab], reused: a draft row's bias is a GEMV over it
+  linear(ctx, markov_head_.w, prev_embed_.data(), 1, markov_rank_, bias_.data(), vocab_);
+  for (int64_t v = 0; v < vocab_; ++v) logits[v] += bias_[static_cast<size_t>(v)];
 }
 
 float V41DSpark::confidence(const float* h, int32_t prev) const {
   const int64_t d = dims_.hidden;
-  std::vector<float> e(static_cast<size_t>(markov_rank_));
-  markov_embed_.lookup(&prev, 1, e.data(), markov_rank_);
+  lookup_prev(prev);
   double z = conf_b_;
   for (int64_t i = 0; i < d; ++i) z += static_cast<double>(conf_w_[static_cast<size_t>(i)]) * h[i];
   for (int64_t i = 0; i < markov_rank_; ++i)
-    z += static_cast<double>(conf_w_[static_cast<size_t>(d + i)]) * e[static_cast<size_t>(i)];
+    z += static_cast<double>(conf_w_[static_cast<size_t>(d + i)]) * prev_embed_[static_cast<size_t>(i)];
   return static_cast<float>(1.0 / (1.0 + std::exp(-z)));
 }
 

@@ -78,6 +78,10 @@ class V41DSpark {
   Linear markov_head_;         // [vocab, rank]
   std::vector<float> conf_w_;  // [hidden + rank]
   float conf_b_ = 0;
+  // Scratch of the heads (one thread at a time, as every model call): embed[prev], the bias row.
+  mutable std::vector<float> prev_embed_, bias_;
+  // prev_embed_ = markov_head.embed[prev].
+  void lookup_prev(int32_t prev) const;
 };
 
 }  // namespace ds
