@@ -25,4 +25,16 @@ namespace ds {
 std::vector<int32_t> schedule_by_confidence(std::span<const std::vector<float>> confidences,
                                             int64_t base_rows, const std::vector<CostPoint>& target);
 
+// DeepInfer's production variant (paper §5.2; deepinfer-features.md §5.3), for a pipeline that must
+// size a step before its drafts' confidences exist: the capacity K is found from older confidences
+// by the same walk run to the end with no early stop (real step-time curves have cliffs a greedy
+// stop would not pass), keeping the best prefix; the step then verifies the K drafts of highest
+// survival among its own. Both depend on confidences only, so verification stays lossless.
+//
+// The number of drafts in the best prefix of the full walk (0 when none pays).
+int64_t capacity_by_confidence(std::span<const std::vector<float>> confidences, int64_t base_rows,
+                               const std::vector<CostPoint>& target);
+// ℓ_r per sequence for the k drafts of highest survival (a prefix of every sequence).
+std::vector<int32_t> top_by_confidence(std::span<const std::vector<float>> confidences, int64_t k);
+
 }  // namespace ds

@@ -40,5 +40,26 @@ TEST(ConfidenceSchedule, DraftsJoinInDescendingSurvivalAcrossSequences) {
   EXPECT_EQ(schedule_by_confidence(c, 0, linear_cost(100, 20)), (std::vector<int32_t>{1, 2}));
 }
 
+TEST(ConfidenceSchedule, TheFullWalkPassesACliffThatStopsAlgorithm1) {
+  // A step that costs 100 ns up to 2 rows and 200 from 3 rows on (a cliff, then flat): Algorithm 1
+  // stops at the cliff after one draft (1.9/100, then 2.71/200 is worse); the production variant's
+  // walk goes on and finds 5 drafts better (4.69/200 = .0234 > .019).
+  const std::vector<CostPoint> cliff{{1, 100}, {2, 100}, {3, 200}, {8, 200}};
+  const std::vector<std::vector<float>> c{{0.9f, 0.9f, 0.9f, 0.9f, 0.9f}};
+  EXPECT_EQ(schedule_by_confidence(c, 0, cliff), (std::vector<int32_t>{1}));
+  EXPECT_EQ(capacity_by_confidence(c, 0, cliff), 5);
+  // Nothing pays on a purely compute-bound curve.
+  EXPECT_EQ(capacity_by_confidence(c, 0, linear_cost(0, 10)), 0);
+}
+
+TEST(ConfidenceSchedule, TopKTakesTheMostLikelyDraftsAsPrefixes) {
+  // Survivals A .6, .36 and B .95, .475: the order B1, A1, B2, A2.
+  const std::vector<std::vector<float>> c{{0.6f, 0.6f}, {0.95f, 0.5f}, {}};
+  EXPECT_EQ(top_by_confidence(c, 0), (std::vector<int32_t>{0, 0, 0}));
+  EXPECT_EQ(top_by_confidence(c, 1), (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(top_by_confidence(c, 3), (std::vector<int32_t>{1, 2, 0}));
+  EXPECT_EQ(top_by_confidence(c, 10), (std::vector<int32_t>{2, 2, 0}));
+}
+
 }  // namespace
 }  // namespace ds

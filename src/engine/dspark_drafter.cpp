@@ -57,10 +57,19 @@ Status DsparkDrafter::propose(std::span<DraftChunk> chunks) {
     c.n_filled = static_cast<int32_t>(n);
   }
   if (!schedule_.empty()) {
-    const std::vector<int32_t> keep = schedule_by_confidence(confidences_, 0, schedule_);
+    const std::vector<int32_t> keep = scheduled_lengths();
     for (size_t i = 0; i < chunks.size(); ++i) chunks[i].n_filled = std::min(chunks[i].n_filled, keep[i]);
   }
   return ok_status();
+}
+
+std::vector<int32_t> DsparkDrafter::scheduled_lengths() {
+  if (!delayed_) return schedule_by_confidence(confidences_, 0, schedule_);
+  std::vector<int32_t> keep = capacities_.size() == 2 ? top_by_confidence(confidences_, capacities_.front())
+                                                      : schedule_by_confidence(confidences_, 0, schedule_);
+  capacities_.push_back(capacity_by_confidence(confidences_, 0, schedule_));
+  if (capacities_.size() > 2) capacities_.pop_front();
+  return keep;
 }
 
 Status DsparkDrafter::observe(std::span<const ObservedChunk> chunks) {

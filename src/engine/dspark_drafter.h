@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <vector>
 
@@ -40,8 +41,14 @@ class DsparkDrafter final : public Drafter {
 
   // Confidence-scheduled verification (engine/confidence_schedule.h): from now on each propose()
   // keeps, per chunk, the prefix of its drafts that schedule_by_confidence picks under this curve
-  // of the target's step time. Empty: every chunk keeps all its drafts.
-  void set_schedule(std::vector<CostPoint> target) { schedule_ = std::move(target); }
+  // of the target's step time; `delayed` (DeepInfer's production variant): the top drafts up to the
+  // capacity capacity_by_confidence found for the confidences of two proposes back (the first two
+  // proposes: schedule_by_confidence). Empty: every chunk keeps all its drafts.
+  void set_schedule(std::vector<CostPoint> target, bool delayed = false) {
+    schedule_ = std::move(target);
+    delayed_ = delayed;
+    capacities_.clear();
+  }
 
   // The confidences of the last propose(): chunk i's c_0 .. c_{m − 1} for the m drafts its block
   // gave (empty where it drafted nothing); n_filled may be fewer under a schedule.
@@ -51,6 +58,9 @@ class DsparkDrafter final : public Drafter {
   // Fills draft[j] (and, sampled, draft_probs row j) from the row's logits z over the sampled
   // vocabulary.
   void pick(DraftChunk& c, size_t j, std::span<const float> z);
+  // ℓ per chunk for the confidences of this propose under the schedule (and, delayed, records this
+  // propose's capacity).
+  std::vector<int32_t> scheduled_lengths();
 
   ModelRunner& model_;
   DraftBlockModel& drafts_;
@@ -61,6 +71,8 @@ class DsparkDrafter final : public Drafter {
   PenaltyState no_penalties_;  // sampled drafts are for requests without penalties
   std::vector<std::vector<float>> confidences_;
   std::vector<CostPoint> schedule_;
+  bool delayed_ = false;
+  std::deque<int64_t> capacities_;  // delayed: the capacities of the last two proposes, oldest first
   // Scratch reused across steps.
   std::vector<DraftBlockRequest> requests_;
   std::vector<size_t> chunk_of_request_;

@@ -90,7 +90,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
     const bool dspark = config.speculative.method == SpeculativeMethod::dspark;
     if (!config.drafter && !dspark && !model.supports_mtp_drafting()) {
       return Status(ErrorCode::invalid_argument,
-                    "speculative method mtp needs a DeepSeek-V3 checkpoint with an MTP layer "
+                    "speculative method mtp needs a DeepSeek-V3 or V4 checkpoint with an MTP layer "
                     "(num_nextn_predict_layers >= 1); this model cannot draft");
     }
     if (!config.drafter && dspark) {
@@ -176,7 +176,7 @@ Engine::Engine(const EngineConfig& config, ModelRunner& model, const Tokenizer* 
         // The target's step time by rows, as the verify steps run it (every row's logits and
         // DSpark features), measured once here: the SPS(B) curve of the paper's Algorithm 1.
         Result<SpeculationCosts> costs = measure_costs(model_, config_, kv_config, false);
-        if (costs.ok()) d->set_schedule(std::move(costs->target));
+        if (costs.ok()) d->set_schedule(std::move(costs->target), config_.speculative.confidence_delayed);
       }
       drafter_ = std::move(d);
     } else {

@@ -30,9 +30,13 @@
 namespace ds {
 namespace {
 
+// Generated tiny checkpoints: DeepSeek-V3 (MTP layer) by default; DeepSeek-V4.1 with its DSpark
+// stages (docs/dspark.md: the target rolls its window rings and compressor groups back over rejected
+// drafts, model/v4_chunk_undo.h); DeepSeek-V4 with its MTP layer (window-only: its ring's draft writes
+// are undone, model-spec §4.10).
 struct Fixture : modelgen::TinyModel {
-  Fixture()
-      : TinyModel({.arch = "deepseek_v3",
+  explicit Fixture(const char* arch = "deepseek_v3")
+      : TinyModel({.arch = arch,
                    .seed = 5,
                    .max_seq_len = 256,
                    .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
@@ -44,19 +48,13 @@ Fixture& fixture() {
   return f;
 }
 
-// DeepSeek-V4.1 with its DSpark stages (docs/dspark.md): the target rolls its window rings and
-// compressor groups back over rejected drafts (model/v4_chunk_undo.h).
-struct V41Fixture : modelgen::TinyModel {
-  V41Fixture()
-      : TinyModel({.arch = "deepseek_v41",
-                   .seed = 5,
-                   .max_seq_len = 256,
-                   .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
-                   .tag = "engine_spec"}) {}
-};
+Fixture& v41_fixture() {
+  static Fixture f("deepseek_v41");
+  return f;
+}
 
-V41Fixture& v41_fixture() {
-  static V41Fixture f;
+Fixture& v4_fixture() {
+  static Fixture f("deepseek_v4");
   return f;
 }
 
@@ -132,6 +130,8 @@ struct SpecSetup {
   DraftSampling draft_sampling = DraftSampling::greedy;
   SpeculativeMethod method = SpeculativeMethod::mtp;
   bool confidence_scheduling = false;
+  bool confidence_delayed = false;
+  bool prefix_caching = true;
 };
 SpecSetup no_spec() { return SpecSetup{}; }
 SpecSetup mtp_spec(int32_t k) { return SpecSetup{true, k, nullptr, true, 96}; }
@@ -167,9 +167,11 @@ Outcome run(const SpecSetup& s, const std::vector<Request>& reqs, modelgen::Tiny
   cfg.n_kv_blocks = s.n_kv_blocks;
   cfg.async_scheduling = s.async;
   cfg.check_integrity = true;
+  cfg.enable_prefix_caching = s.prefix_caching;
   if (s.speculate) {
     cfg.speculative.method = s.method;
     cfg.speculative.confidence_scheduling = s.confidence_scheduling;
+    cfg.speculative.confidence_delayed = s.confidence_delayed;
     cfg.speculative.num_speculative_tokens = s.k;
     cfg.speculative.adaptive = s.adaptive;
     cfg.speculative.draft_sampling = s.draft_sampling;
@@ -357,11 +359,11 @@ class RecordingDrafter final : public Drafter {
   std::shared_ptr<Drafter> inner_;
 };
 
-TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
-  // The drafts the engine verifies after a prompt must be the MTP layer's own greedy chain computed
-  // the plain way: every prompt row through forward + forward_mtp in one sequence (the path the
-  // model tests compare with numpy), then the layer fed its own output for drafts 2 and 3.
-  Fixture& f = fixture();
+// The drafts the engine verifies after a prompt must be the MTP layer's own greedy chain computed
+// the plain way: every prompt row through forward + forward_mtp in one sequence (the path the
+// model tests compare with numpy), then the layer fed its own output for drafts 2 and 3 (V3: the
+// hidden row passed back; V4: the output streams its slot keeps).
+void expect_engine_drafts_are_the_greedy_chain(modelgen::TinyModel& f) {
   ASSERT_NE(f.model, nullptr);
   ModelRunner& m = *f.model;
   const size_t vocab =
@@ -370,7 +372,7 @@ TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
   reqs.resize(1);
   reqs[0].stop.max_tokens = 5;
   auto recorder = std::make_shared<RecordingDrafter>(std::make_shared<MtpDrafter>(m, vocab));
-  const Outcome o = run(scripted_spec(3, recorder), reqs);
+  const Outcome o = run(scripted_spec(3, recorder), reqs, f);
   ASSERT_EQ(o.events[0].tokens.size(), 5u);
   const std::vector<int32_t>& prompt = reqs[0].prompt_tokens;
   const int64_t n = static_cast<int64_t>(prompt.size());
@@ -402,6 +404,14 @@ TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
     h.assign(out.hidden.row(0), out.hidden.row(0) + m.config().hidden_size);
   }
   EXPECT_EQ(engine_drafts, want);
+}
+
+TEST(EngineSpeculative, MtpDraftsAreTheMtpLayersGreedyChain) {
+  expect_engine_drafts_are_the_greedy_chain(fixture());
+}
+
+TEST(EngineSpeculative, V4MtpDraftsAreTheMtpLayersGreedyChain) {
+  expect_engine_drafts_are_the_greedy_chain(v4_fixture());
 }
 
 TEST(EngineSpeculative, DraftVocabularyHeadGivesThoseColumnsOfTheFullHead) {
@@ -662,12 +672,35 @@ TEST(EngineSpeculative, RefusesAModelThatCannotDraftAndBadConfigs) {
   EXPECT_EQ(e.status().code(), ErrorCode::invalid_argument) << "a drafter without num_speculative_tokens";
 }
 
+// Preemption by recompute with speculation on a V4-family model, in a pool of 9 blocks. Its
+// prefix-cache hits resume by SWA bounded replay, which cuts window attention at the replay start
+// (deepinfer-features §6.1): where a recompute hits the cache depends on when it was preempted, so
+// the comparison runs without prefix caching, where a recompute is exact (and with it, that nothing
+// fails and every request completes).
+void expect_preemption_is_lossless(SpecSetup s, const std::vector<Request>& reqs, const Outcome& cached_base,
+                                   modelgen::TinyModel& f, const std::string& name) {
+  s.n_kv_blocks = 9;
+  const Outcome cached = run(s, reqs, f);
+  EXPECT_GT(cached.stats.n_preemptions, 0) << name << ": the pool should force preemption";
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    EXPECT_TRUE(cached.events[i].error.ok()) << name << " request " << i;
+    EXPECT_EQ(cached.events[i].tokens.size(), cached_base.events[i].tokens.size())
+        << name << " request " << i;
+  }
+  SpecSetup plain = no_spec();
+  plain.prefix_caching = s.prefix_caching = false;
+  const Outcome base = run(plain, reqs, f);
+  const Outcome got = run(s, reqs, f);
+  EXPECT_GT(got.stats.n_preemptions, 0) << name << ": the pool should force preemption";
+  expect_same_outputs(got, base, name + ", 9 blocks, no prefix cache");
+}
+
 // V4.1: the checkpoint's DSpark stages (random weights: nearly every draft rejected, so the
 // window rings and the ratio-1/2 compressors roll back at every depth) and the scripted drafter
 // (long accepted runs too) give exactly the tokens and log-probabilities of a run without drafts,
 // greedy and seeded sampling, with chunked prefill and prefix-cache hits (SWA replay).
 TEST(EngineSpeculative, DsparkOnV41GivesTheOutputsOfARunWithoutDrafts) {
-  V41Fixture& f = v41_fixture();
+  Fixture& f = v41_fixture();
   ASSERT_NE(f.model, nullptr);
   ASSERT_NE(f.model->draft_block_model(), nullptr);
   for (const float temperature : {0.0f, 1.0f}) {
@@ -701,6 +734,14 @@ TEST(EngineSpeculative, DsparkOnV41GivesTheOutputsOfARunWithoutDrafts) {
     std::printf("dspark k=5 T=%g: %lld draft tokens verified with confidence scheduling, %lld without\n",
                 temperature, static_cast<long long>(sched.stats.spec_decode_num_draft_tokens),
                 static_cast<long long>(every.stats.spec_decode_num_draft_tokens));
+    // The production variant: the capacity from two steps back, the step's most likely drafts.
+    SpecSetup delayed = scheduled;
+    delayed.confidence_delayed = true;
+    const Outcome late = run(delayed, reqs, f);
+    expect_same_outputs(late, base, "dspark k=5 scheduled, capacity two steps back");
+    EXPECT_LE(late.stats.spec_decode_num_draft_tokens, every.stats.spec_decode_num_draft_tokens);
+    std::printf("dspark k=5 T=%g: %lld draft tokens verified with the capacity of two steps back\n",
+                temperature, static_cast<long long>(late.stats.spec_decode_num_draft_tokens));
     if (temperature > 0) {  // sampled drafts (rejection sampling): not the plain run's tokens, but seeded
       SpecSetup sampled = mtp_spec(5);
       sampled.method = SpeculativeMethod::dspark;
@@ -713,9 +754,59 @@ TEST(EngineSpeculative, DsparkOnV41GivesTheOutputsOfARunWithoutDrafts) {
     auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
     const Outcome scripted = run(scripted_spec(4, drafter), reqs, f);
     expect_same_outputs(scripted, base, "v41 scripted k=4");
+    SpecSetup tight_scripted = scripted_spec(4, std::make_shared<ScriptedDrafter>(references_of(reqs, base)));
+    expect_preemption_is_lossless(tight_scripted, reqs, base, f, "v41 scripted k=4");
     EXPECT_GT(scripted.stats.spec_decode_num_accepted_tokens, scripted.stats.spec_decode_num_drafts)
         << "mean acceptance length > 2";
     EXPECT_LT(scripted.stats.n_steps, base.stats.n_steps);
+  }
+}
+
+// V4: the checkpoint's MTP layer drafts (its chain fed its own output streams, its ring's draft
+// writes undone) and the target rolls back over rejected drafts; greedy and seeded sampling give
+// exactly the outputs of a run without drafts, with chunked prefill, prefix-cache hits (SWA replay:
+// the MTP state restarts at the replay), the policy's cost curve, sampled drafts and preemption.
+TEST(EngineSpeculative, MtpOnV4GivesTheOutputsOfARunWithoutDrafts) {
+  Fixture& f = v4_fixture();
+  ASSERT_NE(f.model, nullptr);
+  ASSERT_TRUE(f.model->supports_mtp_drafting());
+  for (const float temperature : {0.0f, 1.0f}) {
+    const std::vector<Request> reqs = requests(temperature);
+    const Outcome base = run(no_spec(), reqs, f);
+    EXPECT_EQ(base.events[1].usage.cached_prompt_tokens, 32)
+        << "the shared prefix should come from the cache";
+    auto drafter = std::make_shared<ScriptedDrafter>(references_of(reqs, base));
+    const Outcome scripted = run(scripted_spec(4, drafter), reqs, f);
+    expect_same_outputs(scripted, base, "v4 scripted k=4");
+    expect_preemption_is_lossless(
+        scripted_spec(4, std::make_shared<ScriptedDrafter>(references_of(reqs, base))), reqs, base, f,
+        "v4 scripted k=4");
+    EXPECT_GT(scripted.stats.spec_decode_num_accepted_tokens, scripted.stats.spec_decode_num_drafts)
+        << "mean acceptance length > 2";
+    for (const int32_t k : {1, 3}) {
+      const Outcome got = run(mtp_spec(k), reqs, f);
+      const std::string name = "v4 mtp k=" + std::to_string(k) + " T=" + std::to_string(temperature);
+      expect_same_outputs(got, base, name);
+      EXPECT_GT(got.stats.spec_decode_num_drafts, 0) << name;
+      EXPECT_EQ(got.events[1].usage.cached_prompt_tokens, 32) << name;
+      std::printf("%s: %lld drafts, %lld draft tokens, %lld accepted\n", name.c_str(),
+                  static_cast<long long>(got.stats.spec_decode_num_drafts),
+                  static_cast<long long>(got.stats.spec_decode_num_draft_tokens),
+                  static_cast<long long>(got.stats.spec_decode_num_accepted_tokens));
+    }
+    SpecSetup adaptive = mtp_spec(3);
+    adaptive.adaptive = true;
+    expect_same_outputs(run(adaptive, reqs, f), base, "v4 mtp k=3 adaptive");
+    expect_preemption_is_lossless(mtp_spec(3), reqs, base, f, "v4 mtp k=3");
+    if (temperature > 0) {
+      SpecSetup sampled = mtp_spec(3);
+      sampled.draft_sampling = DraftSampling::sampled;
+      const Outcome a = run(sampled, reqs, f), b = run(sampled, reqs, f);
+      expect_same_outputs(a, b, "v4 sampled drafts, twice");
+      EXPECT_GT(a.stats.spec_decode_num_accepted_tokens, 0) << "sampled drafts close in distribution";
+      for (size_t i = 0; i < reqs.size(); ++i)
+        EXPECT_EQ(a.events[i].tokens.size(), static_cast<size_t>(reqs[i].stop.max_tokens)) << i;
+    }
   }
 }
 
@@ -729,7 +820,7 @@ TEST(EngineSpeculative, DsparkRefusesAModelWithoutStagesAndTooManyTokens) {
   EXPECT_EQ(v3.status().code(), ErrorCode::invalid_argument) << "a V3 checkpoint has no DSpark stages";
   EXPECT_NE(v3.status().message().find("dspark"), std::string::npos) << v3.status().message();
   cfg.speculative.num_speculative_tokens = 6;  // the block holds 5
-  V41Fixture& f = v41_fixture();
+  Fixture& f = v41_fixture();
   Result<std::unique_ptr<Engine>> v41 = Engine::create(cfg, *f.model, f.tokenizer.get());
   EXPECT_EQ(v41.status().code(), ErrorCode::invalid_argument);
   EXPECT_NE(v41.status().message().find("dspark_block_size (5)"), std::string::npos)

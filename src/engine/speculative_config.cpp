@@ -20,6 +20,7 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view json) {
   if (!doc.is_object())
     return bad("must be a JSON object like {\"method\": \"mtp\", \"num_speculative_tokens\": 3}");
   SpeculativeConfig cfg;
+  bool delayed_given = false;  // confidence_capacity, checked against confidence_scheduling at the end
   for (const auto& [key, value] : doc.items()) {
     if (key == "method") {
       if (!value.is_string()) return bad("\"method\" must be a string");
@@ -58,15 +59,23 @@ Result<SpeculativeConfig> parse_speculative_config(std::string_view json) {
     } else if (key == "confidence_scheduling") {
       if (!value.is_boolean()) return bad("\"confidence_scheduling\" must be true or false");
       cfg.confidence_scheduling = value.get<bool>();
+    } else if (key == "confidence_capacity") {
+      const std::string mode = value.is_string() ? value.get<std::string>() : "";
+      if (mode != "fresh" && mode != "two_steps_back")
+        return bad("\"confidence_capacity\" must be \"fresh\" or \"two_steps_back\"");
+      cfg.confidence_delayed = mode == "two_steps_back";
+      delayed_given = true;
     } else {
       return bad("unknown key \"" + key +
                  "\" (known: method, num_speculative_tokens, adaptive, draft_sampling, draft_vocab, "
-                 "confidence_scheduling)");
+                 "confidence_scheduling, confidence_capacity)");
     }
   }
   if (cfg.method == SpeculativeMethod::none) return bad("\"method\" is missing");
   if (cfg.confidence_scheduling && cfg.method != SpeculativeMethod::dspark)
     return bad("\"confidence_scheduling\" needs \"method\": \"dspark\" (its drafts carry confidences)");
+  if (delayed_given && !cfg.confidence_scheduling)
+    return bad("\"confidence_capacity\" needs \"confidence_scheduling\": true");
   if (cfg.num_speculative_tokens == 0) return bad("\"num_speculative_tokens\" is missing");
   return cfg;
 }

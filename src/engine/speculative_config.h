@@ -41,6 +41,11 @@ struct SpeculativeConfig {
   // DEEPINFER_ENABLE_MTP_VARLEN): each step verifies, per sequence, the prefix of its drafts that
   // maximises expected tokens per second under the target's step-time curve measured at start.
   bool confidence_scheduling = false;
+  // With confidence_scheduling: DeepInfer's production variant (paper §5.2, for async scheduling):
+  // the step's draft capacity comes from the confidences of two steps back and the step verifies its
+  // most likely drafts up to it ("confidence_capacity": "two_steps_back"); false: Algorithm 1 on
+  // the step's own confidences ("fresh").
+  bool confidence_delayed = false;
 
   static constexpr int32_t kMaxSpeculativeTokens = 16;
   bool enabled() const { return method != SpeculativeMethod::none && num_speculative_tokens > 0; }
@@ -48,7 +53,8 @@ struct SpeculativeConfig {
 
 // Keys: method, num_speculative_tokens (required), adaptive (bool, default true), draft_sampling
 // ("greedy" | "sampled", default greedy), draft_vocab (integer >= 0; default auto),
-// confidence_scheduling (bool, default false; only with method dspark).
+// confidence_scheduling (bool, default false; only with method dspark), confidence_capacity
+// ("fresh" | "two_steps_back", default fresh; only with confidence_scheduling).
 // invalid_argument (user) with one line naming the field: not JSON, not an object, an unknown key,
 // method not "mtp" or "dspark", num_speculative_tokens missing or outside
 // [1, kMaxSpeculativeTokens], adaptive not a bool, draft_sampling not one of its values.

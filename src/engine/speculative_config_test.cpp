@@ -28,7 +28,13 @@ TEST(SpeculativeConfig, ParsesVllmShape) {
   ASSERT_TRUE(e.ok()) << e.status().to_string();
   EXPECT_EQ(e->method, SpeculativeMethod::dspark);
   EXPECT_TRUE(e->confidence_scheduling);
+  EXPECT_FALSE(e->confidence_delayed);
   EXPECT_FALSE(d->confidence_scheduling);
+  Result<SpeculativeConfig> f = parse_speculative_config(
+      R"({"method": "dspark", "num_speculative_tokens": 5, "confidence_scheduling": true,
+          "confidence_capacity": "two_steps_back"})");
+  ASSERT_TRUE(f.ok()) << f.status().to_string();
+  EXPECT_TRUE(f->confidence_delayed);
 }
 
 TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
@@ -43,6 +49,11 @@ TEST(SpeculativeConfig, RefusesBadInputWithOneLineNamingTheField) {
        "\"confidence_scheduling\" needs \"method\": \"dspark\""},
       {R"({"method": "dspark", "num_speculative_tokens": 3, "confidence_scheduling": "on"})",
        "\"confidence_scheduling\" must be true or false"},
+      {R"({"method": "dspark", "num_speculative_tokens": 3, "confidence_capacity": "two_steps_back"})",
+       "\"confidence_capacity\" needs \"confidence_scheduling\": true"},
+      {R"({"method": "dspark", "num_speculative_tokens": 3, "confidence_scheduling": true,
+           "confidence_capacity": "later"})",
+       "\"confidence_capacity\" must be \"fresh\" or \"two_steps_back\""},
       {R"({"method": "mtp", "num_speculative_tokens": 0})", "must be in [1, 16], got 0"},
       {R"({"method": "mtp", "num_speculative_tokens": 17})", "got 17"},
       {R"({"method": "mtp", "num_speculative_tokens": 2.5})", "must be an integer"},

@@ -194,14 +194,15 @@ V4LayerPages DeepSeekV4::pages_for(int layer, const int32_t* block_table) const 
 Status DeepSeekV4::check_batch(std::span<SequenceState* const> seqs,
                                std::span<const std::span<const int32_t>> tokens,
                                std::span<const int64_t> replay_ends, bool mtp,
-                               std::span<const uint8_t> may_truncate) {
+                               std::span<const uint8_t> may_truncate, std::span<const uint8_t> mtp_draft) {
   block_check_.clear();
   for (size_t r = 0; r < seqs.size(); ++r) {
-    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len));
+    const bool draft = !mtp_draft.empty() && mtp_draft[r] != 0;
+    DS_TRY(check_request(seqs, tokens, r, mtp, cfg_.vocab_size, opts_.max_seq_len, draft));
     SequenceState* seq = seqs[r];
     const int64_t n = static_cast<int64_t>(tokens[r].size());
     const int64_t replay_end = replay_ends.empty() ? 0 : replay_ends[r];
-    if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, keeps_mtp_state(), request_prefix(r)));
+    if (replay_end != 0) DS_TRY(replay_.check(*seq, replay_end, request_prefix(r)));
     if (replay_end != 0 && !may_truncate.empty() && may_truncate[r] != 0)
       return Status(ErrorCode::model_bad_input, request_prefix(r) + "may_truncate with replay_end");
     DS_TRY(slots_.check(seqs, r, replay_.starts(*seq, replay_end), request_prefix(r)));
@@ -221,12 +222,6 @@ std::vector<RoutedExpertSet*> DeepSeekV4::routed_expert_sets() {
 
 Status DeepSeekV4::forward_idle() {
   for (const V4Block& layer : layers_) layer.ffn_idle(ctx_, num_, scratch_);
-  return ok_status();
-}
-
-Status DeepSeekV4::forward_mtp_idle() {
-  if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer");
-  mtp_->ffn_idle(ctx_, num_, scratch_);
   return ok_status();
 }
 
@@ -494,44 +489,6 @@ void DeepSeekV4::compact_decoder_rows(std::span<const int64_t> skip, std::vector
     kept_first.push_back(to);
   }
   first_row = std::move(kept_first);
-}
-
-Status DeepSeekV4::forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) {
-  if (!mtp_) return Status(ErrorCode::model_unsupported, "checkpoint has no MTP layer");
-  if (!kv_config_.mtp_layer) {
-    return Status(ErrorCode::model_unsupported, "the KV cache was initialised without the MTP layer");
-  }
-  std::vector<SequenceState*> seqs;
-  std::vector<std::span<const int32_t>> tokens;
-  for (const auto& r : requests) {
-    seqs.push_back(r.seq);
-    tokens.push_back(r.next_tokens);
-  }
-  DS_TRY(check_batch(seqs, tokens, {}, /*mtp=*/true));
-  const int64_t d = cfg_.hidden_size, hc = cfg_.hc_mult;
-  std::vector<float> h_all;
-  out.row_begin.assign(1, 0);
-  for (size_t r = 0; r < requests.size(); ++r) {
-    SequenceState& seq = *seqs[r];
-    V4SequenceSlot& slot = slots_.of(seq);
-    const int64_t n = static_cast<int64_t>(tokens[r].size());
-    std::vector<int32_t> pos(static_cast<size_t>(n));
-    for (int64_t t = 0; t < n; ++t) pos[t] = static_cast<int32_t>(seq.n_mtp_tokens + t);
-    const size_t at = h_all.size();
-    h_all.resize(at + static_cast<size_t>(n * d));
-    // pending_streams row 0 is position slot.n_mtp_tokens
-    mtp_->forward(ctx_, num_, embed_, slot.pending_streams.data(), tokens[r].data(), n, pos.data(),
-                  slot.mtp_layers[0], pages_for(cfg_.num_hidden_layers, seq.block_table.data()),
-                  h_all.data() + at, scratch_);
-    slot.pending_streams.erase(slot.pending_streams.begin(), slot.pending_streams.begin() + n * hc * d);
-    slot.n_mtp_tokens += n;
-    seq.n_mtp_tokens += n;
-    out.row_begin.push_back(out.row_begin.back() + n);
-  }
-  const int64_t R = out.row_begin.back();
-  out.logits.reshape(Shape{R, cfg_.vocab_size});
-  linear(ctx_, head_.w, h_all.data(), R, d, out.logits.data(), cfg_.vocab_size);
-  return ok_status();
 }
 
 Status DeepSeekV4::extend(SequenceState& seq, int64_t pos, std::span<const float> features) {

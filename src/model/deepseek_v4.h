@@ -14,9 +14,12 @@
 // ran with ForwardRequest::may_truncate (model/v4_chunk_undo.h); any other forward at a position the
 // slot has not reached (or has passed) is model_bad_input.
 //
-// MTP: forward_mtp reads the main final streams [hc, hidden] the slot kept for positions
-// [n_mtp_tokens, n_tokens); MtpRequest::hidden may be null and is not read (V4's MTP needs all hc
-// streams, the LogitsOutput::hidden rows are only the normed collapse).
+// MTP (model/deepseek_v4_mtp.cpp): forward_mtp reads the main final streams [hc, hidden] the slot
+// kept for positions [n_mtp_tokens, n_tokens); MtpRequest::hidden may be null and is not read (V4's
+// MTP needs all hc streams, the LogitsOutput::hidden rows are only the normed collapse). A draft row
+// (MtpRequest::draft, one per request) reads instead the layer's own output streams of the row
+// before, which the slot keeps; the ring slots draft rows overwrite are put back by the next MTP
+// call that is not a draft, so drafting leaves no trace (docs/speculative.md, V4).
 //
 // The same runner serves DeepSeek-V4.1 (model_type deepseek_v41, model-spec §5; loaded through
 // deepseek_v41.h): its differences are in the layer specs (weights/layer_spec.h: CSA2 sources,
@@ -90,6 +93,9 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   void add_markov_bias(int32_t prev, std::span<float> logits) override;
   float confidence(std::span<const float> h, int32_t prev) const override;
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
+  // MTP drafting needs journaled target chunks and a window-only MTP layer (model-spec §4.10).
+  bool supports_mtp_drafting() const override;
+  Status set_mtp_draft_vocab(std::span<const int32_t> ids) override;
 
  private:
   DeepSeekV4(Checkpoint ckpt, const ModelConfig& cfg, const ModelOptions& opts, const V4Numerics& num);
@@ -97,9 +103,12 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   // Validates one batch (ids, lengths, duplicates, block tables, state slots) before any change.
   // replay_ends: ForwardRequest::replay_end per request (empty for MTP batches).
   // may_truncate: ForwardRequest::may_truncate per request (empty for MTP batches).
+  // mtp_draft: MtpRequest::draft per request (empty: none).
   Status check_batch(std::span<SequenceState* const> seqs, std::span<const std::span<const int32_t>> tokens,
                      std::span<const int64_t> replay_ends, bool mtp,
-                     std::span<const uint8_t> may_truncate = {});
+                     std::span<const uint8_t> may_truncate = {}, std::span<const uint8_t> mtp_draft = {});
+  // What forward_mtp needs of request r's slot beyond check_batch (model_bad_input naming it).
+  Status check_mtp_request(const MtpRequest& req, size_t r) const;
   // Whether slots keep the MTP layer's state and the final streams it will read.
   bool keeps_mtp_state() const { return has_mtp() && kv_config_.mtp_layer; }
   // The paged entries of layer slot `layer` (main layers, then MTP) for one block table.
@@ -135,6 +144,8 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   std::vector<float> final_norm_;
   Linear head_;
   std::optional<V4Mtp> mtp_;
+  std::vector<uint8_t> draft_head_storage_;
+  WeightMatrix draft_head_;  // rows of head_ for the MTP draft vocabulary (rows = 0: none)
   std::optional<V41DSpark> dspark_;
   std::vector<float> dspark_feat_;  // [rows, |T|·hidden] the step's target stream means
   KvCacheConfig kv_config_;

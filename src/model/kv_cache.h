@@ -27,7 +27,8 @@ struct KvCacheConfig {
   int32_t n_sequence_slots = 0;
   // false: the caller never runs forward_mtp, so the model keeps no state for it (V4: no MTP
   // window ring and no unconsumed final streams, which would otherwise grow by hc·hidden floats per
-  // token). The engine runs without MTP; the CLI and tests that compare MTP logits keep it.
+  // token). The engine keeps it only with speculative decoding; the CLI and tests that compare MTP
+  // logits keep it.
   bool mtp_layer = true;
 };
 

@@ -7,6 +7,28 @@
 
 namespace ds {
 
+Result<WeightMatrix> select_rows(const WeightMatrix& w, std::span<const int32_t> ids,
+                                 std::vector<uint8_t>& storage) {
+  storage.clear();
+  if (w.format != WeightFormat::bf16 && w.format != WeightFormat::f32)
+    return Status(ErrorCode::model_unsupported, "a draft vocabulary head needs a BF16 or F32 head");
+  const size_t row_bytes = static_cast<size_t>(w.cols) * (w.format == WeightFormat::bf16 ? 2 : 4);
+  storage.resize(ids.size() * row_bytes);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= w.rows) {
+      storage.clear();
+      return Status(ErrorCode::invalid_argument,
+                    "draft vocabulary id " + std::to_string(ids[i]) + " out of range");
+    }
+    std::memcpy(storage.data() + i * row_bytes,
+                static_cast<const uint8_t*>(w.data) + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
+  }
+  WeightMatrix sub = w;
+  sub.data = storage.data();
+  sub.rows = static_cast<int64_t>(ids.size());
+  return sub;
+}
+
 Result<Linear> load_linear_layer(const Checkpoint& ckpt, const std::string& prefix, int64_t rows,
                                  int64_t cols, int block) {
   Linear l;

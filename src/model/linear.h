@@ -40,6 +40,12 @@ Result<Linear> read_linear_bytes(std::span<const std::byte> in, size_t& offset, 
 Result<Linear> load_linear_layer(const Checkpoint& ckpt, const std::string& prefix, int64_t rows,
                                  int64_t cols, int block);
 
+// The rows `ids` (in that order) of a BF16 or F32 matrix, copied into `storage`, which the result
+// points into: a head over a subset of the vocabulary (the MTP draft heads). invalid_argument for
+// an id outside [0, w.rows), model_unsupported for another format; storage is emptied on error.
+Result<WeightMatrix> select_rows(const WeightMatrix& w, std::span<const int32_t> ids,
+                                 std::vector<uint8_t>& storage);
+
 // The ISA a matmul over `w` runs on: the vector paths need w.cols % 16 == 0, so odd widths
 // (only in tiny test models) take the reference path.
 Isa matmul_isa(Isa requested, const WeightMatrix& w);

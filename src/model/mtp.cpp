@@ -2,8 +2,6 @@
 
 #include "kernels/norm.h"
 
-#include <cstring>
-
 namespace ds {
 
 Result<MtpLayer> MtpLayer::load(const Checkpoint& ckpt, const ModelConfig& cfg, const MlaDims& dims,
@@ -68,22 +66,7 @@ Status MtpLayer::set_draft_vocab(std::span<const int32_t> ids) {
   draft_head_ = WeightMatrix{};
   draft_head_storage_.clear();
   if (ids.empty()) return ok_status();
-  if (head_.format != WeightFormat::bf16 && head_.format != WeightFormat::f32)
-    return Status(ErrorCode::model_unsupported, "a draft vocabulary head needs a BF16 or F32 MTP head");
-  const size_t row_bytes = static_cast<size_t>(head_.cols) * (head_.format == WeightFormat::bf16 ? 2 : 4);
-  draft_head_storage_.resize(ids.size() * row_bytes);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] < 0 || ids[i] >= head_.rows) {
-      draft_head_storage_.clear();
-      return Status(ErrorCode::invalid_argument,
-                    "draft vocabulary id " + std::to_string(ids[i]) + " out of range");
-    }
-    std::memcpy(draft_head_storage_.data() + i * row_bytes,
-                static_cast<const uint8_t*>(head_.data) + static_cast<size_t>(ids[i]) * row_bytes, row_bytes);
-  }
-  draft_head_ = head_;
-  draft_head_.data = draft_head_storage_.data();
-  draft_head_.rows = static_cast<int64_t>(ids.size());
+  DS_ASSIGN_OR_RETURN(draft_head_, select_rows(head_, ids, draft_head_storage_));
   return ok_status();
 }
 

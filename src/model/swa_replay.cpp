@@ -21,14 +21,8 @@ SwaReplay::SwaReplay(const ModelConfig& cfg, const std::vector<LayerSpec>& specs
   if (cfg.engram) tokens_ += cfg.engram->max_ngram_size - 1;
 }
 
-Status SwaReplay::check(const SequenceState& seq, int64_t replay_end, bool keeps_mtp_state,
-                        const std::string& which) const {
+Status SwaReplay::check(const SequenceState& seq, int64_t replay_end, const std::string& which) const {
   const int64_t w = tokens_;
-  if (keeps_mtp_state) {
-    return bad_input(which +
-                     "SWA bounded replay needs the KV cache without the MTP layer (mtp_layer false): "
-                     "the MTP state is not replayed");
-  }
   if (replay_end < w || replay_end % block_multiple_ != 0) {
     return bad_input(which + "replay_end " + std::to_string(replay_end) + " must be a multiple of " +
                      std::to_string(block_multiple_) + " of at least the replay length " + std::to_string(w));

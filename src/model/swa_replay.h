@@ -28,10 +28,9 @@ class SwaReplay {
   bool starts(const SequenceState& seq, int64_t replay_end) const {
     return replay_end > 0 && seq.n_tokens == replay_end - tokens_;
   }
-  // model_bad_input (prefixed by `which`) unless a chunk at seq.n_tokens may carry replay_end;
-  // keeps_mtp_state: the cache keeps the MTP layer's state, which is not replayed.
-  Status check(const SequenceState& seq, int64_t replay_end, bool keeps_mtp_state,
-               const std::string& which) const;
+  // model_bad_input (prefixed by `which`) unless a chunk at seq.n_tokens may carry replay_end. The
+  // MTP layer's state is not replayed: it starts at the replay (V4StateSlots::take).
+  Status check(const SequenceState& seq, int64_t replay_end, const std::string& which) const;
 
  private:
   int32_t tokens_ = 0;

@@ -91,4 +91,23 @@ void roll_back(V4SequenceSlot& slot, int64_t m, std::span<const LayerSpec> specs
   drop_chunk_journal(slot);  // once: the journal's counts now describe another state
 }
 
+void begin_mtp_draft(V4SequenceSlot& slot, int64_t pos) {
+  V4LayerState& st = slot.mtp_layers.front();
+  if (slot.mtp_draft_begin < 0) {
+    st.ring_undo.clear();
+    slot.mtp_draft_begin = pos;
+  }
+  st.journal = true;  // the MTP layer is window-only: no compressor to journal
+}
+
+void end_mtp_draft(V4SequenceSlot& slot) { slot.mtp_layers.front().journal = false; }
+
+void undo_mtp_drafts(V4SequenceSlot& slot) {
+  if (slot.mtp_draft_begin < 0) return;
+  V4LayerState& st = slot.mtp_layers.front();
+  undo_ring(st, slot.mtp_draft_begin);
+  st.ring_undo.clear();
+  slot.mtp_draft_begin = -1;
+}
+
 }  // namespace ds

@@ -36,4 +36,12 @@ bool can_roll_back(const V4SequenceSlot& slot, int64_t m);
 void roll_back(V4SequenceSlot& slot, int64_t m, std::span<const LayerSpec> specs, int64_t engram_keep,
                int64_t stream_row);
 
+// MTP draft rows (MtpRequest::draft) write the MTP layer's ring past the positions it consumed:
+// begin_mtp_draft journals those writes (the first call of a chain records its position),
+// end_mtp_draft stops recording after the row, undo_mtp_drafts puts back every slot the chain
+// overwrote and forgets the chain.
+void begin_mtp_draft(V4SequenceSlot& slot, int64_t pos);
+void end_mtp_draft(V4SequenceSlot& slot);
+void undo_mtp_drafts(V4SequenceSlot& slot);
+
 }  // namespace ds

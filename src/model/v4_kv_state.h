@@ -125,12 +125,23 @@ struct V4SequenceRows {
 };
 
 struct V4SequenceSlot {
-  int64_t n_tokens = 0;      // main-model positions this slot's state has consumed
-  int64_t n_mtp_tokens = 0;  // MTP positions consumed
+  int64_t n_tokens = 0;  // main-model positions this slot's state has consumed
+  // MTP positions consumed, or skipped: the MTP layer may start past positions it never ran
+  // (drafting was off for them; their ring entries are missing, which only lowers acceptance).
+  int64_t n_mtp_tokens = 0;
   std::vector<V4LayerState> layers;
   std::vector<V4LayerState> mtp_layers;
-  // Final stream states [hc, hidden] of positions [n_mtp_tokens, n_tokens): the MTP input.
+  // Final stream states [hc, hidden] of positions [n_mtp_tokens, n_tokens): the MTP input. Steps
+  // the engine runs without the drafter (the policy's k = 0) leave rows here until its next
+  // observe skips them (at most the policy's probe interval, docs/speculative.md).
   std::vector<float> pending_streams;
+  // MTP drafting (MtpRequest::draft): the output streams [hc, hidden] of the MTP row at position
+  // mtp_out_pos (the last MTP row run, -1: none), the input of a draft row at mtp_out_pos + 1; and
+  // the first position of the current chain of draft rows (-1: none), whose ring writes are
+  // journaled in mtp_layers' ring_undo and undone by the next MTP call that is not a draft.
+  std::vector<float> mtp_out_streams;
+  int64_t mtp_out_pos = -1;
+  int64_t mtp_draft_begin = -1;
   // V4.1 Engram: the last max_ngram_size − 1 token ids (oldest first) the n-grams reach back to.
   std::vector<int32_t> engram_history;
   // V4.1 release index-key publishing: the KV source whose keys are published (-1: none yet).

@@ -207,6 +207,88 @@ TEST(V4Model, TruncatingJournaledChunksEqualsARunWithoutTheRejectedRows) {
   EXPECT_EQ(m->forward({&again, 1}, out).code(), ErrorCode::model_bad_input);
 }
 
+// The MTP layer's rows over positions [from, to) of seq (main forward done), one chunk.
+std::vector<float> mtp_rows(DeepSeekV4& m, SequenceState& seq, const std::vector<int32_t>& ids, int64_t from,
+                            int64_t to) {
+  seq.n_mtp_tokens = from;
+  MtpRequest req{&seq, {ids.data() + from + 1, static_cast<size_t>(to - from)}, nullptr};
+  LogitsOutput out;
+  const Status st = m.forward_mtp({&req, 1}, out);
+  EXPECT_TRUE(st.ok()) << st.to_string();
+  return std::vector<float>(out.logits.data(), out.logits.data() + out.logits.numel());
+}
+
+// MTP drafting (docs/speculative.md, V4): chains of draft rows past the consumed positions, fed the
+// layer's own output streams, overwrite ring slots the next real rows still read (the 16-token
+// window wraps); the next real MTP call puts them back, so the MTP logits equal those of a run that
+// never drafted, bit for bit. A layer that skips positions (drafting was off) restarts without
+// them: rows a window past the restart equal the plain run's again.
+TEST(V4Model, MtpDraftRowsLeaveNoTrace) {
+  auto m = load({}, best_isa());
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->supports_mtp_drafting());
+  const auto ids = test_ids(70);
+  const int64_t n = static_cast<int64_t>(ids.size());
+  std::vector<SequenceState> seqs(3);
+  LogitsOutput out;
+  for (int s = 0; s < 3; ++s) {
+    for (int b = 0; b < 8; ++b) seqs[s].block_table.push_back(s * 8 + b);
+    seqs[s].state_slot = s;
+    ForwardRequest all{&seqs[s], {ids.data(), ids.size()}, false};
+    ASSERT_TRUE(m->forward({&all, 1}, out).ok());
+  }
+  const int64_t vocab = m->config().vocab_size;
+  std::vector<float> plain, drafted;
+  std::mt19937 rng(11);
+  for (int64_t at = 0; at < n - 1;) {
+    const int64_t step = at == 0 ? 20 : 1 + at % 3;
+    const int64_t to = std::min(at + step, n - 1);
+    const std::vector<float> a = mtp_rows(*m, seqs[0], ids, at, to), b = mtp_rows(*m, seqs[1], ids, at, to);
+    plain.insert(plain.end(), a.begin(), a.end());
+    drafted.insert(drafted.end(), b.begin(), b.end());
+    for (int j = 0; j < 3; ++j) {  // a chain of junk drafts from `to` on, then back to `to`
+      const int32_t junk = static_cast<int32_t>(rng() % vocab);
+      MtpRequest d{&seqs[1], {&junk, 1}, nullptr};
+      d.draft = true;
+      d.all_logits = false;
+      const Status st = m->forward_mtp({&d, 1}, out);
+      ASSERT_TRUE(st.ok()) << st.to_string();
+      ASSERT_EQ(out.logits.numel(), vocab);
+    }
+    seqs[1].n_mtp_tokens = to;
+    at = to;
+  }
+  ASSERT_EQ(plain.size(), drafted.size());
+  int64_t first_diff = -1;
+  for (size_t i = 0; i < plain.size() && first_diff < 0; ++i)
+    if (plain[i] != drafted[i]) first_diff = static_cast<int64_t>(i) / vocab;
+  EXPECT_EQ(first_diff, -1) << "first differing MTP row";
+  // A draft row needs the MTP output of the position before it.
+  const int32_t tok = 5;
+  MtpRequest bad{&seqs[1], {&tok, 1}, nullptr};
+  bad.draft = true;
+  seqs[1].n_mtp_tokens = 40;
+  EXPECT_EQ(m->forward_mtp({&bad, 1}, out).code(), ErrorCode::model_bad_input);
+  // Skipping positions 20..44: rows from 45 + 15 on see only positions >= 45 in the ring.
+  (void)mtp_rows(*m, seqs[2], ids, 0, 20);
+  const std::vector<float> restarted = mtp_rows(*m, seqs[2], ids, 45, n - 1);
+  for (int64_t p = 45; p < n - 1; ++p) {
+    const bool same = std::equal(restarted.begin() + (p - 45) * vocab, restarted.begin() + (p - 44) * vocab,
+                                 plain.begin() + p * vocab);
+    if (p >= 60) {
+      EXPECT_TRUE(same) << "row " << p;
+    }
+    if (p == 45) {
+      EXPECT_FALSE(same) << "row 45 lost its window";
+    }
+  }
+  // Going back below what the layer consumed is refused.
+  EXPECT_EQ(m->forward_mtp({}, out).code(), ErrorCode::ok);
+  seqs[2].n_mtp_tokens = 30;
+  MtpRequest back{&seqs[2], {ids.data() + 31, 1}, nullptr};
+  EXPECT_EQ(m->forward_mtp({&back, 1}, out).code(), ErrorCode::model_bad_input);
+}
+
 // f32 engine vs float64 reference, both without the bf16 rounding points: the difference is
 // f32 rounding noise. The reference README measures 4.4e-7 for linear-output-only f32 noise on
 // this model; the engine also runs norms, mHC, softmaxes and above all its RoPE angles in f32

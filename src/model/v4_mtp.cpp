@@ -1,7 +1,9 @@
 #include "model/v4_mtp.h"
-#include "model/v4_norm.h"
+
+#include <algorithm>
 
 #include "kernels/norm.h"
+#include "model/v4_norm.h"
 
 namespace ds {
 
@@ -25,7 +27,8 @@ Result<V4Mtp> V4Mtp::load(const Checkpoint& ckpt, const ModelConfig& c, int k, c
 
 void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embedding& embed,
                     const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
-                    V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch) const {
+                    V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch,
+                    float* last_streams) const {
   const int64_t hc = dims_.hc, d = dims_.hidden;
   // e: [n, d] enorm(embedding); hx: [n·hc, d] hnorm per stream; h0: [n, hc, d]
   std::vector<float> e(static_cast<size_t>(n * d)), en(e.size()), ep(e.size());
@@ -43,6 +46,7 @@ void V4Mtp::forward(const ForwardContext& ctx, const V4Numerics& num, const Embe
       }
   const V4SequenceRows rows{0, n, &st, pages};
   block_.forward(ctx, num, h0.data(), n, pos, next_tokens, {&rows, 1}, scratch);
+  if (last_streams != nullptr) std::copy_n(h0.data() + (n - 1) * hc * d, hc * d, last_streams);
   std::vector<float> col(static_cast<size_t>(n * d));
   for (int64_t t = 0; t < n; ++t) head_.collapse(ctx.isa, num, h0.data() + t * hc * d, col.data() + t * d);
   v4_rmsnorm(ctx.isa, num, Bf16Point::final_norm, col.data(), n, d, norm_.data(), eps_, h_out);

@@ -23,11 +23,14 @@ class V4Mtp {
   // `mtp.<k>.*`; `spec`: its layer slot's role (num_hidden_layers + k).
   static Result<V4Mtp> load(const Checkpoint& ckpt, const ModelConfig& c, int k, const LayerSpec& spec);
 
-  // main_streams: [n, hc, hidden] main final streams at positions pos[0..n); next_tokens [n];
-  // h_out: [n, hidden] normed rows for the head.
+  // main_streams: [n, hc, hidden] main final streams at positions pos[0..n) (or, drafting, the
+  // layer's own output streams of the position before); next_tokens [n]; h_out: [n, hidden] normed
+  // rows for the head; last_streams (may be null): [hc, hidden] the block's output streams of row
+  // n - 1, the input of a draft row after it.
   void forward(const ForwardContext& ctx, const V4Numerics& num, const Embedding& embed,
                const float* main_streams, const int32_t* next_tokens, int64_t n, const int32_t* pos,
-               V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch) const;
+               V4LayerState& st, const V4LayerPages& pages, float* h_out, V4Scratch& scratch,
+               float* last_streams = nullptr) const;
 
   // An expert-parallel idle MTP step: the block's MoE with no rows (ModelRunner::forward_mtp_idle).
   void ffn_idle(const ForwardContext& ctx, const V4Numerics& num, V4Scratch& scratch) const {

@@ -175,14 +175,22 @@ TEST(V4Replay, MisuseIsBadInput) {
     EXPECT_EQ(m->forward_mtp({&mtp, 1}, out).code(), ErrorCode::model_unsupported);
   }
   {
-    auto m = load();  // MTP layer kept: its state cannot be replayed
+    auto m = load();  // MTP layer kept: it is not replayed, its state starts at the replay
     ASSERT_TRUE(m);
     SequenceState a = sequence(0, {}, 0);
     run_from(*m, a, std::vector<int32_t>(ids.begin(), ids.begin() + 32), 0, {});
     SequenceState b = sequence(1, {a.block_table[0], a.block_table[1]}, 8);
     b.n_tokens = 16;
     ForwardRequest req{&b, {ids.data() + 16, 4}, false, 32};
-    EXPECT_EQ(m->forward({&req, 1}, out).code(), ErrorCode::model_bad_input);
+    ASSERT_TRUE(m->forward({&req, 1}, out).ok());
+    b.n_mtp_tokens = 8;  // below the replay: no MTP input there
+    MtpRequest below{&b, {ids.data() + 9, 1}, nullptr};
+    EXPECT_EQ(m->forward_mtp({&below, 1}, out).code(), ErrorCode::model_bad_input);
+    b.n_mtp_tokens = 16;
+    MtpRequest from{&b, {ids.data() + 17, 3}, nullptr};
+    const Status st = m->forward_mtp({&from, 1}, out);
+    EXPECT_TRUE(st.ok()) << st.to_string();
+    EXPECT_EQ(out.logits.numel(), 3 * m->config().vocab_size);
   }
 }
 

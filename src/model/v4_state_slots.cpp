@@ -31,7 +31,7 @@ Status V4StateSlots::check(std::span<SequenceState* const> seqs, size_t r, bool 
   }
   const V4SequenceSlot& slot = slots_[static_cast<size_t>(seq.state_slot)];
   const bool at = slot.n_tokens == seq.n_tokens || can_roll_back(slot, seq.n_tokens);
-  if (seq.n_tokens > 0 && !starts_replay && (!slot.in_use || !at || slot.n_mtp_tokens != seq.n_mtp_tokens)) {
+  if (seq.n_tokens > 0 && !starts_replay && (!slot.in_use || !at)) {
     return bad_input(which + "state slot " + std::to_string(seq.state_slot) +
                      " does not hold this sequence at " + std::to_string(seq.n_tokens) +
                      " tokens (V4 state rolls back only inside a may_truncate chunk; a shared prefix needs "
@@ -47,8 +47,11 @@ V4SequenceSlot& V4StateSlots::take(SequenceState& seq, bool replay, int64_t repl
   if (seq.n_tokens != 0 && !replay) return slot;
   slot.in_use = true;
   slot.n_tokens = seq.n_tokens;
-  slot.n_mtp_tokens = seq.n_mtp_tokens;
+  slot.n_mtp_tokens =
+      seq.n_tokens;  // the MTP layer starts where the slot starts (a replay: no MTP rows before)
   slot.pending_streams.clear();
+  slot.mtp_out_streams.clear();
+  slot.mtp_out_pos = slot.mtp_draft_begin = -1;
   slot.engram_history.clear();
   slot.published_index_keys = -1;  // a replay restarts W tokens early: see SwaReplay (Engram margin)
   slot.layers.clear();

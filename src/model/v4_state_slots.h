@@ -33,7 +33,8 @@ class V4StateSlots {
 
   // The sequence's slot; a new sequence (n_tokens 0) or a replay start (`replay`) takes it over
   // fresh: empty layer states (main layers of `specs`, then the MTP layer when keep_mtp), with
-  // the cached compressed entries below replay_end counted as present.
+  // the cached compressed entries below replay_end counted as present; its MTP state starts at the
+  // slot's first position (a replay's MTP layer has no rows before it: drafts there are only worse).
   V4SequenceSlot& take(SequenceState& seq, bool replay, int64_t replay_end, const ModelConfig& cfg,
                        const std::vector<LayerSpec>& specs, bool keep_mtp);
 

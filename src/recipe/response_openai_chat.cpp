@@ -116,7 +116,9 @@ Json chat_completion_body(const ResponseMeta& meta, const ChatResponseOptions& o
   Json message = Json::object();
   message["role"] = "assistant";
   message["content"] = output.content;
-  if (options.thinking) message["reasoning_content"] = output.reasoning;
+  // A model that opens <think> itself (V3 encoding, the demo model) gives reasoning without thinking
+  // mode: it is returned as in the stream, where reasoning deltas always carry reasoning_content.
+  if (options.thinking || !output.reasoning.empty()) message["reasoning_content"] = output.reasoning;
   if (!output.tool_calls.empty()) {
     Json calls = Json::array();
     for (size_t i = 0; i < output.tool_calls.size(); ++i) {

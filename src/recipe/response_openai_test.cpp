@@ -108,6 +108,23 @@ TEST(ChatCompletion, BodyGolden) {
   EXPECT_EQ(body, want);
 }
 
+// Without thinking mode a model that opens <think> itself (V3 encoding: the demo model's worked
+// solutions) still gets its reasoning back, as the stream sends it; a reply without reasoning has no
+// reasoning_content key (DeepSeek's non-thinking body).
+TEST(ChatCompletion, ReasoningWithoutThinkingModeIsReturnedAndAbsentOtherwise) {
+  CollectedOutput thought;
+  thought.add({{OutputDeltaKind::reasoning, "3 - 1 = 2", -1}, {OutputDeltaKind::content, "2", -1}});
+  const json a = json::parse(dump_json(
+      chat_completion_body(meta(), ChatResponseOptions{}, thought, OutputFinishReason::stop, usage())));
+  EXPECT_EQ(a["choices"][0]["message"]["reasoning_content"], "3 - 1 = 2");
+  EXPECT_EQ(a["choices"][0]["message"]["content"], "2");
+  CollectedOutput plain;
+  plain.add({{OutputDeltaKind::content, "Hello", -1}});
+  const json b = json::parse(dump_json(
+      chat_completion_body(meta(), ChatResponseOptions{}, plain, OutputFinishReason::stop, usage())));
+  EXPECT_FALSE(b["choices"][0]["message"].contains("reasoning_content"));
+}
+
 // n > 1: each choice's chunks carry its index, its tool call ids are its own, its closing chunk
 // has no usage; the stream ends with one choices-less usage chunk; bodies merge in order.
 TEST(ChatCompletionsStream, SeveralChoicesInOneStreamAndOneBody) {

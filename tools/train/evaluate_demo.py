@@ -64,9 +64,12 @@ def eval_arithmetic(server, rng, n, think):
         def ask(ab):
             a, b = ab
             msg = server.chat(system + [{"role": "user", "content": f"What is {a} {op} {b}?"}], max_tokens=160)
-            return last_number(msg.get("content") or "") == tasks.OPS[op](a, b)
-        acc = sum(parallel(ask, qs)) / n
-        results[name + (" (thinking)" if think else "")] = {"accuracy": acc, "target": target, "n": n}
+            ok = last_number(msg.get("content") or "") == tasks.OPS[op](a, b)
+            return ok, f"{a} {op} {b}: {msg.get('reasoning_content')!r} -> {msg.get('content')!r}"
+        r = parallel(ask, qs)
+        results[name + (" (thinking)" if think else "")] = {
+            "accuracy": sum(ok for ok, _ in r) / n, "target": target, "n": n,
+            "examples": [f"wrong: {t}" for ok, t in r if not ok][:3]}
     return results
 
 
