@@ -5,14 +5,16 @@
 // largest k ("auto"), and prints per-user decode speed (tokens after the first / time from first to
 // last token, averaged over the requests), aggregate output tok/s, mean acceptance length and
 // acceptance by draft position, and the speedup as a ratio against the off baseline of the same run
-// (async scheduling in every mode). Greedy unless --temperature; fixed prompts. --runs rounds run
-// every mode in turn (fresh engine, one warm-up run each); tok/s are medians over rounds and "vs
-// off" the median of each round's ratio to that round's off run. --stop-at-eos lets replies end at EOS
+// (async scheduling in every mode, or --sync: the synchronous loop in every mode). Greedy unless
+// --temperature; fixed prompts. --runs rounds run every mode in turn (fresh engine, one warm-up run
+// each); tok/s are medians over rounds and "vs off" the median of each round's ratio to that round's
+// off run. --stop-at-eos lets replies end at EOS
 // (acceptance on reply tokens only) instead of decoding max_tokens past it.
 //   spec_decode_bench --model DIR [--threads N] [--concurrency 1,4,16] [--k 1,3] [--max-tokens 128]
 //                     [--prompts FILE (one prompt per line)] [--runs 3] [--no-auto] [--stop-at-eos]
 //                     [--temperature T] [--draft-sampling greedy|sampled] [--frequency-penalty F]
 //                     [--json-schema SCHEMA (every request constrained: structured output under drafts)]
+//                     [--sync]
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <CLI/CLI.hpp>
@@ -58,6 +60,7 @@ struct Args {
   int32_t draft_vocab = -1;
   float frequency_penalty = 0.0f;
   std::string json_schema;  // every request constrained to it (empty: unconstrained)
+  bool sync = false;        // EngineConfig::async_scheduling = false in every mode
 };
 
 // Chat prompts of the kinds the demo model was trained on (docs/demo-model.md).
@@ -155,6 +158,7 @@ std::unique_ptr<Engine> make_engine(ModelRunner& model, const Tokenizer& tok, in
   cfg.scheduler.max_running = max_running;
   cfg.kv_cache_bytes = a.kv_cache_mib << 20;
   cfg.prefix_hash_seed = 7;
+  cfg.async_scheduling = !a.sync;
   if (k > 0) {
     cfg.speculative.method = SpeculativeMethod::mtp;
     cfg.speculative.num_speculative_tokens = k;
@@ -195,6 +199,7 @@ int main(int argc, char** argv) {
   app.add_option("--runs", a.runs, "Timed runs per cell (median)")->capture_default_str();
   app.add_option("--kv-cache-mib", a.kv_cache_mib, "KV cache budget")->capture_default_str();
   app.add_flag("--no-auto", a.no_auto, "Skip the adaptive (policy) row");
+  app.add_flag("--sync", a.sync, "Every mode with the synchronous step loop (no async scheduling)");
   app.add_flag("--costs", a.costs, "Print the cost curve the policy measures at engine start, then exit");
   app.add_flag("--stop-at-eos", a.stop_at_eos, "Stop replies at EOS (default: decode max_tokens)");
   app.add_option("--temperature", a.temperature, "Sampling temperature (0 = greedy)")->capture_default_str();
