@@ -459,8 +459,9 @@ def case_v4():
 
 def case_two_prefill():
     """Two prefill servers: the router spreads the transfers over both (least loaded, then round robin);
-    one is killed: every request is still imported, from the other one (the decode server tries the next
-    prefill server in the router's list, then keeps the dead one last)."""
+    one is killed: a request that names it first is still imported, from the other one (the decode server
+    tries the next prefill server in the list); once the router's health poll has seen it down, the
+    router lists it last, so no transfer is retried any more."""
     s = serve("single")
     c = Cluster(secret("a", 1), secret("a", 1), n_prefill=2)
     try:
@@ -471,16 +472,35 @@ def case_two_prefill():
         check(sent == [2, 2], f"transfers per prefill server {sent}, expected [2, 2]")
         c.ps[0].proc.kill()
         c.ps[0].proc.wait(timeout=10)
-        for k in range(4, 10):
+        port = c.ps[0].url().rsplit(":", 1)[1]
+
+        def dead_seen():
+            return any(k.startswith("deepinfer_router:prefill_healthy") and port in k and v == 0
+                       for k, v in metrics(c.r).items())
+        wait_for(dead_seen, "the router's health poll to mark the killed prefill server down")
+        # The router lists the dead one last: no transfer tries it (the decode server has not met it yet).
+        for k in range(4, 9):
             want, _ = completion(s.url(), 40 + k, 200, SEEDED)
             check(completion(c.r.url(), 40 + k, 200, SEEDED)[0] == want, f"prompt {k} after the kill differs")
+        check(metrics(c.d)["deepinfer:pd_retries_total"] == 0,
+              "the router listed the dead prefill server first after its health poll")
+        # Straight to the decode server with the dead one first, as a router that has not polled yet would:
+        # the decode server tries the next one.
+        body = {"model": "tiny", "prompt": prompt(49, 200), "max_tokens": 12, **GREEDY}
+        req = urllib.request.Request(c.d.url() + "/v1/completions", method="POST", data=json.dumps(body).encode())
+        req.add_header("content-type", "application/json")
+        req.add_header("X-DeepInfer-Prefill-Peer", f"{c.ps[0].url()}, {c.ps[1].url()}")
+        with urllib.request.urlopen(req, timeout=60) as res:
+            direct = json.loads(res.read().decode())["choices"][0]["text"]
+        check(direct == completion(s.url(), 49, 200, GREEDY)[0], "the retried request differs")
         dm = metrics(c.d)
+        check(dm["deepinfer:pd_retries_total"] == 1, "the transfer was not retried on the live prefill server")
+        check("trying " + c.ps[1].url() in c.d.log(), "the retry was not logged")
         check(dm["deepinfer:pd_imports_total"] == 10, f"{dm['deepinfer:pd_imports_total']} imports, expected 10")
         check(dm["deepinfer:pd_fallbacks_total"] == 0, "a request was prefilled on the decode server")
-        check(dm["deepinfer:pd_retries_total"] >= 1, "no transfer was retried on the live prefill server")
         check(metrics(c.ps[1])["deepinfer:pd_prefill_transfers_total"] == 8, "the live prefill server did not take over")
-        check("trying " + c.ps[1].url() in c.d.log(), "the retry was not logged")
-        print(f"two_prefill: 10 imports, {int(dm['deepinfer:pd_retries_total'])} retried on the live prefill server")
+        print("two_prefill: 10 imports; after the router's poll none tried the dead prefill server, a direct "
+              "request naming it first was retried on the live one")
         expect_nothing_held(c.ps[1], c.d, s)
     finally:
         c.stop()

@@ -70,7 +70,7 @@ std::optional<double> sample(std::string_view text, std::string_view name) {
 
 }  // namespace
 
-HealthPoller::HealthPoller(WorkerPool& pool, RequestRouter& router, HealthPollConfig config)
+HealthPoller::HealthPoller(WorkerPool& pool, RequestRouter* router, HealthPollConfig config)
     : pool_(pool), router_(router), config_(std::move(config)), thread_([this] { run(); }) {}
 
 HealthPoller::~HealthPoller() {
@@ -101,7 +101,7 @@ void HealthPoller::poll_once() {
           static_cast<int64_t>(sample(m->body, "deepinfer:num_requests_waiting").value_or(0)));
       w.reported_kv_usage.store(sample(m->body, "deepinfer:kv_cache_usage_perc").value_or(0));
     }
-    if (w.lost_cache.exchange(false)) router_.forget_worker(id);
+    if (w.lost_cache.exchange(false) && router_ != nullptr) router_->forget_worker(id);
     w.healthy.store(true);
   }
 }

@@ -2,7 +2,8 @@
 // (num_requests_running, num_requests_waiting, kv_cache_usage_perc) on a fixed period, with short
 // timeouts, so an unhealthy worker leaves the rotation (drained: its open requests finish, no new
 // ones) and rejoins once it answers again. A worker that was down has lost its KV cache: its prefix
-// index is cleared when it comes back.
+// index is cleared when it comes back. Without a router (the P/D prefill servers: nothing is indexed
+// for them) it keeps only their health and reported load.
 #pragma once
 
 #include <chrono>
@@ -24,7 +25,8 @@ struct HealthPollConfig {
 
 class HealthPoller {
  public:
-  HealthPoller(WorkerPool& pool, RequestRouter& router, HealthPollConfig config);
+  // router: whose prefix index forgets a worker that was down (may be null).
+  HealthPoller(WorkerPool& pool, RequestRouter* router, HealthPollConfig config);
   ~HealthPoller();  // stops and joins
   HealthPoller(const HealthPoller&) = delete;
   HealthPoller& operator=(const HealthPoller&) = delete;
@@ -36,7 +38,7 @@ class HealthPoller {
   void run();
 
   WorkerPool& pool_;
-  RequestRouter& router_;
+  RequestRouter* router_;
   const HealthPollConfig config_;
   std::mutex mu_;
   std::condition_variable cv_;

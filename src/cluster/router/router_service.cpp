@@ -28,10 +28,20 @@ Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig 
   if (config.relay.max_attempts < 1) return Status(ErrorCode::invalid_argument, "max_attempts must be >= 1");
   if (config.routing.policy == PolicyKind::cache_aware && config.rendering.tokenizer == nullptr)
     return Status(ErrorCode::invalid_argument, "the cache_aware policy needs the workers' tokenizer");
+  std::vector<WorkerAddress> prefill;
+  for (const std::string& url : config.prefill_urls) {
+    DS_ASSIGN_OR_RETURN(WorkerAddress a, parse_worker_url(url, "--prefill"));
+    prefill.push_back(std::move(a));
+  }
   std::unique_ptr<RouterService> s(new RouterService(std::move(config)));
   s->pool_.set_workers(s->config_.workers);
-  s->poller_ = std::make_unique<HealthPoller>(s->pool_, s->router_, s->config_.health);
+  s->poller_ = std::make_unique<HealthPoller>(s->pool_, &s->router_, s->config_.health);
   s->poller_->poll_once();  // route from the first request on to the workers already up
+  if (!prefill.empty()) {   // P/D: a prefill server that does not answer is listed last
+    s->prefill_pool_.set_workers(prefill);
+    s->prefill_poller_ = std::make_unique<HealthPoller>(s->prefill_pool_, nullptr, s->config_.health);
+    s->prefill_poller_->poll_once();
+  }
   // After the first poll, which forgets every worker's index once: events from now on are kept.
   s->kv_subscriber_ = std::make_unique<KvEventSubscriber>(s->pool_, s->router_, s->metrics_);
   s->registry_.add_collector([p = s.get(), seen = ConnectionPoolStats{}]() mutable {
@@ -44,6 +54,8 @@ Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig 
     for (size_t i = 0; i < workers.size(); ++i)
       p->metrics_.index_blocks.with({workers[i]->address.url})
           .set(static_cast<double>(p->router_.prefix_index().n_blocks(i)));
+    for (const auto& w : p->prefill_pool_.all())
+      p->prefill_healthy_.with({w->address.url}).set(w->usable() ? 1.0 : 0.0);
   });
   for (int i = 0; i < s->config_.n_relay_threads; ++i)
     s->threads_.emplace_back([p = s.get()] { p->ioc_.run(); });
@@ -55,6 +67,8 @@ RouterService::RouterService(RouterServiceConfig config)
       metrics_(registry_, pool_),
       router_(pool_, metrics_, config_.routing),
       prefill_open_(new std::atomic<int64_t>[std::max<size_t>(1, config_.prefill_urls.size())]()),
+      prefill_healthy_(registry_.gauge_family("deepinfer_router:prefill_healthy",
+                                              "1 while the prefill server answers /health", {"prefill"})),
       work_(boost::asio::make_work_guard(ioc_)),
       connections_(config_.connections) {}
 
@@ -64,6 +78,7 @@ RelayContext RouterService::relay_context() {
 
 RouterService::~RouterService() {
   kv_subscriber_.reset();
+  prefill_poller_.reset();
   poller_.reset();
   work_.reset();
   ioc_.stop();
@@ -130,13 +145,18 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
 std::string RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blocks,
                                          std::shared_ptr<void>& hold) {
   const size_t n = config_.prefill_urls.size();
-  // Among the least loaded, the one the prompt's first block hashes to (a prefix a prefill server has
-  // seen is in its prefix cache), else round robin (no tokenizer, or a prompt under one block).
+  // Healthy ones first (the poller's view: one that does not answer goes last, where the decode
+  // server reaches it only when every other one failed); among them the least loaded, then the one
+  // the prompt's first block hashes to (a prefix a prefill server has seen is in its prefix cache),
+  // else round robin (no tokenizer, or a prompt under one block).
   const uint64_t start = prompt_blocks.empty() ? next_prefill_.fetch_add(1) : prompt_blocks.front();
   std::vector<size_t> order(n);
   for (size_t k = 0; k < n; ++k) order[k] = (start + k) % n;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return prefill_open_[a].load() < prefill_open_[b].load(); });
+  const auto down = [&](size_t k) { return k < prefill_pool_.size() && !prefill_pool_.at(k)->usable(); };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (down(a) != down(b)) return !down(a);
+    return prefill_open_[a].load() < prefill_open_[b].load();
+  });
   std::atomic<int64_t>* open = &prefill_open_[order[0]];
   open->fetch_add(1);
   hold = std::shared_ptr<void>(nullptr, [open](void*) { open->fetch_sub(1); });

@@ -45,7 +45,8 @@ struct RouterServiceConfig {
   // pd_min_prompt_tokens tokens goes to its worker (a decode server) with the header
   // X-DeepInfer-Prefill-Peer listing them, the least loaded first (the router's open P/D requests
   // per prefill server; ties: the one the prompt's first block hashes to when the router tokenizes,
-  // else round robin), so the decode server tries the next one when one fails;
+  // else round robin; one that fails the health poll goes last), so the decode server tries the
+  // next one when one fails;
   // shorter prompts prefill on the worker.
   std::vector<std::string> prefill_urls;
   int64_t pd_min_prompt_tokens = 0;
@@ -85,12 +86,15 @@ class RouterService {
   std::string prefill_peers(const std::vector<uint64_t>& prompt_blocks, std::shared_ptr<void>& hold);
   std::atomic<uint64_t> next_prefill_{0};                 // ties: round robin over config_.prefill_urls
   std::unique_ptr<std::atomic<int64_t>[]> prefill_open_;  // open P/D requests per prefill server
+  WorkerPool prefill_pool_;                               // the prefill servers' health (ids = positions)
+  server::MetricFamily<server::Gauge>& prefill_healthy_;  // {prefill}
   std::atomic<bool> stopping_{false};
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
   ConnectionPool connections_;  // after ioc_: its sockets close before the io_context goes
   std::vector<std::thread> threads_;
   std::unique_ptr<HealthPoller> poller_;              // stops before the rest goes
+  std::unique_ptr<HealthPoller> prefill_poller_;      // P/D only
   std::unique_ptr<KvEventSubscriber> kv_subscriber_;  // last: stops first
 };
 
