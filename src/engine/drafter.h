@@ -22,6 +22,7 @@
 #include <span>
 
 #include "base/status.h"
+#include "grammar/grammar_matcher.h"
 #include "kvcache/kv_cache_manager.h"
 #include "model/kv_cache.h"
 #include "sampling/sampling_params.h"
@@ -48,6 +49,11 @@ struct DraftChunk {
   const SamplingParams* sampling = nullptr;
   uint64_t position = 0;  // the output index (RNG counter) of draft[0]
   std::span<float> draft_probs;
+  // Structured output (null: unconstrained): the request's matcher, at the state after the chunk's
+  // token. A drafter may keep its drafts inside the grammar — draft[j] among the tokens the matcher
+  // allows once it accepted draft[0, j) — and must roll the matcher back to where it was before
+  // propose() returns. Drafts outside it are only rejected by the verify.
+  grammar::GrammarMatcher* matcher = nullptr;
 };
 
 struct ObservedChunk {

@@ -586,6 +586,47 @@ TEST(EngineSpeculative, GrammarRequestsDraftAndGiveTheTokensOfARunWithoutDrafts)
   }
 }
 
+TEST(EngineSpeculative, MtpDraftsStayInsideTheGrammar) {
+  // The MTP drafter takes each draft among the tokens the grammar allows after the drafts before it
+  // (DraftChunk::matcher): under "digits only" every proposal is a token of digits, which the random
+  // MTP layer would almost never propose unmasked; the outputs stay those of a run without drafts.
+  Fixture& f = fixture();
+  ASSERT_NE(f.model, nullptr);
+  const std::shared_ptr<const grammar::CompiledGrammar> digits = compiled_regex("[0-9]{40}");
+  ASSERT_TRUE(digits);
+  for (const auto& [temperature, sampled] : {std::pair{0.0f, false}, {1.0f, false}, {1.0f, true}}) {
+    std::vector<Request> reqs = requests(temperature);
+    reqs.resize(3);
+    for (Request& r : reqs) r.grammar = digits;
+    const Outcome base = run(no_spec(), reqs);
+    const size_t vocab =
+        std::min<size_t>(static_cast<size_t>(f.model->config().vocab_size), f.tokenizer->vocab_size());
+    auto recorder = std::make_shared<RecordingDrafter>(std::make_shared<MtpDrafter>(*f.model, vocab));
+    SpecSetup s = scripted_spec(3, recorder);
+    if (sampled) s.draft_sampling = DraftSampling::sampled;
+    const Outcome o = run(s, reqs);
+    const std::string name =
+        "digits grammar, mtp k=3, T=" + std::to_string(temperature) + (sampled ? ", sampled" : "");
+    if (!sampled) {  // sampled drafts keep the target's distribution, not a run's tokens
+      expect_same_outputs(o, base, name);
+    } else {
+      for (const TokenEvent& e : o.events) EXPECT_TRUE(e.error.ok()) << name << ": " << e.error.to_string();
+    }
+    size_t n_drafts = 0;
+    for (const auto& [key, drafts] : recorder->proposals) {
+      for (const int32_t id : drafts) {
+        Result<std::string> text = f.tokenizer->decode(std::span<const int32_t>(&id, 1));
+        ASSERT_TRUE(text.ok());
+        EXPECT_TRUE(!text->empty() &&
+                    std::all_of(text->begin(), text->end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
+            << "draft " << id << " (" << *text << ") is outside the grammar";
+        ++n_drafts;
+      }
+    }
+    EXPECT_GT(n_drafts, 20u) << "the drafter proposed almost nothing";
+  }
+}
+
 TEST(EngineSpeculative, SampledDraftsUnderAGrammarStayInsideIt) {
   // Sampled drafts verified against the masked target distribution: every output token is one the
   // grammar allows (the engine ends a request with an error otherwise), run after run the same.

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
+#include "grammar/token_bitmask.h"
 #include "sampling/philox.h"
 #include "sampling/rejection_sampling.h"
 
@@ -39,8 +41,36 @@ void MtpDrafter::pick(DraftChunk& c, size_t j, std::span<const float> logits) {
   c.draft[j] = draw_from(q, philox_uniform(c.sampling->seed, c.position + j, kDraftDrawSlot));
 }
 
+bool MtpDrafter::mask_to_grammar(grammar::GrammarMatcher& matcher, std::span<float> logits) {
+  const size_t vocab = matcher.grammar().vocab().vocab_size();
+  mask_.assign(grammar::bitmask_words(vocab), 0);
+  matcher.fill_next_token_mask(mask_);
+  bool any = false;
+  for (size_t col = 0; col < logits.size(); ++col) {
+    const size_t id = draft_vocab_.empty() ? col : static_cast<size_t>(draft_vocab_[col]);
+    if (id < vocab && grammar::bitmask_test(mask_, static_cast<int32_t>(id))) {
+      any = true;
+    } else {
+      logits[col] = -std::numeric_limits<float>::infinity();
+    }
+  }
+  return any;
+}
+
+bool MtpDrafter::advance(DraftChunk& c, size_t i, size_t j) {
+  if (!c.matcher->accept_token(c.draft[j])) return false;
+  ++advanced_[i];
+  return !c.matcher->is_terminated();
+}
+
+void MtpDrafter::roll_back_matchers(std::span<DraftChunk> chunks) {
+  for (size_t i = 0; i < chunks.size(); ++i)
+    if (advanced_[i] > 0) chunks[i].matcher->rollback(advanced_[i]);
+}
+
 Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
   const size_t H = static_cast<size_t>(hidden_size_);
+  advanced_.assign(chunks.size(), 0);
   // Draft 1 comes from the last observe(); a sequence whose MTP state does not end right before this
   // chunk's token (new, restarted, or a failed step) drafts nothing this time.
   size_t longest = 0;
@@ -51,7 +81,13 @@ Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
         it->second.first_draft < 0) {
       continue;
     }
-    if (c.sampling != nullptr) {
+    if (c.matcher != nullptr) {  // structured output: the first draft among the tokens it allows
+      if (it->second.logits.size() != logits_width()) continue;
+      if (c.sampling != nullptr && c.draft_probs.size() != c.draft.size() * sample_vocab_) continue;
+      masked_.assign(it->second.logits.begin(), it->second.logits.end());
+      if (!mask_to_grammar(*c.matcher, masked_)) continue;
+      pick(c, 0, masked_);
+    } else if (c.sampling != nullptr) {
       if (it->second.logits.size() != logits_width() ||
           c.draft_probs.size() != c.draft.size() * sample_vocab_) {
         continue;  // observed as greedy (the mode changed): no sampled first draft
@@ -71,6 +107,7 @@ Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
     for (size_t i = 0; i < chunks.size(); ++i) {
       DraftChunk& c = chunks[i];
       if (c.n_filled != static_cast<int32_t>(j) || c.draft.size() <= j) continue;
+      if (c.matcher != nullptr && !advance(c, i, j - 1)) continue;  // the grammar ends or refuses it
       c.seq->n_mtp_tokens = c.pos_begin + static_cast<int64_t>(j) - 1;
       // Chain input: the state's row for draft 2, then this chunk's row of the previous chain step.
       const float* hidden = j == 1 ? states_.at(c.seq_id).hidden.data() : chain_hidden_.data() + i * H;
@@ -85,17 +122,27 @@ Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
       chunk_of_request_.push_back(i);
     }
     if (requests_.empty()) break;
-    DS_TRY(model_.forward_mtp(requests_, out_));
+    if (const Status st = model_.forward_mtp(requests_, out_); !st.ok()) {
+      roll_back_matchers(chunks);
+      return st;
+    }
     chain_hidden_.resize(chunks.size() * H);  // [n_chunks, H], indexed by chunk
     for (size_t q = 0; q < requests_.size(); ++q) {
       DraftChunk& c = chunks[chunk_of_request_[q]];
       const int64_t row = out_.row_begin[q + 1] - 1;
-      pick(c, j, std::span<const float>(out_.logits.row(row), logits_width()));
+      std::span<const float> logits(out_.logits.row(row), logits_width());
+      if (c.matcher != nullptr) {
+        masked_.assign(logits.begin(), logits.end());
+        if (!mask_to_grammar(*c.matcher, masked_)) continue;  // nothing the grammar allows: stop here
+        logits = masked_;
+      }
+      pick(c, j, logits);
       c.n_filled = static_cast<int32_t>(j) + 1;
       std::memcpy(chain_hidden_.data() + chunk_of_request_[q] * H,
                   out_.hidden.row(out_.hidden_row_begin[q + 1] - 1), H * sizeof(float));
     }
   }
+  roll_back_matchers(chunks);
   // The chain's rows are scratch: the next observe() rewrites them from the target's hidden states.
   for (DraftChunk& c : chunks) c.seq->n_mtp_tokens = c.pos_begin;
   return ok_status();
@@ -138,7 +185,7 @@ Status MtpDrafter::observe(std::span<const ObservedChunk> chunks) {
     const int64_t row = out_.row_begin[q + 1] - 1;
     const std::span<const float> logits(out_.logits.row(row), logits_width());
     state.first_draft = c.wants_draft ? greedy(logits) : -1;
-    if (c.wants_draft && c.sampled_draft) {
+    if (c.wants_draft) {  // a sampled or a constrained first draft needs the row, not only its argmax
       state.logits.assign(logits.begin(), logits.end());
     } else {
       state.logits.clear();

@@ -8,7 +8,8 @@
 // output for drafts 2..k (rows past the target's n_tokens, MtpRequest::draft), which the next
 // observe() overwrites with the real rows. Drafts are greedy (argmax over the sampled vocabulary),
 // or drawn from the layer's distribution under the request's sampling params for sampled drafts
-// (DraftChunk::sampling).
+// (DraftChunk::sampling); under a grammar (DraftChunk::matcher) each is taken among the tokens the
+// grammar allows after the drafts before it, the matcher advanced along the chain and rolled back.
 //
 // Thread contract: one thread at a time (the one running the engine's steps).
 #pragma once
@@ -44,8 +45,16 @@ class MtpDrafter final : public Drafter {
     int64_t n_mtp_tokens = 0;   // MTP rows [0, n) are final (== the target's kept positions)
     int32_t first_draft = -1;   // the MTP's guess for position n_mtp_tokens + 1; -1 = none
     std::vector<float> hidden;  // [hidden_size] the MTP output at row n_mtp_tokens - 1 (chain input)
-    std::vector<float> logits;  // [sample_vocab] that row's logits, kept for a sampled first draft
+    std::vector<float>
+        logits;  // that row's logits (the draft vocabulary), for a sampled or constrained first draft
   };
+  // Structured output: the columns of `logits` the matcher does not allow set to -inf; false when it
+  // allows none of them (drafting stops there).
+  bool mask_to_grammar(grammar::GrammarMatcher& matcher, std::span<float> logits);
+  // Chunk i's matcher accepts draft[j]; false (no draft after it) when it refuses it or the grammar ended.
+  bool advance(DraftChunk& c, size_t i, size_t j);
+  // Every chunk's matcher back to where propose() found it.
+  void roll_back_matchers(std::span<DraftChunk> chunks);
   // Fills draft[j] (and, sampled, draft_probs row j) from a logits row (over the draft vocabulary).
   void pick(DraftChunk& c, size_t j, std::span<const float> logits);
   // The greedy draft of a logits row: its argmax, as a token id.
@@ -62,6 +71,9 @@ class MtpDrafter final : public Drafter {
   std::vector<MtpRequest> requests_;
   std::vector<size_t> chunk_of_request_;
   std::vector<float> chain_hidden_;  // [n_requests, hidden_size] the previous chain step's output
+  std::vector<size_t> advanced_;     // per chunk: tokens its matcher accepted in this propose()
+  std::vector<uint32_t> mask_;       // a grammar's next-token mask
+  std::vector<float> masked_;        // a masked copy of a logits row
   LogitsOutput out_;
   Sampler sampler_;
   PenaltyState no_penalties_;  // sampled drafts are for requests without penalties

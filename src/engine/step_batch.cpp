@@ -131,6 +131,17 @@ SampleResult no_allowed_token() {
 }  // namespace
 
 Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab) {
+  n_drafts_verified.assign(plan_.chunks.size(), 0);
+  accepted_drafts.resize(plan_.chunks.size());
+  for (auto& a : accepted_drafts) a.clear();
+  if (drafter_ != nullptr) {
+    for (const SeqId seq : forget) drafter_->forget(seq);
+  }
+  forget.clear();
+  sample_vocab_ = sample_vocab;
+  // Drafts first: a drafter may walk a grammar's matcher along its drafts (rolled back before it
+  // returns), which the mask thread below must not see.
+  Status forward_status = drafting_ ? propose_drafts() : ok_status();
   // Grammar masks depend only on tokens already accepted, so they are computed on a helper thread
   // while the forward runs; unconstrained steps start no thread at all.
   size_t n_grammar = 0;
@@ -152,15 +163,6 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
       }
     });
   }
-  n_drafts_verified.assign(plan_.chunks.size(), 0);
-  accepted_drafts.resize(plan_.chunks.size());
-  for (auto& a : accepted_drafts) a.clear();
-  if (drafter_ != nullptr) {
-    for (const SeqId seq : forget) drafter_->forget(seq);
-  }
-  forget.clear();
-  sample_vocab_ = sample_vocab;
-  Status forward_status = drafting_ ? propose_drafts() : ok_status();
   if (forward_status.ok()) forward_status = model.forward(requests_, out_);
   if (masks_done.valid()) masks_done.get();
   DS_TRY(forward_status);
@@ -221,6 +223,7 @@ Status StepBatch::propose_drafts() {
     d.context = context_[i];
     d.draft =
         std::span<int32_t>(tokens_.data() + token_begin_[i] + c.n_tokens, static_cast<size_t>(n_draft_[i]));
+    if (job_of[i] != nullptr && !pending_[i]) d.matcher = job_of[i]->matcher;
     if (draft_probs_begin_[i] >= 0) {
       d.sampling = job_of[i]->params;
       d.position = job_of[i]->position;
