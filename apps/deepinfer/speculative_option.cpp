@@ -42,6 +42,11 @@ void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& en
                                "Accepted draft tokens by draft position (0 = first).", {"position"});
   Gauge* mean = &registry.gauge("deepinfer:spec_decode_mean_acceptance_length",
                                 "Tokens produced per verifying step: 1 + accepted / drafts.");
+  Counter* draft_s = &registry.counter("deepinfer:spec_decode_draft_seconds_total",
+                                       "Time drafting steps spent in the drafter (propose and observe).");
+  Counter* verify_s =
+      &registry.counter("deepinfer:spec_decode_verify_seconds_total",
+                        "Time drafting steps spent in the target forward and the verification.");
   registry.add_collector([=, &engine] {
     const EngineStats s = engine.stats();
     drafts->set_total(static_cast<double>(s.spec_decode_num_drafts));
@@ -51,6 +56,8 @@ void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& en
       per_pos->with({std::to_string(j)})
           .set_total(static_cast<double>(s.spec_decode_num_accepted_tokens_per_pos[j]));
     mean->set(mean_acceptance_length(s));
+    draft_s->set_total(1e-9 * static_cast<double>(s.spec_decode_draft_ns_total));
+    verify_s->set_total(1e-9 * static_cast<double>(s.spec_decode_verify_ns_total));
   });
 }
 
@@ -68,10 +75,12 @@ void print_spec_decode_summary(const char* cmd, const EngineStats& s) {
   std::fprintf(
       stderr,
       "%s: speculative decoding: %lld verifying steps, %lld draft tokens, %lld accepted, mean acceptance "
-      "length %.2f (acceptance by position: %s)\n",
+      "length %.2f (acceptance by position: %s); drafting %.3f s, target and verification %.3f s\n",
       cmd, static_cast<long long>(s.spec_decode_num_drafts),
       static_cast<long long>(s.spec_decode_num_draft_tokens),
-      static_cast<long long>(s.spec_decode_num_accepted_tokens), mean_acceptance_length(s), per_pos.c_str());
+      static_cast<long long>(s.spec_decode_num_accepted_tokens), mean_acceptance_length(s), per_pos.c_str(),
+      1e-9 * static_cast<double>(s.spec_decode_draft_ns_total),
+      1e-9 * static_cast<double>(s.spec_decode_verify_ns_total));
 }
 
 }  // namespace ds::cli

@@ -688,6 +688,8 @@ void Engine::count_decode_only(const StepBatch& batch, int64_t done_ns) {
 }
 
 void Engine::count_drafts(const StepBatch& batch) {
+  local_stats_.spec_decode_draft_ns_total += batch.draft_ns;
+  local_stats_.spec_decode_verify_ns_total += batch.verify_ns;
   for (size_t i = 0; i < batch.n_drafts_verified.size(); ++i) {
     const int32_t n_drafts = batch.n_drafts_verified[i];
     if (n_drafts <= 0) continue;

@@ -118,6 +118,10 @@ struct EngineStats {
   int64_t spec_decode_num_draft_tokens = 0;
   int64_t spec_decode_num_accepted_tokens = 0;
   std::vector<int64_t> spec_decode_num_accepted_tokens_per_pos;  // [num_speculative_tokens]
+  // Time of the steps that drafted: in the drafter (propose + observe), and in the target forward
+  // with the sampling and verification after it.
+  int64_t spec_decode_draft_ns_total = 0;
+  int64_t spec_decode_verify_ns_total = 0;
   // Request::cache_pin: blocks pinned now, leases now, requests refused for the quota.
   int32_t kv_pinned_blocks = 0;
   int32_t kv_pin_leases = 0;

@@ -289,6 +289,7 @@ void expect_lossless(float temperature) {
   const std::vector<Request> reqs = requests(temperature);
   const Outcome base = run(no_spec(), reqs);
   EXPECT_EQ(base.events[1].usage.cached_prompt_tokens, 32) << "the shared prefix should come from the cache";
+  EXPECT_EQ(base.stats.spec_decode_draft_ns_total + base.stats.spec_decode_verify_ns_total, 0);
 
   // The checkpoint's MTP layer (k = 3 and 5).
   for (const int32_t k : {3, 5}) {
@@ -300,6 +301,8 @@ void expect_lossless(float temperature) {
     EXPECT_GT(mtp.stats.spec_decode_num_draft_tokens, mtp.stats.spec_decode_num_accepted_tokens) << name;
     ASSERT_EQ(mtp.stats.spec_decode_num_accepted_tokens_per_pos.size(), static_cast<size_t>(k));
     EXPECT_EQ(mtp.events[1].usage.cached_prompt_tokens, 32) << name;
+    EXPECT_GT(mtp.stats.spec_decode_draft_ns_total, 0) << name << ": drafting time is counted";
+    EXPECT_GT(mtp.stats.spec_decode_verify_ns_total, 0) << name << ": verification time is counted";
     std::printf("%s: %lld drafts, %lld draft tokens, %lld accepted\n", name.c_str(),
                 static_cast<long long>(mtp.stats.spec_decode_num_drafts),
                 static_cast<long long>(mtp.stats.spec_decode_num_draft_tokens),

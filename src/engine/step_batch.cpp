@@ -1,5 +1,6 @@
 #include "engine/step_batch.h"
 
+#include "base/clock.h"
 #include "grammar/token_bitmask.h"
 #include "sampling/philox.h"
 #include "sampling/rejection_sampling.h"
@@ -141,7 +142,10 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
   sample_vocab_ = sample_vocab;
   // Drafts first: a drafter may walk a grammar's matcher along its drafts (rolled back before it
   // returns), which the mask thread below must not see.
+  draft_ns = verify_ns = 0;
+  const int64_t t0 = now_ns();
   Status forward_status = drafting_ ? propose_drafts() : ok_status();
+  const int64_t t1 = now_ns();
   // Grammar masks depend only on tokens already accepted, so they are computed on a helper thread
   // while the forward runs; unconstrained steps start no thread at all.
   size_t n_grammar = 0;
@@ -186,7 +190,12 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
     }
     samples[job.chunk_idx] = sampler.sample(row, *job.params, *job.penalties, job.position, /*draft_slot=*/0);
   }
-  return drafting_ ? observe_kept() : ok_status();
+  if (!drafting_) return ok_status();
+  const int64_t t2 = now_ns();
+  const Status observed = observe_kept();
+  draft_ns = (t1 - t0) + (now_ns() - t2);
+  verify_ns = t2 - t1;
+  return observed;
 }
 
 std::span<const float> StepBatch::masked(std::span<const float> row, std::span<const uint32_t> mask) {

@@ -66,6 +66,10 @@ class StepBatch {
   // samples[i] in the output), and how many drafts it verified.
   std::vector<std::vector<SampleResult>> accepted_drafts;
   std::vector<int32_t> n_drafts_verified;
+  // ... and where a drafting step's time went: the drafter (propose + observe) and the target
+  // forward with the sampling and verification after it (0 in a step without drafts).
+  int64_t draft_ns = 0;
+  int64_t verify_ns = 0;
 
   // Speculative decoding: the drafter that fills the chunks' draft positions (null: none) and
   // whether it runs in this step (a step the engine's policy runs plainly has no drafts, and the
