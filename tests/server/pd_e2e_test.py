@@ -17,6 +17,7 @@ state are rebuilt on the decode server by SWA bounded replay, as on any prefix-c
 server's answer is compared with a plain server's answer to the same request on a prefix-cache hit. After every case the KV
 usage, the leases and the landed blocks of every server are back to 0. Every wait is bounded.
 """
+import atexit
 import concurrent.futures
 import json
 import os
@@ -95,9 +96,13 @@ def serve(name, *extra, model=None):
 
 
 def secret(name, seed):
-    path = os.path.join(WORKDIR, f"pd_{name}.secret")
-    with open(path, "wb") as f:
+    # One file per test process (ctest runs cases side by side in one WORKDIR), written whole before
+    # a server can read it, and removed at exit.
+    path = os.path.join(WORKDIR, f"pd_{CASE}_{os.getpid()}_{name}.secret")
+    with open(path + ".tmp", "wb") as f:
         f.write(bytes((seed * 31 + i * 7) % 256 for i in range(32)))
+    os.replace(path + ".tmp", path)
+    atexit.register(lambda: os.path.exists(path) and os.remove(path))
     return path
 
 
