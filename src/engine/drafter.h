@@ -67,6 +67,7 @@ struct ObservedChunk {
   const float* hidden = nullptr;         // [n_kept, hidden_size]: the target's hidden rows (MTP input)
   bool wants_draft = false;              // the sequence will draft in its next decode chunk
   bool sampled_draft = false;            // ... and its drafts are sampled (DraftChunk::sampling)
+  bool constrained_draft = false;  // ... and under a grammar (DraftChunk::matcher, now or once it starts)
 };
 
 class Drafter {

@@ -185,7 +185,7 @@ Status MtpDrafter::observe(std::span<const ObservedChunk> chunks) {
     const int64_t row = out_.row_begin[q + 1] - 1;
     const std::span<const float> logits(out_.logits.row(row), logits_width());
     state.first_draft = c.wants_draft ? greedy(logits) : -1;
-    if (c.wants_draft) {  // a sampled or a constrained first draft needs the row, not only its argmax
+    if (c.wants_draft && (c.sampled_draft || c.constrained_draft)) {  // the row, not only its argmax
       state.logits.assign(logits.begin(), logits.end());
     } else {
       state.logits.clear();

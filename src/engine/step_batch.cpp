@@ -367,9 +367,11 @@ Status StepBatch::observe_kept() {
   for (size_t i = 0; i < plan_.chunks.size(); ++i)
     n_tokens_total += static_cast<size_t>(plan_.chunks[i].n_tokens) + accepted_drafts[i].size();
   observed_tokens_.reserve(n_tokens_total);  // spans below point into it
-  std::vector<uint8_t> speculate(plan_.chunks.size(), 0);
-  for (const SampleJob& job : sample_jobs)
+  std::vector<uint8_t> speculate(plan_.chunks.size(), 0), constrained(plan_.chunks.size(), 0);
+  for (const SampleJob& job : sample_jobs) {
     speculate[job.chunk_idx] = job.speculate ? (job.sampled_drafts ? 2 : 1) : 0;
+    constrained[job.chunk_idx] = job.matcher != nullptr || job.dormant_matcher != nullptr;
+  }
   for (size_t i = 0; i < plan_.chunks.size(); ++i) {
     const ScheduledChunk& c = plan_.chunks[i];
     const int32_t n_kept = c.n_tokens + static_cast<int32_t>(accepted_drafts[i].size());
@@ -380,6 +382,7 @@ Status StepBatch::observe_kept() {
     o.pos_begin = c.pos_begin;
     o.wants_draft = speculate[i] != 0;
     o.sampled_draft = speculate[i] == 2;
+    o.constrained_draft = o.wants_draft && constrained[i] != 0;
     if (last >= 0 && c.replay_end == 0) {
       // Position p's next token: the chunk's own tokens (accepted drafts included), then `last`.
       const size_t begin = observed_tokens_.size();
