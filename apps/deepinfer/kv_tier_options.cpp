@@ -88,7 +88,7 @@ Status configure_kv_tiers(const KvTierOptions& o, const std::string& model_dir, 
     std::vector<std::shared_ptr<KvTier>> tiers;  // read in this order: the local SSD first
     if (!o.disk_dir.empty()) {
       DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> disk,
-                          DiskTier::open({o.disk_dir, capacity, namespace_id, {}}));
+                          DiskTier::open({o.disk_dir, capacity, namespace_id, {}, {}}));
       tiers.push_back(std::move(disk));
     }
     if (!o.redis_url.empty()) {

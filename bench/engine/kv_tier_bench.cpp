@@ -124,7 +124,7 @@ TierEngine make_engine(ModelRunner& model, const Args& a, const std::string* dis
         return std::vector<std::shared_ptr<KvTier>>{t.redis};
       }
       DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> d,
-                          DiskTier::open({*disk_dir, int64_t{64} << 30, ns, {}}));
+                          DiskTier::open({*disk_dir, int64_t{64} << 30, ns, {}, {}}));
       d->wait_for_scan();
       t.disk = std::move(d);
       return std::vector<std::shared_ptr<KvTier>>{t.disk};

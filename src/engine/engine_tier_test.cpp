@@ -93,7 +93,7 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, const RunOptions& o
     cfg.kv_tiers.secret = *secret;
     cfg.kv_tiers.write_every_tokens = options.write_every_tokens;
     cfg.kv_tiers.open = [&](uint64_t ns) -> Result<std::vector<std::shared_ptr<KvTier>>> {
-      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> opened, DiskTier::open({*tier_dir, 1 << 28, ns, {}}));
+      DS_ASSIGN_OR_RETURN(std::unique_ptr<DiskTier> opened, DiskTier::open({*tier_dir, 1 << 28, ns, {}, {}}));
       opened->wait_for_scan();
       disk = std::move(opened);
       return std::vector<std::shared_ptr<KvTier>>{disk};

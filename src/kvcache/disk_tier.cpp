@@ -105,6 +105,7 @@ bool DiskTier::expire_locked(uint64_t key) {
 std::string DiskTier::entry_path(uint64_t key) const { return fmt::format("{}/{:016x}.kv", folder_, key); }
 
 void DiskTier::scan() {
+  if (cfg_.before_scan) cfg_.before_scan();
   struct Found {
     int64_t mtime_ns;
     uint64_t key;
@@ -144,15 +145,16 @@ void DiskTier::scan() {
             [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // Entries found are older than anything written or looked up since start-up: they go in
+    // front of those (least recently used first), oldest first.
+    const auto first_since_start = lru_.begin();
     for (const Found& f : found) {
-      // A write since start-up is newer than anything the scan found: keep its recency.
-      if (index_.contains(f.key)) continue;
-      Item item{f.bytes, f.expires_at_unix_s, lru_.insert(lru_.end(), f.key)};
+      if (index_.contains(f.key)) continue;  // written or looked up since start-up
+      Item item{f.bytes, f.expires_at_unix_s, lru_.insert(first_since_start, f.key)};
       index_.emplace(f.key, item);
       stats_.bytes_stored += f.bytes;
     }
     stats_.n_expired += n_expired;
-    // Entries found are older than writes made during the scan: move those to the back.
     evict_locked();
     scan_done_ = true;
   }
@@ -189,12 +191,26 @@ void DiskTier::evict_locked() {
   }
 }
 
+bool DiskTier::indexed_locked(uint64_t key) {
+  if (index_.contains(key)) return true;
+  if (scan_done_) return false;
+  const std::string path = entry_path(key);
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return false;
+  // A corrupt header is left to the read that finds it (which deletes it), as in the scan.
+  int64_t expires = 0;
+  if (Result<TierEntryMeta> meta = peek_file(path); meta.ok()) expires = meta->expires_at_unix_s;
+  if (expires != 0 && now_unix_s() >= expires) return false;  // the scan deletes it
+  index_insert_locked(key, st.st_size, expires);
+  return true;
+}
+
 int64_t DiskTier::count_prefix(std::span<const uint64_t> keys) {
   std::lock_guard<std::mutex> lock(mu_);
   int64_t n = 0;
   while (n < static_cast<int64_t>(keys.size())) {
     const uint64_t key = keys[static_cast<size_t>(n)];
-    if (!index_.contains(key) || expire_locked(key)) break;
+    if (!indexed_locked(key) || expire_locked(key)) break;
     ++n;
   }
   return n;
@@ -202,7 +218,7 @@ int64_t DiskTier::count_prefix(std::span<const uint64_t> keys) {
 
 bool DiskTier::contains(uint64_t key) {
   std::lock_guard<std::mutex> lock(mu_);
-  return index_.contains(key) && !expire_locked(key);
+  return indexed_locked(key) && !expire_locked(key);
 }
 
 void DiskTier::drop_corrupt(uint64_t key) {
@@ -216,12 +232,11 @@ Result<TierEntry> DiskTier::read(uint64_t key) {
   const int64_t start_ns = now_ns();
   {
     std::lock_guard<std::mutex> lock(mu_);
-    const auto it = index_.find(key);
-    if (it == index_.end() || expire_locked(key)) {
+    if (!indexed_locked(key) || expire_locked(key)) {
       ++stats_.n_misses;
       return Status(ErrorCode::kvcache_tier_miss, fmt::format("kv disk tier: no entry {:016x}", key));
     }
-    lru_.splice(lru_.end(), lru_, it->second.lru_pos);  // most recently used
+    lru_.splice(lru_.end(), lru_, index_.at(key).lru_pos);  // most recently used
   }
   const std::string path = entry_path(key);
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

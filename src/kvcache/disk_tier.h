@@ -9,7 +9,8 @@
 //
 // The index (key -> size, LRU order) lives in memory. At start-up a background thread scans the
 // namespace folder (oldest mtime first) so a restarted server hits what the last one wrote;
-// lookups before the scan has reached an entry simply miss. Capacity: least recently used
+// until the scan is done a lookup of a key the index lacks looks for its file (stat + header), so a
+// request that arrives during the scan hits what is on disk too. Capacity: least recently used
 // entries are deleted once the total exceeds capacity_bytes. Expired entries (TierEntry::
 // expires_at_unix_s) are never served: deleted when the scan, a lookup or a read finds them.
 #pragma once
@@ -35,6 +36,8 @@ struct DiskTierConfig {
   uint64_t namespace_id = 0;
   // Unix seconds for expiry checks (tier_ttl.h); empty = the system clock (tests inject one).
   std::function<int64_t()> now_unix_s;
+  // Called by the scan thread before it scans (tests hold the scan back with it); empty = none.
+  std::function<void()> before_scan;
 };
 
 class DiskTier final : public KvTier {
@@ -70,6 +73,9 @@ class DiskTier final : public KvTier {
   void index_erase_locked(uint64_t key);
   void evict_locked();
   void drop_corrupt(uint64_t key);
+  // True when `key` is indexed, or the start-up scan is still running and the key's file exists
+  // and is not expired (it is indexed then, as most recently used). Lock held.
+  bool indexed_locked(uint64_t key);
 
   struct Item {
     int64_t bytes = 0;

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <random>
 
 #include "kvcache/tier_entry_format.h"
@@ -40,7 +41,7 @@ TierEntry make_entry(uint64_t key, uint64_t prev, size_t n_bytes, uint32_t seed)
 }
 
 std::unique_ptr<DiskTier> open_tier(const std::string& dir, int64_t capacity, uint64_t ns = 0xabc) {
-  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open({dir, capacity, ns, {}});
+  Result<std::unique_ptr<DiskTier>> tier = DiskTier::open({dir, capacity, ns, {}, {}});
   EXPECT_TRUE(tier.ok()) << tier.status().to_string();
   (*tier)->wait_for_scan();
   return std::move(tier).value();
@@ -177,6 +178,51 @@ TEST(DiskTier, EvictsTheLeastRecentlyUsedOverCapacityAndCleansTempFiles) {
   auto restarted = open_tier(dir.path, 3 * entry_bytes);
   EXPECT_FALSE(fs::exists(tmp)) << "a killed writer's temp file is removed at start-up";
   EXPECT_EQ(restarted->stats().n_entries, 3);
+}
+
+// A server restarted on a full folder serves requests before its scan is done: those look for the
+// entry files themselves. The scan then adds the rest as less recently used than what was served.
+TEST(DiskTier, LookupsDuringTheStartUpScanFindTheFilesAndKeepTheirRecency) {
+  TempDir dir;
+  const int64_t entry_bytes =
+      static_cast<int64_t>(encode_tier_entry(0xabc, make_entry(1, 0, 1000, 1)).size());
+  {
+    auto writer = open_tier(dir.path, 1 << 20);
+    for (uint64_t key = 1; key <= 3; ++key) ASSERT_TRUE(writer->write(make_entry(key, 0, 1000, 1)).ok());
+  }
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  DiskTierConfig cfg{dir.path, 4 * entry_bytes, 0xabc, {}, [released] { released.wait(); }};
+  Result<std::unique_ptr<DiskTier>> opened = DiskTier::open(cfg);
+  ASSERT_TRUE(opened.ok()) << opened.status().to_string();
+  // Let the scan go however the test leaves (a failed ASSERT too), or the tier's destructor waits.
+  struct Release {
+    std::promise<void>& p;
+    bool done = false;
+    void now() {
+      if (!done) p.set_value();
+      done = true;
+    }
+    ~Release() { now(); }
+  } release_scan{release};
+  DiskTier& tier = **opened;
+  const uint64_t keys[] = {3, 2, 9};
+  EXPECT_EQ(tier.count_prefix(keys), 2) << "entries on disk are found before the scan runs";
+  EXPECT_TRUE(tier.contains(2));
+  EXPECT_FALSE(tier.contains(9));
+  Result<TierEntry> got = tier.read(3);
+  ASSERT_TRUE(got.ok()) << got.status().to_string();
+  EXPECT_EQ(got->key, 3u);
+  EXPECT_EQ(tier.stats().n_entries, 2);
+  release_scan.now();
+  tier.wait_for_scan();
+  EXPECT_EQ(tier.stats().n_entries, 3);
+  EXPECT_EQ(tier.stats().bytes_stored, 3 * entry_bytes);
+  // Over capacity by one: the entry only the scan found (1) is the least recently used.
+  ASSERT_TRUE(tier.write(make_entry(4, 0, 1000, 1)).ok());
+  ASSERT_TRUE(tier.write(make_entry(5, 0, 1000, 1)).ok());
+  EXPECT_FALSE(tier.contains(1));
+  EXPECT_TRUE(tier.contains(2) && tier.contains(3) && tier.contains(4) && tier.contains(5));
 }
 
 TEST(TierEntryFormat, EveryFlippedByteIsDetected) {

@@ -52,7 +52,7 @@ struct TestPool {
 struct Fixture {
   Fixture() : dir((fs::temp_directory_path() / ("ds_tier_store_" + std::to_string(::getpid()))).string()) {
     fs::remove_all(dir);
-    auto opened = DiskTier::open({dir, 1 << 24, 1, {}});
+    auto opened = DiskTier::open({dir, 1 << 24, 1, {}, {}});
     EXPECT_TRUE(opened.ok());
     (*opened)->wait_for_scan();
     disk = std::shared_ptr<DiskTier>(std::move(opened).value());

@@ -37,7 +37,7 @@ TEST(TierTtl, AnExpiredSsdEntryIsNeverServedAndIsReclaimed) {
       (fs::temp_directory_path() / ("ds_tier_ttl_" + std::to_string(::getpid()))).string();
   fs::remove_all(dir);
   auto now = std::make_shared<std::atomic<int64_t>>(1'000'000);
-  const DiskTierConfig cfg{dir, 1 << 20, 3, [now] { return now->load(); }};
+  const DiskTierConfig cfg{dir, 1 << 20, 3, [now] { return now->load(); }, {}};
   auto entry = [&](uint64_t key, int64_t ttl_s) {
     TierEntry e;
     e.key = key;
