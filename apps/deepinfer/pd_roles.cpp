@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <utility>
 #include <vector>
 
 #include "kv_tier_options.h"
+#include "kvcache/tier_store.h"
 
 namespace ds::cli {
 
@@ -58,12 +60,6 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   if (o.secret_file.empty())
     return Status(ErrorCode::invalid_argument,
                   fmt::format("--role {} needs --kv-transfer-secret-file", o.role));
-  if (engine_config.kv_tiers.open)
-    return Status(
-        ErrorCode::invalid_argument,
-        fmt::format("--role {} cannot be combined with --kv-disk-dir / --kv-redis (the P/D role's transit "
-                    "tier is the engine's only tier; docs/pd.md)",
-                    o.role));
   if (o.lease_timeout_ms < 1)
     return Status(ErrorCode::invalid_argument, "--kv-lease-timeout-ms must be >= 1");
   if (o.transit_mib < 1) return Status(ErrorCode::invalid_argument, "--kv-transit-mib must be >= 1");
@@ -86,12 +82,14 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
       .max_bytes = o.transit_mib << 20,
   });
   // The engine keys its prefix cache with the tier seed: the same secret and model give both sides
-  // the same block keys.
+  // the same block keys. With --kv-disk-dir / --kv-redis the transfer secret keys those tiers too.
   KvTierConfig& t = engine_config.kv_tiers;
+  const std::function<Result<std::vector<std::shared_ptr<KvTier>>>(uint64_t)> open_local = t.open;
   t.model_fingerprint = r->identity_->model_fingerprint;
   t.secret.clear();
   for (char c : r->identity_->secret) t.secret.push_back(static_cast<std::byte>(c));
-  t.writes = prefill;
+  // The decode server writes only to its own tiers (the landing tier takes no engine writes).
+  t.writes = prefill || (open_local && t.writes);
   if (!prefill) {
     // The decode server's own cached blocks (its KV events), so only the rest is asked for.
     r->pool_ = std::make_shared<pd::PoolIndex>();
@@ -102,10 +100,17 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
         };
   }
   r->namespace_id_ = std::make_shared<uint64_t>(0);
-  t.open = [tier = r->tier_,
-            ns = r->namespace_id_](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
+  r->local_tiers_ = std::make_shared<std::vector<std::shared_ptr<KvTier>>>();
+  // Read in this order: the blocks in transit first, then this server's SSD and Redis tiers.
+  t.open = [tier = r->tier_, ns = r->namespace_id_, local = r->local_tiers_,
+            open_local](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
     *ns = namespace_id;
-    return std::vector<std::shared_ptr<KvTier>>{tier};
+    std::vector<std::shared_ptr<KvTier>> tiers{tier};
+    if (open_local) {
+      DS_ASSIGN_OR_RETURN(*local, open_local(namespace_id));
+      tiers.insert(tiers.end(), local->begin(), local->end());
+    }
+    return tiers;
   };
   return r;
 }
@@ -176,6 +181,11 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       "deepinfer:time_to_first_token_seconds here)",
       kBuckets);
   dc.observe_import = [import_h](double s) { import_h->observe(s); };
+  if (!local_tiers_->empty()) {
+    dc.count_local_tier_blocks = [local = local_tiers_](std::span<const uint64_t> keys) {
+      return count_prefix_across_tiers(*local, keys);
+    };
+  }
   decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, pool_, dc, log);
   Counter* unknown_peers = &registry.counter(
       "deepinfer:pd_unknown_peers_total",
@@ -223,6 +233,9 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   Counter* local =
       &registry.counter("deepinfer:pd_local_blocks_total",
                         "Prompt blocks of P/D requests found in this server's pool (not transferred).");
+  Counter* local_tier = &registry.counter(
+      "deepinfer:pd_local_tier_blocks_total",
+      "Prompt blocks of P/D requests found in this server's SSD / Redis tiers (not transferred).");
   Gauge* leased = &registry.gauge("deepinfer:pd_leased_blocks", "KV blocks held by transfer leases now.");
   Gauge* landing =
       &registry.gauge("deepinfer:pd_landing_blocks", "Landed blocks not yet read by the engine.");
@@ -235,6 +248,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     bytes->set_total(static_cast<double>(st.bytes_received.load()));
     transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
     local->set_total(static_cast<double>(st.local_blocks.load()));
+    local_tier->set_total(static_cast<double>(st.local_tier_blocks.load()));
     leased->set(static_cast<double>(st.leased_blocks.load()));
     landing->set(static_cast<double>(tier->n_entries()));
   });

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/log.h"
 #include "base/status.h"
@@ -61,6 +62,8 @@ class PdRole {
   std::shared_ptr<uint64_t> namespace_id_;  // filled by the engine's tier open callback
   std::shared_ptr<pd::TransitTier> tier_;
   std::shared_ptr<pd::PoolIndex> pool_;  // decode role: the engine's KV events keep it
+  // --kv-disk-dir / --kv-redis tiers under the transit tier (filled by the tier open callback).
+  std::shared_ptr<std::vector<std::shared_ptr<KvTier>>> local_tiers_;
   std::unique_ptr<pd::PrefillService> prefill_;
   std::unique_ptr<pd::DecodeService> decode_;
 };

@@ -14,7 +14,7 @@
 //                     [--prompts FILE (one prompt per line)] [--runs 3] [--no-auto] [--stop-at-eos]
 //                     [--temperature T] [--draft-sampling greedy|sampled] [--frequency-penalty F]
 //                     [--json-schema SCHEMA (every request constrained: structured output under drafts)]
-//                     [--sync]
+//                     [--sync] [--bf16-activations (--numerics bf16_activations=on: vdpbf16ps GEMVs)]
 #include <fmt/format.h>
 #include <sys/resource.h>
 #include <CLI/CLI.hpp>
@@ -59,8 +59,9 @@ struct Args {
   std::string draft_sampling = "greedy";
   int32_t draft_vocab = -1;
   float frequency_penalty = 0.0f;
-  std::string json_schema;  // every request constrained to it (empty: unconstrained)
-  bool sync = false;        // EngineConfig::async_scheduling = false in every mode
+  std::string json_schema;        // every request constrained to it (empty: unconstrained)
+  bool bf16_activations = false;  // ModelOptions::bf16_activations (docs/numerics.md)
+  bool sync = false;              // EngineConfig::async_scheduling = false in every mode
 };
 
 // Chat prompts of the kinds the demo model was trained on (docs/demo-model.md).
@@ -199,6 +200,8 @@ int main(int argc, char** argv) {
   app.add_option("--runs", a.runs, "Timed runs per cell (median)")->capture_default_str();
   app.add_option("--kv-cache-mib", a.kv_cache_mib, "KV cache budget")->capture_default_str();
   app.add_flag("--no-auto", a.no_auto, "Skip the adaptive (policy) row");
+  app.add_flag("--bf16-activations", a.bf16_activations,
+               "Round linear inputs to bf16 (--numerics bf16_activations=on: AVX512-BF16 dot products)");
   app.add_flag("--sync", a.sync, "Every mode with the synchronous step loop (no async scheduling)");
   app.add_flag("--costs", a.costs, "Print the cost curve the policy measures at engine start, then exit");
   app.add_flag("--stop-at-eos", a.stop_at_eos, "Stop replies at EOS (default: decode max_tokens)");
@@ -218,6 +221,7 @@ int main(int argc, char** argv) {
     mo.isa = *isa;
     mo.n_threads = a.n_threads;
     mo.max_seq_len = 4096;
+    mo.bf16_activations = a.bf16_activations;
     Result<std::unique_ptr<ModelRunner>> model = load_model(a.model_dir, mo);
     check(model.status(), "load");
     Result<Tokenizer> tok = Tokenizer::load(a.model_dir);

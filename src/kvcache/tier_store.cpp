@@ -43,11 +43,22 @@ TierStore::~TierStore() {
   restorer_.join();
 }
 
-int64_t TierStore::count_prefix(std::span<const uint64_t> keys) const {
-  // The longest run one tier holds (a restore reads each block from the first tier holding it).
+int64_t count_prefix_across_tiers(std::span<const std::shared_ptr<KvTier>> tiers,
+                                  std::span<const uint64_t> keys) {
+  // The longest run any tier holds, then from its end again, until no tier holds the next key.
   int64_t n = 0;
-  for (const auto& tier : tiers_) n = std::max(n, tier->count_prefix(keys));
+  while (n < static_cast<int64_t>(keys.size())) {
+    int64_t run = 0;
+    for (const auto& tier : tiers)
+      run = std::max(run, tier->count_prefix(keys.subspan(static_cast<size_t>(n))));
+    if (run == 0) break;
+    n += run;
+  }
   return n;
+}
+
+int64_t TierStore::count_prefix(std::span<const uint64_t> keys) const {
+  return count_prefix_across_tiers(tiers_, keys);
 }
 
 bool TierStore::submit_write(std::vector<TierBlockRef> blocks) {

@@ -30,6 +30,12 @@
 
 namespace ds {
 
+// Leading keys the tiers hold between them, each key in some tier (a restore reads each block from
+// the first tier holding it): a P/D decode server's landing tier holds the blocks after those its
+// SSD tier holds.
+int64_t count_prefix_across_tiers(std::span<const std::shared_ptr<KvTier>> tiers,
+                                  std::span<const uint64_t> keys);
+
 struct TierBlockIo {
   int64_t block_bytes = 0;
   // Both may run while a forward runs on other blocks: they touch only the named block.
@@ -77,7 +83,7 @@ class TierStore {
   TierStore(const TierStore&) = delete;
   TierStore& operator=(const TierStore&) = delete;
 
-  // Leading keys one tier holds (the longest run over the tiers).
+  // count_prefix_across_tiers over this store's tiers.
   int64_t count_prefix(std::span<const uint64_t> keys) const;
 
   // False (and counted) when the queue is full: the caller unpins at once.

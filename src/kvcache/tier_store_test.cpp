@@ -106,6 +106,43 @@ TEST(TierStore, WrittenBlocksRestoreBitIdenticallyIntoOtherBlocks) {
   EXPECT_GT(store.stats().write_cpu_ns_total, 0);  // the writer thread's CPU on those jobs is counted
 }
 
+// A prompt's blocks split over two tiers (a P/D decode server: its SSD holds the first ones, the
+// landing tier the rest): the lookup counts the run across both and the restore reads each block
+// from the tier that has it.
+TEST(TierStore, ARunSplitOverTwoTiersIsCountedAndRestoredWhole) {
+  Fixture f;
+  const std::string second_dir = f.dir + "_second";
+  fs::remove_all(second_dir);
+  std::shared_ptr<DiskTier> second_disk(std::move(DiskTier::open({second_dir, 1 << 24, 1, {}, {}})).value());
+  second_disk->wait_for_scan();
+  TestPool pool(8);
+  const std::vector<TierBlockRef> all = refs({0, 1, 2, 3}, 100);
+  {
+    TierStore first({f.disk}, pool.io(), 4), second({second_disk}, pool.io(), 4);
+    ASSERT_TRUE(first.submit_write({all.begin(), all.begin() + 2}));
+    ASSERT_TRUE(second.submit_write({all.begin() + 2, all.end()}));
+    first.drain();
+    second.drain();
+  }
+  TierStore store({f.disk, second_disk}, pool.io(), 4);
+  const uint64_t keys[] = {100, 101, 102, 103, 104};
+  EXPECT_EQ(f.disk->count_prefix(keys), 2);
+  EXPECT_EQ(second_disk->count_prefix(std::span(keys).subspan(2)), 2);
+  EXPECT_EQ(store.count_prefix(keys), 4);
+  EXPECT_EQ(store.count_prefix(std::span(keys).subspan(1)), 3);
+
+  std::vector<TierBlockRef> into = all;
+  for (int i = 0; i < 4; ++i) into[static_cast<size_t>(i)].block_id = 4 + i;
+  store.submit_restore(3, into);
+  store.drain();
+  const TierCompletions done = store.take_completed();
+  ASSERT_EQ(done.restored.size(), 1u);
+  EXPECT_EQ(done.restored[0].n_blocks_restored, 4);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(std::memcmp(pool.block(i).data(), pool.block(4 + i).data(), kBlockBytes), 0) << i;
+  fs::remove_all(second_dir);
+}
+
 TEST(TierStore, ARestoreStopsAtTheFirstBlockWhoseTokensOrParentDiffer) {
   Fixture f;
   TestPool pool(8);

@@ -3,7 +3,7 @@
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
 CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode |
-      two_prefill | prefill_affinity | api_key | v4
+      two_prefill | prefill_affinity | api_key | disk_tiers | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -21,6 +21,7 @@ import atexit
 import concurrent.futures
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -540,7 +541,7 @@ def case_prefill_affinity():
 
 def case_api_key():
     """A prefill server with --api-key: a decode server with --kv-prefill-api-key imports; one without the key
-    is refused (HTTP 401, logged) and prefills itself. And a P/D role with a disk tier is refused at start."""
+    is refused (HTTP 401, logged) and prefills itself."""
     s = serve("single")
     c = Cluster(secret("a", 1), secret("a", 1), p_extra=("--api-key", "pd-key-1"),
                 d_extra=("--kv-prefill-api-key", "pd-key-1"))
@@ -569,22 +570,84 @@ def case_api_key():
         finally:
             d2.stop()
         expect_nothing_held(c.p, c.d)
+        print("api_key: keyed import, unkeyed refused (401) and prefilled on D")
     finally:
         c.stop()
         s.stop()
-    r = subprocess.run([DEEPINFER, "serve", "--model", MODEL, "--port", "0", "--role", "decode",
-                        "--kv-transfer-secret-file", secret("a", 1), "--kv-prefill-peer", "http://127.0.0.1:9",
-                        "--kv-disk-dir", os.path.join(WORKDIR, "pd_disk_tier")],
-                       capture_output=True, text=True, timeout=60)
-    check(r.returncode != 0, "--role decode with --kv-disk-dir started")
-    check("cannot be combined with --kv-disk-dir" in r.stderr, f"the refusal is not one clear line: {r.stderr[-500:]}")
-    print("api_key: keyed import, unkeyed refused (401) and prefilled on D; --kv-disk-dir refused:",
-          [l for l in r.stderr.splitlines() if "cannot be combined" in l][0].strip())
+
+
+def case_disk_tiers():
+    """P and D with --kv-disk-dir: both write their prompt blocks to their SSD tier; a second decode server on
+    D's folder restores what D wrote from there instead of asking P, and a prompt whose first blocks are on
+    its SSD and the rest on P gets only the rest moved (the restore reads both tiers)."""
+    s = serve("single")
+    p_dir = os.path.join(WORKDIR, f"pd_disk_{os.getpid()}_p")
+    d_dir = os.path.join(WORKDIR, f"pd_disk_{os.getpid()}_d")
+    for d in (p_dir, d_dir):
+        shutil.rmtree(d, ignore_errors=True)
+        atexit.register(shutil.rmtree, d, True)
+    key = secret("a", 1)
+    c = Cluster(key, key, p_extra=("--kv-disk-dir", p_dir, "--kv-disk-gib", "1"),
+                d_extra=("--kv-disk-dir", d_dir, "--kv-disk-gib", "1"))
+    disk_entries = 'deepinfer:kv_tier_entries{tier="disk"}'
+    try:
+        want, _ = completion(s.url(), 70, 330, GREEDY)
+        check(completion(c.r.url(), 70, 330, GREEDY)[0] == want, "P/D answer with disk tiers differs")
+        dm = metrics(c.d)
+        check(dm["deepinfer:pd_imports_total"] == 1, f"not imported: {dm['deepinfer:pd_imports_total']}")
+        block_bytes = dm["deepinfer:pd_received_bytes_total"] / 5
+        wait_for(lambda: metrics(c.d).get(disk_entries, 0) >= 5, "the decode server to write its blocks to its SSD")
+        wait_for(lambda: metrics(c.p).get(disk_entries, 0) >= 5, "the prefill server to write its blocks to its SSD")
+        d2 = serve("decode2", "--role", "decode", "--kv-transfer-secret-file", key, "--kv-prefill-peer", c.p.url(),
+                   "--kv-disk-dir", d_dir, "--kv-disk-gib", "1")
+        try:
+            def direct(server, i, n):
+                body = {"model": "tiny", "prompt": prompt(i, n), "max_tokens": 12, **GREEDY}
+                req = urllib.request.Request(server.url() + "/v1/completions", method="POST", data=json.dumps(body).encode())
+                req.add_header("content-type", "application/json")
+                req.add_header("X-DeepInfer-Prefill-Peer", c.p.url())
+                with urllib.request.urlopen(req, timeout=60) as res:
+                    return json.loads(res.read().decode())["choices"][0]["text"]
+            # 460 tokens: transfer blocks 0-6; 0-4 are on the shared SSD folder, 5-6 come from P.
+            want, _ = completion(s.url(), 70, 460, GREEDY)
+            check(direct(d2, 70, 460) == want, "a prompt split over the SSD and the prefill server differs")
+            m = metrics(d2)
+            check(m["deepinfer:pd_local_tier_blocks_total"] == 5 and m["deepinfer:pd_imports_total"] == 1,
+                  f"split prompt: {m['deepinfer:pd_local_tier_blocks_total']} blocks from the SSD, "
+                  f"{m['deepinfer:pd_imports_total']} imports")
+            check(m["deepinfer:pd_received_bytes_total"] == 2 * block_bytes,
+                  f"split prompt moved {m['deepinfer:pd_received_bytes_total']} bytes, not 2 blocks")
+            check(m["deepinfer:kv_tier_restored_tokens_total"] == 7 * BLOCK,
+                  f"restored {m['deepinfer:kv_tier_restored_tokens_total']} tokens, not 7 blocks (SSD + landed)")
+            # A prompt whose blocks are all on the SSD: nothing is asked of P.
+            want, _ = completion(s.url(), 70, 331, GREEDY)
+            fresh = serve("decode3", "--role", "decode", "--kv-transfer-secret-file", key, "--kv-prefill-peer",
+                          c.p.url(), "--kv-disk-dir", d_dir, "--kv-disk-gib", "1")
+            try:
+                check(direct(fresh, 70, 331) == want, "a prompt restored from the SSD differs")
+                m = metrics(fresh)
+                check(m["deepinfer:pd_imports_total"] == 0 and m["deepinfer:pd_fallbacks_total"] == 0
+                      and m["deepinfer:pd_local_tier_blocks_total"] == 5
+                      and m["deepinfer:kv_tier_restored_tokens_total"] == 5 * BLOCK,
+                      f"all-SSD prompt: { {k: v for k, v in m.items() if 'pd_' in k or 'restored' in k} }")
+                expect_nothing_held(fresh)
+            finally:
+                fresh.stop()
+            expect_nothing_held(d2)
+        finally:
+            d2.stop()
+        expect_nothing_held(c.p, c.d)
+        print(f"disk_tiers: D and P wrote {int(metrics(c.d)[disk_entries])} / {int(metrics(c.p)[disk_entries])} "
+              "entries; a second D restored 5 blocks from the SSD and took 2 from P; a third took none from P")
+    finally:
+        c.stop()
+        s.stop()
 
 
 CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
-         "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity}
+         "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity,
+         "disk_tiers": case_disk_tiers}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

@@ -107,8 +107,13 @@ DecodeService::~DecodeService() = default;
 void DecodeService::start(std::vector<std::string> prefill_urls, Request request,
                           std::function<bool()> client_gone, Resume resume) {
   const std::vector<uint64_t> keys = identity_->transfer_keys(request.prompt_tokens, request.cache_salt);
-  const auto first = static_cast<size_t>(pool_ ? pool_->count_prefix(keys) : 0);
+  size_t first = static_cast<size_t>(pool_ ? pool_->count_prefix(keys) : 0);
   stats_->local_blocks.fetch_add(static_cast<int64_t>(first));
+  if (config_.count_local_tier_blocks && first < keys.size()) {
+    const int64_t in_tiers = config_.count_local_tier_blocks(std::span(keys).subspan(first));
+    stats_->local_tier_blocks.fetch_add(in_tiers);
+    first += static_cast<size_t>(in_tiers);
+  }
   if (first == keys.size() || prefill_urls.empty()) {
     // Shorter than a block, or every block cached here: nothing to move.
     if (!keys.empty() && first == keys.size()) stats_->local_only.fetch_add(1);

@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,12 +48,13 @@ struct DecodeStats {
   std::atomic<int64_t> refusals{0};   // peers refused (secret, model, layout)
   std::atomic<int64_t> blocks_received{0};
   std::atomic<int64_t> bytes_received{0};
-  std::atomic<int64_t> transfer_ns{0};    // lease start to kv_written, summed over imports
-  std::atomic<int64_t> leased_blocks{0};  // blocks held by leases now (landing region + tier)
-  std::atomic<int64_t> local_blocks{0};   // prompt blocks found in this server's pool (not asked for)
-  std::atomic<int64_t> local_only{0};     // P/D requests whose blocks were all cached here
-  std::atomic<int64_t> stale_frames{0};   // frames of transfers already over (answered with abort)
-  std::atomic<int64_t> retries{0};        // transfers tried on another prefill server after a failure
+  std::atomic<int64_t> transfer_ns{0};        // lease start to kv_written, summed over imports
+  std::atomic<int64_t> leased_blocks{0};      // blocks held by leases now (landing region + tier)
+  std::atomic<int64_t> local_blocks{0};       // prompt blocks found in this server's pool (not asked for)
+  std::atomic<int64_t> local_tier_blocks{0};  // found in this server's SSD / Redis tiers (not asked for)
+  std::atomic<int64_t> local_only{0};         // P/D requests whose blocks were all cached here
+  std::atomic<int64_t> stale_frames{0};       // frames of transfers already over (answered with abort)
+  std::atomic<int64_t> retries{0};            // transfers tried on another prefill server after a failure
 };
 
 struct DecodeServiceConfig {
@@ -67,6 +69,9 @@ struct DecodeServiceConfig {
   // Called once per import with lease start to kv_written (the TTFT part before this engine's
   // queue: the prefill server's queue + prefill + puts); empty = none.
   std::function<void(double seconds)> observe_import;
+  // Leading blocks of the keys after the pool's cached prefix that this server's own tiers (SSD,
+  // Redis) hold: restored from there, not asked for. Empty = none.
+  std::function<int64_t(std::span<const uint64_t> keys)> count_local_tier_blocks;
 };
 
 class DecodeService {
