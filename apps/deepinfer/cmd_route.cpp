@@ -38,6 +38,7 @@ struct RouteOptions {
   std::vector<std::string> decode_workers;   // P/D decode servers (workers that import KV)
   std::vector<std::string> prefill_workers;  // P/D prefill servers (never sent client requests)
   int64_t pd_min_prompt_tokens = 0;
+  int64_t pd_max_prefill_open = 0;
   std::string workers_file;
   std::string policy = "cache_aware";
   std::string model_dir;      // config.json (encoding) + tokenizer of the workers' model
@@ -137,6 +138,7 @@ int run_route(const RouteOptions& o) {
     rc.prefill_urls.push_back(url);
   }
   rc.pd_min_prompt_tokens = o.pd_min_prompt_tokens;
+  rc.pd_max_prefill_open = o.pd_max_prefill_open;
   rc.routing.policy = *policy;
   rc.routing.block_size_tokens = o.block_size;
   rc.routing.thresholds.cache_threshold = o.cache_threshold;
@@ -228,6 +230,12 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
       "P/D prefill server URL (serve --role prefill; repeatable), picked round robin (docs/pd.md)");
   sub->add_option("--pd-min-prompt-tokens", o->pd_min_prompt_tokens,
                   "Prompts shorter than this prefill on the decode server (conditional disaggregation)")
+      ->capture_default_str();
+  sub->add_option(
+         "--pd-max-prefill-open", o->pd_max_prefill_open,
+         "While the least loaded prefill server has this many open P/D requests, requests prefill on "
+         "the decode server (conditional disaggregation; 0 = no limit)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--policy", o->policy, "cache_aware | least_load | round_robin | random")
       ->capture_default_str();

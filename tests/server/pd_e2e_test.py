@@ -3,7 +3,7 @@
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
 CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode |
-      two_prefill | prefill_affinity | api_key | disk_tiers | v4
+      two_prefill | prefill_affinity | api_key | disk_tiers | prefill_busy | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -427,6 +427,46 @@ def case_conditional():
             check(got == want, f"prompt of {n} tokens differs")
         dm = metrics(c.d)
         check(dm["deepinfer:pd_imports_total"] == 1, f"{dm['deepinfer:pd_imports_total']} imports, expected 1 (200 only)")
+        check(metrics(c.r).get('deepinfer_router:pd_decode_prefills_total{reason="short_prompt"}', 0) == 1,
+              "the short prompt was not counted by the router")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
+def case_prefill_busy():
+    """route --pd-max-prefill-open 1: while the prefill server has an open P/D request (frozen here, so it stays
+    open), the next request goes to the decode server without a prefill peer and is prefilled there; once the
+    prefill server is thawed the first request is imported as usual."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1), route_extra=("--pd-max-prefill-open", "1"))
+    try:
+        want1, _ = completion(s.url(), 90, 300, GREEDY)
+        want2, _ = completion(s.url(), 91, 300, GREEDY)
+        open_gauge = f'deepinfer_router:prefill_open_requests{{prefill="{c.p.url()}"}}'
+        c.p.proc.send_signal(signal.SIGSTOP)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as ex:
+                first = ex.submit(completion, c.r.url(), 90, 300, GREEDY)
+                wait_for(lambda: metrics(c.r).get(open_gauge, 0) == 1, "the router to count the open P/D request")
+                t0 = time.time()
+                got2, _ = completion(c.r.url(), 91, 300, GREEDY)
+                elapsed = time.time() - t0
+                check(got2 == want2, "the request prefilled on the decode server differs")
+                rm, dm = metrics(c.r), metrics(c.d)
+                check(rm.get('deepinfer_router:pd_decode_prefills_total{reason="prefill_busy"}', 0) == 1,
+                      f"the busy prefill pool was not counted: { {k: v for k, v in rm.items() if 'pd_' in k} }")
+                check(dm["deepinfer:pd_imports_total"] == 0 and dm["deepinfer:pd_fallbacks_total"] == 0,
+                      "the second request went through a prefill server")
+                c.p.proc.send_signal(signal.SIGCONT)
+                got1, _ = first.result(timeout=60)
+        finally:
+            c.p.proc.send_signal(signal.SIGCONT)
+        check(got1 == want1, "the request through the thawed prefill server differs")
+        check(metrics(c.d)["deepinfer:pd_imports_total"] == 1, "the first request was not imported")
+        wait_for(lambda: metrics(c.r).get(open_gauge, 0) == 0, "the router's open P/D count to return to 0")
+        print(f"prefill_busy: with the prefill server busy the next request was prefilled on D in {elapsed:.2f} s")
         expect_nothing_held(c.p, c.d)
     finally:
         c.stop()
@@ -647,7 +687,7 @@ def case_disk_tiers():
 CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
          "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity,
-         "disk_tiers": case_disk_tiers}
+         "disk_tiers": case_disk_tiers, "prefill_busy": case_prefill_busy}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

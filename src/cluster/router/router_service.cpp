@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,9 @@ Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig 
           .set(static_cast<double>(p->router_.prefix_index().n_blocks(i)));
     for (const auto& w : p->prefill_pool_.all())
       p->prefill_healthy_.with({w->address.url}).set(w->usable() ? 1.0 : 0.0);
+    for (size_t k = 0; k < p->config_.prefill_urls.size(); ++k)
+      p->prefill_open_gauge_.with({p->config_.prefill_urls[k]})
+          .set(static_cast<double>(p->prefill_open_[k].load()));
   });
   for (int i = 0; i < s->config_.n_relay_threads; ++i)
     s->threads_.emplace_back([p = s.get()] { p->ioc_.run(); });
@@ -69,6 +73,13 @@ RouterService::RouterService(RouterServiceConfig config)
       prefill_open_(new std::atomic<int64_t>[std::max<size_t>(1, config_.prefill_urls.size())]()),
       prefill_healthy_(registry_.gauge_family("deepinfer_router:prefill_healthy",
                                               "1 while the prefill server answers /health", {"prefill"})),
+      prefill_open_gauge_(registry_.gauge_family("deepinfer_router:prefill_open_requests",
+                                                 "Open P/D requests the router sent to this prefill server",
+                                                 {"prefill"})),
+      decode_prefills_(registry_.counter_family("deepinfer_router:pd_decode_prefills_total",
+                                                "Requests sent to a decode server without a prefill server "
+                                                "(reason: short prompt, busy prefill pool)",
+                                                {"reason"})),
       work_(boost::asio::make_work_guard(ioc_)),
       connections_(config_.connections) {}
 
@@ -133,17 +144,22 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   r.n_prompt_tokens = prompt.token_ids.size();
   r.session = std::move(prompt.session);
   // P/D: the worker imports the prompt's KV from this prefill server (serve --role decode).
-  if (!config_.prefill_urls.empty() &&
-      static_cast<int64_t>(r.n_prompt_tokens) >= config_.pd_min_prompt_tokens) {
-    r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", prefill_peers(r.prompt_blocks, r.hold));
+  if (!config_.prefill_urls.empty()) {
+    if (static_cast<int64_t>(r.n_prompt_tokens) < config_.pd_min_prompt_tokens) {
+      decode_prefills_.with({"short_prompt"}).inc();
+    } else if (std::optional<std::string> peers = prefill_peers(r.prompt_blocks, r.hold)) {
+      r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", std::move(*peers));
+    } else {
+      decode_prefills_.with({"prefill_busy"}).inc();
+    }
   }
   r.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
   r.body = std::move(request.body);
   start_relay(relay_context(), std::move(r), std::move(out));
 }
 
-std::string RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blocks,
-                                         std::shared_ptr<void>& hold) {
+std::optional<std::string> RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blocks,
+                                                        std::shared_ptr<void>& hold) {
   const size_t n = config_.prefill_urls.size();
   // Healthy ones first (the poller's view: one that does not answer goes last, where the decode
   // server reaches it only when every other one failed); among them the least loaded, then the one
@@ -158,7 +174,11 @@ std::string RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blo
     return prefill_open_[a].load() < prefill_open_[b].load();
   });
   std::atomic<int64_t>* open = &prefill_open_[order[0]];
-  open->fetch_add(1);
+  // Counted only if under the limit (another relay thread may take the last place meanwhile).
+  for (int64_t now = open->load();;) {
+    if (config_.pd_max_prefill_open > 0 && now >= config_.pd_max_prefill_open) return std::nullopt;
+    if (open->compare_exchange_weak(now, now + 1)) break;
+  }
   hold = std::shared_ptr<void>(nullptr, [open](void*) { open->fetch_sub(1); });
   std::string list;
   for (size_t k : order) list += (list.empty() ? "" : ", ") + config_.prefill_urls[k];

@@ -15,6 +15,7 @@
 #include <boost/asio/io_context.hpp>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +51,10 @@ struct RouterServiceConfig {
   // shorter prompts prefill on the worker.
   std::vector<std::string> prefill_urls;
   int64_t pd_min_prompt_tokens = 0;
+  // Conditional disaggregation on a busy prefill pool: while the least loaded healthy prefill server
+  // has this many open P/D requests, a request goes without the header (the decode server prefills
+  // it). 0 = no limit.
+  int64_t pd_max_prefill_open = 0;
 };
 
 class RouterService {
@@ -83,11 +88,15 @@ class RouterService {
   RequestRouter router_;
   std::atomic<int64_t> open_relays_{0};
   // The header's list: least loaded first, ties by prefix affinity; `hold` counts the pick.
-  std::string prefill_peers(const std::vector<uint64_t>& prompt_blocks, std::shared_ptr<void>& hold);
-  std::atomic<uint64_t> next_prefill_{0};                 // ties: round robin over config_.prefill_urls
-  std::unique_ptr<std::atomic<int64_t>[]> prefill_open_;  // open P/D requests per prefill server
-  WorkerPool prefill_pool_;                               // the prefill servers' health (ids = positions)
-  server::MetricFamily<server::Gauge>& prefill_healthy_;  // {prefill}
+  // nullopt when the pick is at pd_max_prefill_open (the decode server prefills).
+  std::optional<std::string> prefill_peers(const std::vector<uint64_t>& prompt_blocks,
+                                           std::shared_ptr<void>& hold);
+  std::atomic<uint64_t> next_prefill_{0};                    // ties: round robin over config_.prefill_urls
+  std::unique_ptr<std::atomic<int64_t>[]> prefill_open_;     // open P/D requests per prefill server
+  WorkerPool prefill_pool_;                                  // the prefill servers' health (ids = positions)
+  server::MetricFamily<server::Gauge>& prefill_healthy_;     // {prefill}
+  server::MetricFamily<server::Gauge>& prefill_open_gauge_;  // {prefill}
+  server::MetricFamily<server::Counter>& decode_prefills_;   // {reason}: P/D requests prefilled on D
   std::atomic<bool> stopping_{false};
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;
