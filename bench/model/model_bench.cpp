@@ -2,9 +2,10 @@
 // checkpoint, each against its roofline from machine peaks measured in the same run:
 //   decode roofline  = read bandwidth / bytes of active weights per token (stored precision; V4's
 //                      FP4 experts at 4.25 bits) + the cache rows one step reads
-//   prefill roofline = fp32 FMA peak / FLOPs per prompt token
+//   prefill roofline = fp32 FMA peak / FLOPs per prompt token (with --numerics bf16_activations=on on
+//                      a CPU with AVX512_BF16: the bf16 dot peak, the matrix peak of that path)
 //   model_bench --model DIR [--threads N] [--isa avx512] [--prompt 512] [--decode-steps 32] [--quick]
-//               [--context N] [--prefill-runs 0] [--decoder-replay-keep K]
+//               [--context N] [--prefill-runs 0] [--decoder-replay-keep K] [--numerics TEXT]
 // --decoder-replay-keep K (V4.1): also times the prefill with decoder SWA bounded replay
 // (model/decoder_replay.h: the decoder layers on the prompt's last K tokens), on the same loaded
 // model in the same run, with its FLOPs (prefill_flops_v41.h) and GFLOP/s against the same peak.
@@ -49,6 +50,7 @@ struct BenchArgs {
   bool quick = false;
   uint64_t seed = 42;
   int64_t decoder_replay_keep = 0;  // V4.1: > 0 also times the prefill with decoder replay
+  std::string numerics;             // ModelOptions::numerics (e.g. bf16_activations=on)
 };
 
 // Prompt tokens drawn uniformly from the vocabulary with a fixed seed (the speed of a forward
@@ -112,6 +114,12 @@ int run(const BenchArgs& args) {
   const ds::bench::MachinePeaks peaks = ds::bench::measure_peaks(args.n_threads, popt);
   const double read_gbps = peaks.read_gbps.peak_at(args.n_threads);
   const double fma_gflops = peaks.fp32_fma_roofline_gflops(args.n_threads);
+  // The matrix peak of the path the GEMMs take: bf16 activations run vdpbf16ps where the CPU has it.
+  const bool bf16_dot_path = args.numerics.find("bf16_activations=on") != std::string::npos &&
+                             ds::cpu_has_avx512_bf16() &&
+                             (args.isa_name.empty() || args.isa_name == "avx512");
+  const double matrix_gflops = bf16_dot_path ? peaks.bf16_dot_roofline_gflops(args.n_threads) : fma_gflops;
+  const char* matrix_peak_name = bf16_dot_path ? "bf16 dot" : "fp32 FMA";
   fmt::print("CPU: {} [{}]\n{}\n{}\n", peaks.cpu.brand, peaks.cpu.summary(),
              ds::bench::format_host_load(ds::bench::read_host_load()),
              ds::bench::format_roofline_line(peaks));
@@ -125,6 +133,7 @@ int run(const BenchArgs& args) {
     mopt.isa = *isa;
   }
   mopt.n_threads = args.n_threads;
+  mopt.numerics = args.numerics;
   if (args.decoder_replay_keep > 0)
     mopt.decoder_replay = {.compact = true, .keep_tokens = args.decoder_replay_keep};
   mopt.max_seq_len =
@@ -246,7 +255,7 @@ int run(const BenchArgs& args) {
                                               std::min(args.decoder_replay_keep, args.prompt_len));
     prefill_flops = v41_exact.total() / static_cast<double>(args.prompt_len);
   }
-  const double prefill_roofline = fma_gflops * 1e9 / prefill_flops;
+  const double prefill_roofline = matrix_gflops * 1e9 / prefill_flops;
 
   fmt::print("decode bytes per token (stored precision incl. scales; MTP layer excluded, {} tensors):\n",
              aw.n_mtp_tensors_excluded);
@@ -290,11 +299,11 @@ int run(const BenchArgs& args) {
         args.decoder_replay_keep, v41_replay.decoder / 1e9, v41_replay.total() / 1e9,
         100.0 * (1.0 - v41_replay.total() / v41_exact.total()), replay_median_s * 1e3, prefill_median_s * 1e3,
         100.0 * (1.0 - replay_median_s / prefill_median_s), prefill_median_s / replay_median_s);
-    fmt::print("  GFLOP/s: exact {:.1f} ({:.0f}% of the fp32 FMA peak {:.1f}), replay {:.1f} ({:.0f}%)\n\n",
+    fmt::print("  GFLOP/s: exact {:.1f} ({:.0f}% of the {} peak {:.1f}), replay {:.1f} ({:.0f}%)\n\n",
                v41_exact.total() / prefill_median_s / 1e9,
-               100.0 * v41_exact.total() / prefill_median_s / 1e9 / fma_gflops, fma_gflops,
-               v41_replay.total() / replay_median_s / 1e9,
-               100.0 * v41_replay.total() / replay_median_s / 1e9 / fma_gflops);
+               100.0 * v41_exact.total() / prefill_median_s / 1e9 / matrix_gflops, matrix_peak_name,
+               matrix_gflops, v41_replay.total() / replay_median_s / 1e9,
+               100.0 * v41_replay.total() / replay_median_s / 1e9 / matrix_gflops);
   }
   fmt::print("{:<34} {:>10} {:>12} {:>14} {:>10} {:>8}\n", "", "tok/s", "ms/token", "roofline tok/s",
              "achieved", "target");
@@ -308,9 +317,10 @@ int run(const BenchArgs& args) {
                prefill_tok_s, prefill_median_s * 1e3 / static_cast<double>(args.prompt_len), prefill_roofline,
                100.0 * prefill_tok_s / prefill_roofline, ">= 50%");
   fmt::print(
-      "  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs fp32 FMA peak "
-      "{:.1f} GFLOP/s\n",
-      decode_bytes * decode_tok_s / 1e9, read_gbps, prefill_flops * prefill_tok_s / 1e9, fma_gflops);
+      "  decode: {:.1f} GB/s of weights vs read peak {:.1f} GB/s; prefill: {:.1f} GFLOP/s vs {} peak "
+      "{:.1f} GFLOP/s (fp32 FMA peak {:.1f})\n",
+      decode_bytes * decode_tok_s / 1e9, read_gbps, prefill_flops * prefill_tok_s / 1e9, matrix_peak_name,
+      matrix_gflops, fma_gflops);
   const auto [mn, mx] = std::minmax_element(step_s.begin(), step_s.end());
   fmt::print(
       "  decode step spread: min {:.2f} ms, max {:.2f} ms (best step: {:.2f} tok/s, {:.0f}% of roofline)\n",
@@ -340,6 +350,10 @@ int main(int argc, char** argv) try {
       ->check(CLI::Range(1, 1 << 20));
   app.add_flag("--quick", args.quick, "one prefill run, short warm-up, quick peaks");
   app.add_option("--seed", args.seed, "seed of the prompt tokens");
+  app.add_option(
+      "--numerics", args.numerics,
+      "numerics options as on `deepinfer logits` (e.g. bf16_activations=on: prefill against the bf16 "
+      "dot peak)");
   app.add_option("--decoder-replay-keep", args.decoder_replay_keep,
                  "V4.1: also time the prefill with decoder SWA bounded replay keeping this many tokens")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -26,7 +26,8 @@ namespace {
 // A tiny checkpoint private to this test process, removed at exit.
 // One generated tiny checkpoint per architecture, shared by the tests of this file.
 // The parameter is an architecture, optionally with numerics after a colon
-// ("deepseek_v3:bf16_activations=on": the bf16-activation matmul option must keep the invariance too).
+// ("deepseek_v3:bf16_activations=on", "deepseek_v4:...": the bf16-activation matmul option over bf16,
+// fp8 and fp4 weights must keep the invariance too).
 std::string arch_of(const std::string& param) { return param.substr(0, param.find(':')); }
 std::string numerics_of(const std::string& param) {
   const size_t colon = param.find(':');
@@ -208,7 +209,8 @@ TEST(EngineInvarianceNumerics, Bf16ActivationsChangeTheRows) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, EngineInvariance,
-                         ::testing::Values("deepseek_v3", "deepseek_v4", "deepseek_v3:bf16_activations=on"));
+                         ::testing::Values("deepseek_v3", "deepseek_v4", "deepseek_v3:bf16_activations=on",
+                                           "deepseek_v4:bf16_activations=on"));
 
 }  // namespace
 }  // namespace ds

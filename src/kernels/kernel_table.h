@@ -25,7 +25,7 @@ struct KernelTable {
 
   // matmul.h: single-threaded, output columns [n_begin, n_end); the plan's register tiles.
   void (*matmul_cols)(const MatmulArgs& args, int64_t n_begin, int64_t n_end) = nullptr;
-  // bf16 weights with MatmulArgs::bf16_activations (x rounded to bf16 first).
+  // MatmulArgs::bf16_activations for bf16 / fp8 / fp4 weights (x and W rounded to bf16: matmul_bf16x.h).
   void (*matmul_cols_bf16x)(const MatmulArgs& args, int64_t n_begin, int64_t n_end) = nullptr;
   int gemm_tile_m = 1;  // rows of x per GEMM tile (m > 1)
   int gemm_tile_n = 1;  // rows of W per GEMM tile (m > 1)

@@ -5,6 +5,7 @@
 
 #include "base/assert.h"
 #include "kernels/kernel_table.h"
+#include "kernels/matmul_bf16x.h"
 
 namespace ds {
 namespace {
@@ -52,7 +53,7 @@ void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end
                  args.w->cols % 32 == 0),
             "fp4 weight without E8M0 scales, with a block other than 1x32 or cols not a multiple of 32");
   const KernelTable& table = kernel_table(isa);
-  if (args.bf16_activations && args.w->format == WeightFormat::bf16)
+  if (args.bf16_activations && bf16_activations_apply(args.w->format))
     return table.matmul_cols_bf16x(args, n_begin, n_end);
   table.matmul_cols(args, n_begin, n_end);
 }

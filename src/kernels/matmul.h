@@ -35,10 +35,11 @@ struct MatmulArgs {
   const WeightMatrix* w = nullptr;
   float* y = nullptr;  // [m, w.rows], row stride ldy (elements)
   int64_t ldy = 0;
-  // Numerics option (docs/numerics.md "bf16 activations"): for bf16 weights, x is rounded to bf16
-  // (nearest even) first and the AVX-512 path uses vdpbf16ps where the CPU has AVX512_BF16 (lane
-  // order in x86/avx512/matmul_bf16dot_avx512.h). Other weight formats ignore it. Batch invariant
-  // like the default: the choice depends on the option and the format, never on m.
+  // Numerics option (docs/numerics.md "bf16 activations"): x is rounded to bf16 (nearest even) and
+  // bf16/fp8/fp4 weights are decoded and rounded to bf16 (exact for bf16, fp4 and power-of-two fp8
+  // scales; matmul_bf16x.h), their products summed in f32; the AVX-512 path uses vdpbf16ps where
+  // the CPU has AVX512_BF16 (lane order in x86/avx512/matmul_bf16dot_avx512.h). f32 weights ignore
+  // it. Batch invariant like the default: the choice depends on the option and the format, never on m.
   bool bf16_activations = false;
 };
 

@@ -14,8 +14,8 @@ struct ForwardContext {
   ThreadPool* pool = nullptr;  // never null during a forward
   // Set under expert parallelism (not owned; outlives the model): where routed experts run.
   ExpertExchange* expert_exchange = nullptr;
-  // Numerics option `bf16_activations=on` (docs/numerics.md): bf16-weight linears round their input
-  // to bf16 and use the bf16 dot product (MatmulArgs::bf16_activations).
+  // Numerics option `bf16_activations=on` (docs/numerics.md): linears over bf16, fp8 and fp4 weights
+  // round their input and weights to bf16 and use the bf16 dot product (MatmulArgs::bf16_activations).
   bool bf16_activations = false;
 };
 

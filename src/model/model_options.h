@@ -40,7 +40,7 @@ struct ModelOptions {
   // the experts it owns are loaded and every MoE layer runs its routed experts through it.
   ExpertExchange* expert_exchange = nullptr;
   // `bf16_activations=on` in --numerics, taken out of the text by the registry for every model:
-  // bf16-weight linears round x to bf16 (vdpbf16ps on AVX-512 BF16). Off by default.
+  // linears over bf16/fp8/fp4 weights round x and W to bf16 (vdpbf16ps on AVX-512 BF16). Off by default.
   bool bf16_activations = false;
   // DeepSeek-V4.1 decoder-side SWA bounded replay (model/decoder_replay.h; the CLI's
   // --yoco-prefill-truncation-mode / --yoco-prefill-keep-tokens and DeepInfer's environment

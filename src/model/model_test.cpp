@@ -104,32 +104,34 @@ TEST(DeepSeekV3, IsaPathsAgreeWithReference) {
   }
 }
 
-// Numerics option bf16_activations=on (docs/numerics.md): bf16-weight linears round x to bf16.
-// The option keeps batch invariance (chunked = whole, bitwise, on every path), changes the
-// logits by a bf16-sized amount only, and is parsed from --numerics for V3 by the registry.
+// Numerics option bf16_activations=on (docs/numerics.md): linears over bf16 and fp8 weights round x
+// and W to bf16. The option keeps batch invariance (chunked = whole, bitwise, on every path),
+// changes the logits by a bf16-sized amount only, and is parsed from --numerics for V3 by the registry.
 TEST(DeepSeekV3, Bf16ActivationsOptionIsInvariantAndNearTheDefault) {
-  auto ref = load(false, Isa::reference);
-  ASSERT_TRUE(ref);
-  const SeqRun exact = run(*ref, kIds, {kIds.size()}, true);
-  for (Isa isa : supported_isas()) {
-    ModelOptions o;
-    o.isa = isa;
-    o.n_threads = 2;
-    o.max_seq_len = 64;
-    o.bf16_activations = true;
-    Result<std::unique_ptr<DeepSeekV3>> m = DeepSeekV3::load(tiny_dir(false), o);
-    ASSERT_TRUE(m.ok()) << m.status().to_string();
-    ASSERT_TRUE((*m)->init_kv_cache({kBlockSize, kSeqSlots * kSeqBlocks}).ok());
-    const SeqRun all = run(**m, kIds, {kIds.size()}, true);
-    EXPECT_EQ(run(**m, kIds, {5, 4, 2}, true).logits, all.logits) << isa_name(isa);
-    EXPECT_EQ(run(**m, kIds, {1}, true).logits, all.logits) << isa_name(isa);
-    // Each bf16 rounding is a relative 2^-9 on one input; through the tiny model's few layers the
-    // logits move by a few 2^-8 relative to their scale, far above f32 noise (1e-5 above).
-    const double err = rel_max_err(exact.logits, all.logits);
-    std::printf("%s bf16_activations vs exact reference: logits %.3g\n", std::string(isa_name(isa)).c_str(),
-                err);
-    EXPECT_LT(err, 0x1p-8 * 8) << isa_name(isa);
-    EXPECT_GT(err, 1e-6) << isa_name(isa) << ": the option changed nothing";
+  for (bool fp8 : {false, true}) {
+    auto ref = load(fp8, Isa::reference);
+    ASSERT_TRUE(ref);
+    const SeqRun exact = run(*ref, kIds, {kIds.size()}, true);
+    for (Isa isa : supported_isas()) {
+      const std::string what = std::string(isa_name(isa)) + (fp8 ? " fp8" : " bf16");
+      ModelOptions o;
+      o.isa = isa;
+      o.n_threads = 2;
+      o.max_seq_len = 64;
+      o.bf16_activations = true;
+      Result<std::unique_ptr<DeepSeekV3>> m = DeepSeekV3::load(tiny_dir(fp8), o);
+      ASSERT_TRUE(m.ok()) << m.status().to_string();
+      ASSERT_TRUE((*m)->init_kv_cache({kBlockSize, kSeqSlots * kSeqBlocks}).ok());
+      const SeqRun all = run(**m, kIds, {kIds.size()}, true);
+      EXPECT_EQ(run(**m, kIds, {5, 4, 2}, true).logits, all.logits) << what;
+      EXPECT_EQ(run(**m, kIds, {1}, true).logits, all.logits) << what;
+      // Each bf16 rounding is a relative 2^-8 at most on one input; through the tiny model's few layers the
+      // logits move by a few 2^-8 relative to their scale, far above f32 noise (1e-5 above).
+      const double err = rel_max_err(exact.logits, all.logits);
+      std::printf("%s bf16_activations vs exact reference: logits %.3g\n", what.c_str(), err);
+      EXPECT_LT(err, 0x1p-8 * 8) << what;
+      EXPECT_GT(err, 1e-6) << what << ": the option changed nothing";
+    }
   }
   ModelOptions o;
   o.max_seq_len = 64;

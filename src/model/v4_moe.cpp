@@ -146,6 +146,7 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
     a.w = &jb.e->w1.w;
     a.y = g;
     a.ldy = w;
+    a.bf16_activations = ctx.bf16_activations;
     matmul_cols(matmul_isa(ctx.isa, jb.e->w1.w), a, t.c0, t.c1);
     a.w = &jb.e->w3.w;
     a.y = u;
@@ -174,6 +175,7 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
     a.w = &jb.e->w2.w;
     a.y = jb.y;
     a.ldy = hidden_;
+    a.bf16_activations = ctx.bf16_activations;
     matmul_cols(matmul_isa(ctx.isa, jb.e->w2.w), a, t.c0, t.c1);
   });
 }

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/x86/avx512/fp8_decode_avx512.h"
 #include "kernels/x86/avx512/panel_gemm_avx512.h"
 
 namespace ds {
@@ -55,24 +56,13 @@ struct Format<WeightFormat::bf16> {
 template <>
 struct Format<WeightFormat::fp8_e4m3_block> {
   using T = uint8_t;
-  // Sign-extend each byte to 32 bits and shift left by 20: exponent+mantissa land in bits 20..26
-  // (an f32 whose exponent field is the fp8 exponent), the sign in bit 31; the mask clears the
-  // sign copies in bits 27..30. The f32 equals fp8 · 2^-120 exactly, subnormals included, so
-  // multiplying by (scale · 2^120) gives the reference's fp8 · scale rounded once.
-  // Codes 0x7f/0xff are not special: they decode as ±480 (not NaN). Needs MXCSR.DAZ off.
-  static DS_INLINE __m512 widen(__m128i b) {
-    const __m512i v = _mm512_slli_epi32(_mm512_cvtepi8_epi32(b), 20);
-    return _mm512_castsi512_ps(_mm512_and_si512(v, _mm512_set1_epi32(static_cast<int>(0x87f00000u))));
-  }
-  static DS_INLINE __m512 load(const uint8_t* p) {
-    return widen(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-  }
-  static DS_INLINE __m512 load_tail(const uint8_t* p, __mmask16 m) {
-    return widen(_mm_maskz_loadu_epi8(m, p));
-  }
+  // fp8 · 2^-120 exactly (avx512_fp8::widen); multiplied by scale · 2^120 it is the reference's
+  // fp8 · scale rounded once. Codes 0x7f/0xff decode as ±480 (not NaN). Needs MXCSR.DAZ off.
+  static DS_INLINE __m512 load(const uint8_t* p) { return avx512_fp8::load(p); }
+  static DS_INLINE __m512 load_tail(const uint8_t* p, __mmask16 m) { return avx512_fp8::load_tail(p, m); }
 };
 
-constexpr float kFp8Fold = 0x1p120f;  // undoes the 2^-120 of Format<fp8>::widen
+constexpr float kFp8Fold = avx512_fp8::kFold;  // undoes the 2^-120 of the fp8 widening
 
 // Fixed reduction tree shared by every tile: (l + l+8), then (l + l+4), (l + l+2), (l + l+1).
 DS_INLINE float hsum16(__m512 v) {
@@ -386,28 +376,6 @@ void gemv_fp8(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 // 90 vs 83 at m = 384.)
 constexpr int64_t kFp8PanelMinRows = 16;
 
-// dst[r * ldd + k] = W row n0 + r decoded (zero for cols <= k < cols rounded up to 16), r < nr.
-void decode_fp8_panel(const WeightMatrix& w, int64_t n0, int64_t nr, float* dst, int64_t ldd) {
-  using Fm = Format<WeightFormat::fp8_e4m3_block>;
-  const int64_t cols = w.cols;
-  const int64_t n_blocks = w.scale_cols();
-  for (int64_t r = 0; r < nr; ++r) {
-    const uint8_t* wr = static_cast<const uint8_t*>(w.data) + (n0 + r) * cols;
-    const float* srow = w.scales + ((n0 + r) / w.block_rows) * n_blocks;
-    float* out = dst + r * ldd;
-    for (int64_t kb = 0; kb < n_blocks; ++kb) {
-      const __m512 sv = _mm512_set1_ps(srow[kb] * kFp8Fold);
-      const int64_t k_end = std::min(cols, (kb + 1) * w.block_cols);
-      for (int64_t k = kb * w.block_cols; k < k_end; k += kLanes) {
-        const __m512 wv = k + kLanes <= cols
-                              ? Fm::load(wr + k)
-                              : Fm::load_tail(wr + k, static_cast<__mmask16>((1u << (cols - k)) - 1u));
-        _mm512_store_ps(out + k, _mm512_mul_ps(wv, sv));
-      }
-    }
-  }
-}
-
 // dst[r * ldd + k] = x[row0 + r, k], zero for cols <= k < chunk_cols.
 void copy_x_rows(const MatmulArgs& a, int64_t row0, int64_t n_rows, int64_t chunk_cols, float* dst,
                  int64_t ldd) {
@@ -427,7 +395,9 @@ void fp8_panel_gemm(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
       [&](int64_t row0, int64_t n_rows, float* dst, int64_t ldp) {
         copy_x_rows(a, row0, n_rows, chunk_cols, dst, ldp);
       },
-      [&](int64_t n0, int64_t nr, float* dst, int64_t ldp) { decode_fp8_panel(*a.w, n0, nr, dst, ldp); });
+      [&](int64_t n0, int64_t nr, float* dst, int64_t ldp) {
+        avx512_fp8::decode_rows_f32(*a.w, n0, nr, dst, ldp);
+      });
 }
 
 template <WeightFormat F>
