@@ -1,46 +1,81 @@
 #include "base/thread_pool.h"
 
 #include <algorithm>
-#include <atomic>
 
 namespace ds {
+namespace {
 
-ThreadPool::ThreadPool(int n_threads) {
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+// Polls `done` until it returns true or `spin` has passed; true when it did.
+template <class Done>
+bool spin_until(Done&& done, std::chrono::nanoseconds spin) {
+  if (spin.count() <= 0) return done();
+  const auto deadline = std::chrono::steady_clock::now() + spin;
+  for (int i = 0;; ++i) {
+    if (done()) return true;
+    cpu_relax();
+    if (i % 64 == 63 && std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
+
+ThreadPool::ThreadPool(int n_threads, std::chrono::microseconds spin) : spin_(spin) {
   const int n_workers = std::max(0, n_threads - 1);
   workers_.reserve(n_workers);
-  for (int i = 0; i < n_workers; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
+  for (int i = 0; i < n_workers; ++i) workers_.emplace_back([this] { worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
-  }
+  stop_.store(true);
+  { std::lock_guard<std::mutex> lock(mu_); }
   work_cv_.notify_all();
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::worker_loop(int /*worker_idx*/) {
-  uint64_t seen_generation = 0;
+uint64_t ThreadPool::wait_for_job(uint64_t seen) {
+  uint64_t g = seen;
+  auto has_job = [&] {
+    g = generation_.load();
+    return g != seen || stop_.load();
+  };
+  if (spin_until(has_job, spin_)) return g;
+  std::unique_lock<std::mutex> lock(mu_);
+  n_sleeping_.fetch_add(1);
+  work_cv_.wait(lock, has_job);
+  n_sleeping_.fetch_sub(1);
+  return g;
+}
+
+void ThreadPool::run_tasks() {
+  for (int64_t t = next_task_.fetch_add(1); t < n_tasks_; t = next_task_.fetch_add(1)) (*job_)(t);
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t)>* job = nullptr;
-    std::atomic<int64_t>* next = nullptr;
-    int64_t n_tasks = 0;
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stop_ || generation_ != seen_generation; });
-      if (stop_) return;
-      seen_generation = generation_;
-      job = job_;
-      next = next_task_;
-      n_tasks = n_tasks_;
-    }
-    for (int64_t t = next->fetch_add(1); t < n_tasks; t = next->fetch_add(1)) (*job)(t);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (--n_busy_ == 0) done_cv_.notify_one();
+    seen = wait_for_job(seen);
+    if (stop_.load()) return;
+    run_tasks();
+    if (n_busy_.fetch_sub(1) == 1 && caller_sleeping_.load()) {
+      { std::lock_guard<std::mutex> lock(mu_); }
+      done_cv_.notify_one();
     }
   }
+}
+
+void ThreadPool::wait_for_workers() {
+  auto all_done = [&] { return n_busy_.load() == 0; };
+  if (spin_until(all_done, spin_)) return;
+  std::unique_lock<std::mutex> lock(mu_);
+  caller_sleeping_.store(true);
+  done_cv_.wait(lock, all_done);
+  caller_sleeping_.store(false);
 }
 
 void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t)>& fn) {
@@ -49,21 +84,18 @@ void ThreadPool::parallel_for(int64_t n_tasks, const std::function<void(int64_t)
     for (int64_t t = 0; t < n_tasks; ++t) fn(t);
     return;
   }
-  std::atomic<int64_t> next{0};
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    job_ = &fn;
-    n_tasks_ = n_tasks;
-    next_task_ = &next;
-    n_busy_ = static_cast<int>(workers_.size());
-    ++generation_;
+  job_ = &fn;
+  n_tasks_ = n_tasks;
+  next_task_.store(0);
+  n_busy_.store(static_cast<int>(workers_.size()));
+  generation_.fetch_add(1);  // publishes the job (sequentially consistent: ordered before the check below)
+  if (n_sleeping_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mu_); }
+    work_cv_.notify_all();
   }
-  work_cv_.notify_all();
-  for (int64_t t = next.fetch_add(1); t < n_tasks; t = next.fetch_add(1)) fn(t);
-  std::unique_lock<std::mutex> lock(mu_);
-  done_cv_.wait(lock, [&] { return n_busy_ == 0; });
+  run_tasks();
+  wait_for_workers();
   job_ = nullptr;
-  next_task_ = nullptr;
 }
 
 void ThreadPool::parallel_range(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {

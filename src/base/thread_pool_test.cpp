@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace ds {
@@ -38,6 +40,40 @@ TEST(ThreadPool, ReusableManyTimes) {
   std::atomic<int64_t> sum{0};
   for (int rep = 0; rep < 2000; ++rep) pool.parallel_for(4, [&](int64_t i) { sum += i; });
   EXPECT_EQ(sum.load(), 2000 * 6);
+}
+
+// Both hand-off paths: jobs published while the workers still poll, and after they went to sleep
+// (gaps longer than the spin), with tasks longer than the spin so the caller sleeps for its workers
+// too; spin = 0 sleeps every time. Every task runs exactly once and every call returns.
+TEST(ThreadPool, SpinningAndSleepingHandOffsRunEveryTask) {
+  using std::chrono::microseconds;
+  for (microseconds spin : {microseconds{0}, microseconds{20}, ThreadPool::kDefaultSpin}) {
+    ThreadPool pool(3, spin);
+    std::atomic<int64_t> sum{0};
+    int64_t want = 0;
+    for (int rep = 0; rep < 300; ++rep) {
+      if (rep % 50 == 7) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // workers asleep
+      const bool slow = rep % 50 == 21;  // tasks outlast the spin: the caller sleeps
+      pool.parallel_for(5, [&](int64_t i) {
+        if (slow) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        sum += i + rep;
+      });
+      want += 10 + 5 * rep;
+    }
+    EXPECT_EQ(sum.load(), want) << "spin " << spin.count() << " us";
+  }
+}
+
+// A pool destroyed right after a call, and one destroyed while its workers sleep, shut down.
+TEST(ThreadPool, DestroysCleanlyWhetherWorkersSpinOrSleep) {
+  for (int rep = 0; rep < 50; ++rep) {
+    ThreadPool pool(2);
+    std::atomic<int> n{0};
+    pool.parallel_for(2, [&](int64_t) { n++; });
+    EXPECT_EQ(n.load(), 2);
+  }
+  ThreadPool idle(2, std::chrono::microseconds{1});
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
 }
 
 }  // namespace
