@@ -27,6 +27,8 @@ struct KernelTable {
   void (*matmul_cols)(const MatmulArgs& args, int64_t n_begin, int64_t n_end) = nullptr;
   // MatmulArgs::bf16_activations for bf16 / fp8 / fp4 weights (x and W rounded to bf16: matmul_bf16x.h).
   void (*matmul_cols_bf16x)(const MatmulArgs& args, int64_t n_begin, int64_t n_end) = nullptr;
+  // matmul.h's round_rows_to_bf16 (MatmulArgs::x_bf16).
+  void (*round_rows_bf16)(const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out) = nullptr;
   int gemm_tile_m = 1;  // rows of x per GEMM tile (m > 1)
   int gemm_tile_n = 1;  // rows of W per GEMM tile (m > 1)
   int gemv_tile_n = 1;  // rows of W per GEMV tile (m == 1)

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "base/aligned_buffer.h"
 #include "base/assert.h"
 #include "kernels/kernel_table.h"
 #include "kernels/matmul_bf16x.h"
@@ -58,13 +59,25 @@ void matmul_cols(Isa isa, const MatmulArgs& args, int64_t n_begin, int64_t n_end
   table.matmul_cols(args, n_begin, n_end);
 }
 
-void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& args) {
-  DS_ASSERT(args.w != nullptr, "matmul without a weight matrix");
-  const MatmulPlan plan = plan_matmul(isa, args.m, *args.w, pool.n_threads());
+void round_rows_to_bf16(Isa isa, const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out) {
+  kernel_table(isa).round_rows_bf16(x, m, ldx, cols, out);
+}
+
+void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& in) {
+  DS_ASSERT(in.w != nullptr, "matmul without a weight matrix");
+  const MatmulPlan plan = plan_matmul(isa, in.m, *in.w, pool.n_threads());
   if (plan.n_tasks == 0) return;
   if (plan.n_tasks == 1) {
-    matmul_cols(isa, args, 0, args.w->rows);
+    matmul_cols(isa, in, 0, in.w->rows);
     return;
+  }
+  // bf16 activations: x rounded once for every task instead of once per task.
+  MatmulArgs args = in;
+  AlignedBuffer<uint16_t> xb;
+  if (args.bf16_activations && bf16_activations_apply(args.w->format) && args.x_bf16 == nullptr) {
+    xb.resize(static_cast<size_t>(args.m * args.w->cols));
+    round_rows_to_bf16(isa, args.x, args.m, args.ldx, args.w->cols, xb.data());
+    args.x_bf16 = xb.data();
   }
   pool.parallel_for(plan.n_tasks, [&](int64_t task_idx) {
     const ColumnRange r = plan_task_range(plan, args.w->rows, static_cast<int>(task_idx));

@@ -41,11 +41,19 @@ struct MatmulArgs {
   // the CPU has AVX512_BF16 (lane order in x86/avx512/matmul_bf16dot_avx512.h). f32 weights ignore
   // it. Batch invariant like the default: the choice depends on the option and the format, never on m.
   bool bf16_activations = false;
+  // Optional, with bf16_activations: x already rounded to bf16 by round_rows_to_bf16 (row stride
+  // w.cols), so a call split over threads or column ranges rounds x once; a path that reads bf16 x
+  // reads it instead of rounding x again. Never changes a result.
+  const uint16_t* x_bf16 = nullptr;
 };
 
 // Multithreaded over output columns. Any shape (m = 0, cols not a multiple of the vector width
 // or of the fp8 block); x and y must not overlap. `isa` must be supported by the CPU.
 void matmul(Isa isa, ThreadPool& pool, const MatmulArgs& args);
+
+// out[i * cols + k] = bf16(x[i * ldx + k]) (nearest even, NaN kept quiet: tensor/dtype.h's
+// f32_to_bf16, bit for bit on every path) for i < m, k < cols: MatmulArgs::x_bf16.
+void round_rows_to_bf16(Isa isa, const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out);
 
 // Single-threaded, output columns [n_begin, n_end) only (building block; also used by the MoE
 // code to run one expert on one thread).

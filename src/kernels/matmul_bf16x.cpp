@@ -9,14 +9,10 @@ namespace ds {
 
 bool bf16_activations_apply(WeightFormat format) { return format != WeightFormat::f32; }
 
-std::vector<uint16_t> round_rows_to_bf16(const MatmulArgs& args) {
-  const int64_t cols = args.w->cols;
-  std::vector<uint16_t> xb(static_cast<size_t>(args.m * cols));
-  for (int64_t i = 0; i < args.m; ++i) {
-    for (int64_t k = 0; k < cols; ++k)
-      xb[static_cast<size_t>(i * cols + k)] = f32_to_bf16(args.x[i * args.ldx + k]);
+void round_rows_to_bf16_scalar(const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t k = 0; k < cols; ++k) out[i * cols + k] = f32_to_bf16(x[i * ldx + k]);
   }
-  return xb;
 }
 
 void decode_rows_to_bf16_ref(const WeightMatrix& w, int64_t n0, int64_t nr, uint16_t* dst) {
@@ -34,13 +30,17 @@ void matmul_cols_with_bf16_x(void (*cols_fn)(const MatmulArgs&, int64_t, int64_t
   const int64_t cols = args.w->cols;
   std::vector<float> xr(static_cast<size_t>(args.m * cols));
   for (int64_t i = 0; i < args.m; ++i) {
-    for (int64_t k = 0; k < cols; ++k)
-      xr[static_cast<size_t>(i * cols + k)] = round_to_bf16(args.x[i * args.ldx + k]);
+    for (int64_t k = 0; k < cols; ++k) {
+      xr[static_cast<size_t>(i * cols + k)] = args.x_bf16 != nullptr
+                                                  ? bf16_to_f32(args.x_bf16[i * cols + k])
+                                                  : round_to_bf16(args.x[i * args.ldx + k]);
+    }
   }
   MatmulArgs rounded = args;
   rounded.x = xr.data();
   rounded.ldx = cols;
   rounded.bf16_activations = false;
+  rounded.x_bf16 = nullptr;
   if (args.w->format == WeightFormat::bf16 || !bf16_activations_apply(args.w->format))
     return cols_fn(rounded, n_begin, n_end);
   // fp8 / fp4: W rows decoded and rounded to bf16 a panel at a time, run as a bf16 matrix.

@@ -16,9 +16,8 @@ namespace ds {
 // True when MatmulArgs::bf16_activations changes the result for weights of this format.
 bool bf16_activations_apply(WeightFormat format);
 
-// x [m, w.cols] rounded to bf16 (nearest even, NaN kept quiet: tensor/dtype.h), rows packed
-// with stride w.cols.
-std::vector<uint16_t> round_rows_to_bf16(const MatmulArgs& args);
+// matmul.h's round_rows_to_bf16, one value at a time (the reference and AVX2 tables' entry).
+void round_rows_to_bf16_scalar(const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out);
 
 // dst[r * w.cols + k] = bf16(weight_at_ref(w, n0 + r, k)) for r < nr, k < w.cols (any format).
 void decode_rows_to_bf16_ref(const WeightMatrix& w, int64_t n0, int64_t nr, uint16_t* dst);

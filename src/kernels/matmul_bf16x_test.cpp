@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -143,6 +144,70 @@ TEST(MatmulBf16Activations, Fp8WeightsAreRoundedToBf16) {
       for (size_t e = 0; e < on.size(); ++e) {
         ASSERT_EQ(on[e], static_cast<float>(cols)) << isa_name(isa) << " m=" << m;
         ASSERT_NEAR(off[e], cols * static_cast<double>(scale), 1e-3) << isa_name(isa) << " m=" << m;
+      }
+    }
+  }
+}
+
+// x is rounded to the nearest bf16, ties to even, on every path: against an identity W (bf16 ones on
+// the diagonal) y[i, n] is bf16(x[i, n]) exactly, for ties both ways, values that round up into the
+// next binade, negative values and zeros (the vector paths round 16 values at a time); a NaN in x
+// makes its row NaN (0 · NaN in every other column).
+TEST(MatmulBf16Activations, XIsRoundedToNearestEven) {
+  ThreadPool pool(1);
+  const int64_t n = 48;
+  std::vector<uint16_t> eye(static_cast<size_t>(n * n), 0);
+  for (int64_t r = 0; r < n; ++r) eye[static_cast<size_t>(r * n + r)] = f32_to_bf16(1.0f);
+  WeightMatrix w;
+  w.format = WeightFormat::bf16;
+  w.rows = n;
+  w.cols = n;
+  w.data = eye.data();
+  const float specials[] = {1.0f + 0x1p-8f,
+                            1.0f + 3 * 0x1p-8f,
+                            -(1.0f + 0x1p-8f),
+                            2.0f - 0x1p-9f,
+                            1.0f + 0x1p-8f + 0x1p-20f,
+                            0x1.fep120f,
+                            -0.0f,
+                            3.14159265f,
+                            1e-30f,
+                            -7.5e12f};
+  std::vector<float> x = random_x(3 * n, 91);
+  for (size_t e = 0; e < std::size(specials); ++e) x[e * 4] = specials[e];  // row 0
+  x[2 * n + 17] = std::nanf("");                                            // row 2
+  for (Isa isa : supported_isas()) {
+    const std::vector<float> y = run(isa, pool, x, 3, w, true);
+    for (int64_t e = 0; e < 2 * n; ++e) {
+      const size_t i = static_cast<size_t>(e);
+      EXPECT_TRUE(bit_equal(y[i], round_to_bf16(x[i])) || (y[i] == 0.0f && x[i] == 0.0f))
+          << isa_name(isa) << " element " << e << ": x " << x[i] << " y " << y[i];
+    }
+    for (int64_t e = 2 * n; e < 3 * n; ++e)
+      EXPECT_TRUE(std::isnan(y[static_cast<size_t>(e)])) << isa_name(isa);
+  }
+}
+
+// round_rows_to_bf16 (MatmulArgs::x_bf16) is f32_to_bf16 bit for bit on every path: random values,
+// ties both ways, subnormals, infinities, NaNs (quiet, sign kept), over row lengths that end inside a
+// vector and a row stride wider than the row.
+TEST(MatmulBf16Activations, RoundRowsToBf16IsF32ToBf16OnEveryPath) {
+  std::vector<float> x = random_x(5 * 70, 123);
+  const float specials[] = {1.0f + 0x1p-8f, 1.0f + 3 * 0x1p-8f, 0x1p-130f,
+                            -0x1.8p-140f,   0x1.ffp127f,        -std::numeric_limits<float>::infinity(),
+                            std::nanf(""),  -std::nanf(""),     std::numeric_limits<float>::signaling_NaN(),
+                            -0.0f,          0x1.fffffep-127f};
+  for (size_t e = 0; e < std::size(specials); ++e) x[e * 31 % x.size()] = specials[e];
+  for (int64_t cols : {1, 16, 33, 70}) {
+    const int64_t m = 5, ldx = 70;
+    for (Isa isa : supported_isas()) {
+      std::vector<uint16_t> out(static_cast<size_t>(m * cols), 0xdead);
+      round_rows_to_bf16(isa, x.data(), m, ldx, cols, out.data());
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t k = 0; k < cols; ++k) {
+          ASSERT_EQ(out[static_cast<size_t>(i * cols + k)], f32_to_bf16(x[static_cast<size_t>(i * ldx + k)]))
+              << isa_name(isa) << " cols " << cols << " i " << i << " k " << k;
+        }
       }
     }
   }

@@ -496,6 +496,8 @@ TEST(Isa, EverySupportedPathHasACompleteTable) {
     const KernelTable& t = kernel_table(isa);
     EXPECT_EQ(t.isa, isa);
     const void* entries[] = {reinterpret_cast<const void*>(t.matmul_cols),
+                             reinterpret_cast<const void*>(t.matmul_cols_bf16x),
+                             reinterpret_cast<const void*>(t.round_rows_bf16),
                              reinterpret_cast<const void*>(t.rmsnorm),
                              reinterpret_cast<const void*>(t.rmsnorm_f64),
                              reinterpret_cast<const void*>(t.rope_rotate),

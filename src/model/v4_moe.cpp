@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <vector>
 
 #include "base/assert.h"
 #include "kernels/matmul.h"
+#include "tensor/dtype.h"
 
 namespace ds {
 
@@ -131,6 +133,19 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
         tasks.push_back(Task{j, c0, std::min(cols, c0 + kColsPerTask)});
     }
   };
+  // bf16 activations (MatmulArgs::x_bf16): each job's x is rounded once for all its column tasks,
+  // and h where it is computed, instead of once per 64-column task inside the kernel.
+  std::vector<uint16_t> xb, hb;
+  std::vector<int64_t> x_at(jobs.size() + 1, 0);
+  if (ctx.bf16_activations) {
+    for (size_t j = 0; j < jobs.size(); ++j) x_at[j + 1] = x_at[j] + jobs[j].m * hidden_;
+    xb.resize(static_cast<size_t>(x_at.back()));
+    hb.resize(static_cast<size_t>(h_at.back()));
+    ctx.pool->parallel_for(static_cast<int64_t>(jobs.size()), [&](int64_t j) {
+      const ExpertJob& jb = jobs[static_cast<size_t>(j)];
+      round_rows_to_bf16(ctx.isa, jb.x, jb.m, hidden_, hidden_, xb.data() + x_at[static_cast<size_t>(j)]);
+    });
+  }
   split([](const ExpertJob& jb) { return jb.e->width; });
   ctx.pool->parallel_for(static_cast<int64_t>(tasks.size()), [&](int64_t ti) {
     const Task& t = tasks[static_cast<size_t>(ti)];
@@ -147,6 +162,7 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
     a.y = g;
     a.ldy = w;
     a.bf16_activations = ctx.bf16_activations;
+    a.x_bf16 = xb.empty() ? nullptr : xb.data() + x_at[t.job];
     matmul_cols(matmul_isa(ctx.isa, jb.e->w1.w), a, t.c0, t.c1);
     a.w = &jb.e->w3.w;
     a.y = u;
@@ -161,6 +177,7 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
         float hi = gi / (1.0f + std::exp(-gi)) * ui;
         if (jb.weights != nullptr) hi *= jb.weights[r];
         h[r * w + i] = num.round(Bf16Point::expert_h, hi);
+        if (!hb.empty()) hb[static_cast<size_t>(h_at[t.job] + r * w + i)] = f32_to_bf16(h[r * w + i]);
       }
     }
   });
@@ -176,6 +193,7 @@ void V4Moe::run_experts(const ForwardContext& ctx, const V4Numerics& num, const 
     a.y = jb.y;
     a.ldy = hidden_;
     a.bf16_activations = ctx.bf16_activations;
+    a.x_bf16 = hb.empty() ? nullptr : hb.data() + h_at[t.job];
     matmul_cols(matmul_isa(ctx.isa, jb.e->w2.w), a, t.c0, t.c1);
   });
 }

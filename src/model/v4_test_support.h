@@ -101,9 +101,10 @@ inline std::vector<float> run_with_rejections(ModelRunner& m, const std::vector<
 
 // The tests' cache: 16-token blocks, 4 slots; `mtp_layer` as KvCacheConfig::mtp_layer.
 inline std::unique_ptr<DeepSeekV4> load(const V4Numerics& num = {}, Isa isa = Isa::reference,
-                                        bool mtp_layer = true) {
+                                        bool mtp_layer = true, bool bf16_activations = false) {
   ModelOptions o;
   o.isa = isa;
+  o.bf16_activations = bf16_activations;
   o.n_threads = 2;
   o.max_seq_len = 128;
   Result<std::unique_ptr<DeepSeekV4>> m = DeepSeekV4::load(tiny_dir(), o, num);

@@ -24,6 +24,7 @@ constexpr KernelTable kTable{
     .isa = Isa::reference,
     .matmul_cols = matmul_cols_ref,
     .matmul_cols_bf16x = matmul_cols_bf16x_reference,
+    .round_rows_bf16 = round_rows_to_bf16_scalar,
     .rmsnorm = ref::rmsnorm,
     .rmsnorm_f64 = ref::rmsnorm_f64,
     .mhc_mix = ref::mhc_mix,

@@ -35,6 +35,7 @@ constexpr KernelTable kTable{
     .isa = Isa::avx2,
     .matmul_cols = matmul_cols_avx2,
     .matmul_cols_bf16x = matmul_cols_bf16x_avx2,
+    .round_rows_bf16 = round_rows_to_bf16_scalar,
     .gemm_tile_m = kAvx2TileM,
     .gemm_tile_n = kAvx2TileN,
     .gemv_tile_n = kAvx2GemvTileN,

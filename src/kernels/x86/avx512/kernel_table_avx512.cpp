@@ -31,6 +31,7 @@ constexpr KernelTable kTable{
     .isa = Isa::avx512,
     .matmul_cols = matmul_cols_avx512,
     .matmul_cols_bf16x = matmul_cols_bf16dot_avx512,
+    .round_rows_bf16 = round_rows_to_bf16_avx512,
     .gemm_tile_m = kAvx512TileM,
     .gemm_tile_n = kAvx512TileN,
     .gemv_tile_n = kAvx512GemvTileN,

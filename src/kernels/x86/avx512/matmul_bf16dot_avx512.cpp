@@ -1,8 +1,9 @@
 // vdpbf16ps tiles: y[i, n] = Σ_k bf16(x[i, k]) · bf16(W[n, k]), two columns per lane per instruction.
 // bf16 weights are read in place; fp8 and fp4 weights are decoded (as the f32 paths decode them)
 // and rounded to bf16 in chunks of 32 columns, in registers for small m, else into a panel of rows
-// that the bf16 tiles then read (section "fp8 / fp4 weights" below). Every (i, n) runs the same instruction sequence whatever the tile, m, row position, panel or
-// thread range (batch invariance): the tile shape only decides which loads are shared.
+// that the bf16 tiles then read (section "fp8 / fp4 weights" below). Every (i, n) runs the same instruction
+// sequence whatever the tile, m, row position, panel or thread range (batch invariance): the tile shape only
+// decides which loads are shared.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
@@ -28,6 +29,22 @@ namespace {
 #define DS_INLINE inline __attribute__((always_inline))
 
 constexpr int kPairLanes = 32;  // bf16 columns per vdpbf16ps
+
+// x as bf16 rows of stride cols: the caller's (MatmulArgs::x_bf16) or rounded here.
+struct Bf16Rows {
+  AlignedBuffer<uint16_t> own;
+  const uint16_t* rows = nullptr;
+  explicit Bf16Rows(const MatmulArgs& a) {
+    if (a.x_bf16 != nullptr) {
+      rows = a.x_bf16;
+      return;
+    }
+    own.resize(static_cast<size_t>(a.m * a.w->cols));
+    round_rows_to_bf16_avx512(a.x, a.m, a.ldx, a.w->cols, own.data());
+    rows = own.data();
+  }
+  const uint16_t* data() const { return rows; }
+};
 
 // One MR x NR tile over all chunks; xb rows are bf16 [m, cols] (row stride cols).
 template <int MR, int NR>
@@ -112,7 +129,7 @@ void dot_rows(const uint16_t* xb, int64_t i_begin, int64_t i_end, int64_t cols, 
 
 void run_dot(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t cols = a.w->cols;
-  const std::vector<uint16_t> xb = round_rows_to_bf16(a);
+  const Bf16Rows xb(a);
   const auto* w = static_cast<const uint16_t*>(a.w->data);
   if (a.m == 1) return strip<1, 8>(xb.data(), cols, w, n_begin, n_end, a.y, a.ldy);
   const int64_t block_n = std::max<int64_t>(4, (int64_t{384} << 10) / std::max<int64_t>(1, cols * 2) / 4 * 4);
@@ -327,7 +344,7 @@ void decode_panel(const WeightMatrix& w, int64_t n0, int64_t nr, uint16_t* dst) 
 
 void run_dot_decoded(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   const int64_t cols = a.w->cols;
-  const std::vector<uint16_t> xb = round_rows_to_bf16(a);
+  const Bf16Rows xb(a);
   if (a.m <= kRegTileMaxM && decodes_in_registers(*a.w))
     return reg_rows(a.m, xb.data(), *a.w, n_begin, n_end, a.y, a.ldy);
   const int64_t panel_n = bf16_panel_rows(cols);
@@ -344,6 +361,30 @@ void run_dot_decoded(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
 }
 
 }  // namespace
+
+// f32_to_bf16 bit for bit: nearest even by adding 0x7fff plus the kept lsb, NaN made quiet.
+void round_rows_to_bf16_avx512(const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out) {
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i inf = _mm512_set1_epi32(0x7f800000);
+  const __m512i bias = _mm512_set1_epi32(0x7fff);
+  const __m512i one = _mm512_set1_epi32(1);
+  const __m512i quiet = _mm512_set1_epi32(0x40);
+  for (int64_t i = 0; i < m; ++i) {
+    const float* src = x + i * ldx;
+    uint16_t* dst = out + i * cols;
+    for (int64_t k = 0; k < cols; k += 16) {
+      const __mmask16 mk =
+          cols - k >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << (cols - k)) - 1u);
+      const __m512i b = _mm512_castps_si512(_mm512_maskz_loadu_ps(mk, src + k));
+      const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, abs_mask), inf);
+      const __m512i hi = _mm512_srli_epi32(b, 16);
+      const __m512i rounded =
+          _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, bias), _mm512_and_si512(hi, one)), 16);
+      const __m512i r = _mm512_mask_mov_epi32(rounded, nan, _mm512_or_si512(hi, quiet));
+      _mm256_mask_storeu_epi16(dst + k, mk, _mm512_cvtepi32_epi16(r));
+    }
+  }
+}
 
 void matmul_cols_bf16dot_avx512(const MatmulArgs& args, int64_t n_begin, int64_t n_end) {
   if (args.m <= 0 || n_begin >= n_end) return;

@@ -14,4 +14,7 @@ namespace ds {
 // 32c + 2l + 1 (one vdpbf16ps per chunk, the last chunk zero-masked), then the fixed halving tree.
 void matmul_cols_bf16dot_avx512(const MatmulArgs& args, int64_t n_begin, int64_t n_end);
 
+// matmul.h's round_rows_to_bf16 on AVX-512 (AVX-512F only: integer rounding, 16 values a step).
+void round_rows_to_bf16_avx512(const float* x, int64_t m, int64_t ldx, int64_t cols, uint16_t* out);
+
 }  // namespace ds
