@@ -13,7 +13,6 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <vector>
 
 #include "base/aligned_buffer.h"
 #include "kernels/isa.h"
@@ -211,60 +210,68 @@ DS_INLINE void store_tile(const __m512 (&acc)[MR][NR], float* y, int64_t ldy, in
     for (int j = 0; j < NR; ++j) y[i * ldy + n0 + j] = avx512::Vec16::reduce_add(acc[i][j]);
 }
 
-// fp8 with block_cols % 32 == 0, decoded in registers: k-blocks outer (one factor per row), the
-// block's chunks inner.
-template <int MR, int NR>
-void fp8_reg_tile(const uint16_t* xb, const WeightMatrix& w, int64_t n0, float* y, int64_t ldy) {
-  const int64_t cols = w.cols;
-  const int64_t n_blocks = w.scale_cols();
-  __m512 acc[MR][NR];
-  for (int i = 0; i < MR; ++i)
-    for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
+// The NR W rows of a register tile, decoded chunk by chunk. Rows<NR> gives block_cols (columns per
+// scale; a multiple of 32), start_block(kb) (the block's factors) and chunk(j, k) (row j's columns
+// [k, k + 32) as bf16).
+template <int NR>
+struct Fp8Rows {
   const uint8_t* wr[NR];
   const float* sr[NR];
-  for (int j = 0; j < NR; ++j) {
-    wr[j] = static_cast<const uint8_t*>(w.data) + (n0 + j) * cols;
-    sr[j] = w.scales + ((n0 + j) / w.block_rows) * n_blocks;
-  }
-  for (int64_t kb = 0; kb < n_blocks; ++kb) {
-    __m512 sv[NR];
-    for (int j = 0; j < NR; ++j) sv[j] = _mm512_set1_ps(sr[j][kb] * avx512_fp8::kFold);
-    const int64_t k_end = std::min(cols, (kb + 1) * w.block_cols);
-    for (int64_t k = kb * w.block_cols; k < k_end; k += kPairLanes) {
-      __m512bh wv[NR];
-#pragma GCC unroll 8
-      for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(wr[j] + k) + 512, _MM_HINT_T0);
-        wv[j] = fp8_chunk(wr[j] + k, cols - k, sv[j], sv[j]);
-      }
-      dot_chunk<MR, NR>(acc, wv, xb, cols, k);
+  __m512 sv[NR];
+  int64_t cols, block_cols;
+  Fp8Rows(const WeightMatrix& w, int64_t n0) : cols(w.cols), block_cols(w.block_cols) {
+    for (int j = 0; j < NR; ++j) {
+      wr[j] = static_cast<const uint8_t*>(w.data) + (n0 + j) * cols;
+      sr[j] = w.scales + ((n0 + j) / w.block_rows) * w.scale_cols();
     }
   }
-  store_tile<MR, NR>(acc, y, ldy, n0);
-}
+  DS_INLINE void start_block(int64_t kb) {
+    for (int j = 0; j < NR; ++j) sv[j] = _mm512_set1_ps(sr[j][kb] * avx512_fp8::kFold);
+  }
+  DS_INLINE __m512bh chunk(int j, int64_t k) const {
+    _mm_prefetch(reinterpret_cast<const char*>(wr[j] + k) + 512, _MM_HINT_T0);
+    return fp8_chunk(wr[j] + k, cols - k, sv[j], sv[j]);
+  }
+};
 
-template <int MR, int NR>
-void fp4_reg_tile(const uint16_t* xb, const WeightMatrix& w, int64_t n0, float* y, int64_t ldy) {
-  const int64_t cols = w.cols;
-  const int64_t n_groups = cols / kPairLanes;
+template <int NR>
+struct Fp4Rows {
+  const uint8_t* wr[NR];
+  const uint8_t* sr[NR];
   const Fp4Chunks fp4;
+  static constexpr int64_t block_cols = kPairLanes;  // one E8M0 scale per 32-column group
+  Fp4Rows(const WeightMatrix& w, int64_t n0) {
+    for (int j = 0; j < NR; ++j) {
+      wr[j] = static_cast<const uint8_t*>(w.data) + (n0 + j) * (w.cols / 2);
+      sr[j] = w.scales_e8m0 + (n0 + j) * w.scale_cols();
+    }
+  }
+  DS_INLINE void start_block(int64_t /*kb*/) {}
+  DS_INLINE __m512bh chunk(int j, int64_t k) const {
+    const int64_t g = k / kPairLanes;
+    if (g % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(wr[j] + g * 16) + 512, _MM_HINT_T0);
+    return fp4(wr[j] + g * 16, sr[j][g]);
+  }
+};
+
+// MR x NR tile with W decoded in registers: k-blocks outer (one factor per row), the block's chunks
+// inner.
+template <int MR, int NR, template <int> class Rows>
+void reg_tile(const uint16_t* xb, const WeightMatrix& w, int64_t n0, float* y, int64_t ldy) {
+  const int64_t cols = w.cols;
+  Rows<NR> rows(w, n0);
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
     for (int j = 0; j < NR; ++j) acc[i][j] = _mm512_setzero_ps();
-  const uint8_t* wr[NR];
-  const uint8_t* sr[NR];
-  for (int j = 0; j < NR; ++j) {
-    wr[j] = static_cast<const uint8_t*>(w.data) + (n0 + j) * (cols / 2);
-    sr[j] = w.scales_e8m0 + (n0 + j) * n_groups;
-  }
-  for (int64_t g = 0; g < n_groups; ++g) {
-    __m512bh wv[NR];
+  for (int64_t kb = 0; kb * rows.block_cols < cols; ++kb) {
+    rows.start_block(kb);
+    const int64_t k_end = std::min(cols, (kb + 1) * rows.block_cols);
+    for (int64_t k = kb * rows.block_cols; k < k_end; k += kPairLanes) {
+      __m512bh wv[NR];
 #pragma GCC unroll 8
-    for (int j = 0; j < NR; ++j) {
-      if (g % 4 == 0) _mm_prefetch(reinterpret_cast<const char*>(wr[j] + g * 16) + 512, _MM_HINT_T0);
-      wv[j] = fp4(wr[j] + g * 16, sr[j][g]);
+      for (int j = 0; j < NR; ++j) wv[j] = rows.chunk(j, k);
+      dot_chunk<MR, NR>(acc, wv, xb, cols, k);
     }
-    dot_chunk<MR, NR>(acc, wv, xb, cols, g * kPairLanes);
   }
   store_tile<MR, NR>(acc, y, ldy, n0);
 }
@@ -282,8 +289,9 @@ void reg_strip(const uint16_t* xb, const WeightMatrix& w, int64_t n_begin, int64
   const bool fp4 = w.format == WeightFormat::fp4_e2m1_block;
   int64_t n = n_begin;
   for (; n + NR <= n_end; n += NR)
-    fp4 ? fp4_reg_tile<MR, NR>(xb, w, n, y, ldy) : fp8_reg_tile<MR, NR>(xb, w, n, y, ldy);
-  for (; n < n_end; ++n) fp4 ? fp4_reg_tile<MR, 1>(xb, w, n, y, ldy) : fp8_reg_tile<MR, 1>(xb, w, n, y, ldy);
+    fp4 ? reg_tile<MR, NR, Fp4Rows>(xb, w, n, y, ldy) : reg_tile<MR, NR, Fp8Rows>(xb, w, n, y, ldy);
+  for (; n < n_end; ++n)
+    fp4 ? reg_tile<MR, 1, Fp4Rows>(xb, w, n, y, ldy) : reg_tile<MR, 1, Fp8Rows>(xb, w, n, y, ldy);
 }
 
 // Up to kRegTileMaxM rows of x against W rows [n_begin, n_end), decoding W in registers.
