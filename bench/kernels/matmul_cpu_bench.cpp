@@ -11,21 +11,24 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/thread_pool.h"
 #include "bench_weights.h"
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
+#include "machine/bench_timing.h"
 #include "machine/host_load.h"
 #include "machine/peaks.h"
+#include "machine/read_probe.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"matmul_cpu_bench: one matmul case, CPU time per call vs the one-thread peaks"};
   std::string format = "bf16", isa_name = ds::isa_name(ds::best_isa()).data();
   bool pow2 = false, bf16_act = false;
   int64_t m = 1, rows = 1536, cols = 2048;
-  int calls = 0;
+  int calls = 0, paired = 0;
   app.add_option("--format", format, "bf16, fp8 or fp4 (E2M1, E8M0 scales per 32: V4 experts)")
       ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
   app.add_flag("--fp8-pow2-scales", pow2, "fp8 block scales as powers of two (V4)");
@@ -36,6 +39,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(32, 1 << 20));
   app.add_option("--calls", calls, "timed calls (default: about 2 CPU seconds)");
   app.add_option("--isa", isa_name, "kernel path");
+  app.add_option("--paired-reads", paired,
+                 "then N (call, read pass over as many bytes as W) pairs: W's rate as a fraction of the read "
+                 "rate of the same moment (median of the pairs' ratios; W should be far larger than L3)")
+      ->check(CLI::Range(0, 100000));
   CLI11_PARSE(app, argc, argv);
   const auto isa = ds::isa_from_name(isa_name);
   if (!isa || !ds::isa_supported(*isa)) {
@@ -74,5 +81,20 @@ int main(int argc, char** argv) {
       format, pow2 ? "pow2-scales " : "", bf16_act ? "bf16-activations" : "", "", m, rows, cols, isa_name,
       per_call * 1e3, calls, gflop / per_call, 100.0 * gflop / per_call / fma,
       dot > 0 ? 100.0 * gflop / per_call / dot : 0.0, gb / per_call);
+  if (paired > 0) {
+    ds::bench::ReadProbe probe(ws.matrices()[0].stored_bytes(), 1);
+    std::vector<double> w_gbps, read_gbps;
+    for (int i = 0; i < paired; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      call();
+      w_gbps.push_back(gb / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+      read_gbps.push_back(probe.pass_gbps());
+    }
+    fmt::print(
+        "paired with a read pass over {:.1f} MB ({} pairs, wall clock): W {:.1f} GB/s, read {:.1f} GB/s "
+        "(medians); W / read of the same moment: median {:.0f}%\n",
+        static_cast<double>(probe.bytes()) * 1e-6, paired, ds::bench::median_of(w_gbps),
+        ds::bench::median_of(read_gbps), 100.0 * ds::bench::median_ratio(w_gbps, read_gbps));
+  }
   return 0;
 }

@@ -27,6 +27,7 @@
 #include "machine/bench_timing.h"
 #include "machine/host_load.h"
 #include "machine/peaks.h"
+#include "machine/read_probe.h"
 #include "model/decoder_replay.h"
 #include "prefill_flops_v41.h"
 #include "weights/checkpoint.h"
@@ -45,6 +46,7 @@ struct BenchArgs {
   int64_t prompt_len = 512;
   int64_t decode_prompt_len = 16;  // --context: tokens in the sequence before the timed decode
   int decode_steps = 32;
+  int paired_steps = 16;  // (decode step, read pass) pairs after the timed steps
   int decode_warmup_steps = 2;
   int prefill_runs = 3;
   bool quick = false;
@@ -136,8 +138,9 @@ int run(const BenchArgs& args) {
   mopt.numerics = args.numerics;
   if (args.decoder_replay_keep > 0)
     mopt.decoder_replay = {.compact = true, .keep_tokens = args.decoder_replay_keep};
-  mopt.max_seq_len =
-      std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps + args.decode_steps) + 8;
+  mopt.max_seq_len = std::max(args.prompt_len, args.decode_prompt_len + args.decode_warmup_steps +
+                                                   args.decode_steps + args.paired_steps) +
+                     8;
   const double t_load = ds::now_seconds();
   auto loaded = ds::load_model(args.model_dir, mopt);  // V4.1 Engram: the token map too
   check(loaded.status(), "loading the model");
@@ -232,6 +235,21 @@ int run(const BenchArgs& args) {
   const double decode_share = ds::bench::cpu_share(ds::bench::process_cpu_seconds() - decode_cpu0,
                                                    ds::now_seconds() - decode_wall0, args.n_threads);
   const double step_median_s = ds::bench::median_of(step_s);
+
+  // 5b. Decode steps each followed by a read pass over as many bytes as a step reads (all threads):
+  // the step's bandwidth against the read rate of the same moment (ReadProbe says why).
+  std::vector<double> paired_step_s, paired_read_gbps;
+  if (args.paired_steps > 0) {
+    ds::bench::ReadProbe probe(static_cast<int64_t>(aw.total_bytes()), args.n_threads);
+    for (int i = 0; i < args.paired_steps; ++i) {
+      const ds::ForwardRequest req{&seq, std::span<const int32_t>(&next, 1), false};
+      const double t0 = ds::now_seconds();
+      check(model->forward({&req, 1}, out), "decode step");
+      paired_step_s.push_back(ds::now_seconds() - t0);
+      next = argmax_row(out.logits, 0);
+      paired_read_gbps.push_back(probe.pass_gbps());
+    }
+  }
   const double decode_tok_s = 1.0 / step_median_s;
 
   // 6. Rooflines.
@@ -325,6 +343,15 @@ int run(const BenchArgs& args) {
   fmt::print(
       "  decode step spread: min {:.2f} ms, max {:.2f} ms (best step: {:.2f} tok/s, {:.0f}% of roofline)\n",
       *mn * 1e3, *mx * 1e3, 1.0 / *mn, 100.0 / *mn / decode_roofline);
+  if (!paired_step_s.empty()) {
+    std::vector<double> step_gbps;
+    for (const double t : paired_step_s) step_gbps.push_back(decode_bytes / t * 1e-9);
+    fmt::print(
+        "  decode vs a read pass over as many bytes right after each step ({} pairs, {} threads): {:.1f} vs "
+        "{:.1f} GB/s (medians); step / read of the same moment: median {:.0f}%\n",
+        paired_step_s.size(), args.n_threads, ds::bench::median_of(step_gbps),
+        ds::bench::median_of(paired_read_gbps), 100.0 * ds::bench::median_ratio(step_gbps, paired_read_gbps));
+  }
   fmt::print("  logits of the context's last row and every decode step: FNV-1a {:016x}\n", logits_hash);
   fmt::print("  cpu share (CPU time / (wall x threads)): decode {:.0f}%, prefill {:.0f}%; at the end: {}\n",
              100.0 * decode_share, 100.0 * prefill_share,
@@ -344,6 +371,10 @@ int main(int argc, char** argv) try {
   app.add_option("--prompt", args.prompt_len, "prefill prompt length")->check(CLI::Range(1, 1 << 20));
   app.add_option("--decode-steps", args.decode_steps, "timed decode steps (median)")
       ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--paired-steps", args.paired_steps,
+                 "decode steps each followed by a read pass of as many bytes (0: none): the decode bandwidth "
+                 "as a fraction of the read rate of the same moment")
+      ->check(CLI::Range(0, 100000));
   app.add_option("--prefill-runs", args.prefill_runs, "timed prefill runs (median; 0: skip)")
       ->check(CLI::Range(0, 100));
   app.add_option("--context", args.decode_prompt_len, "tokens in the sequence before the timed decode steps")

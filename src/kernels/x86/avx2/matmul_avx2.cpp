@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/x86/row_prefetch.h"
+
 namespace ds {
 namespace {
 
@@ -83,18 +85,24 @@ struct TileState {
   using T = typename Format<F>::T;
   const float* xr[MR];
   const T* wr[NR];
-  alignas(32) T wtail[NR][kLanes];  // zero-padded copy of each W row's last partial chunk
+  x86_prefetch::RowPrefetch prefetch;  // used by the kStream tiles only
+  alignas(32) T wtail[NR][kLanes];     // zero-padded copy of each W row's last partial chunk
   int64_t n_full = 0;
   __m256i tail_mask;
 };
 
-// Chunks [c_begin, c_end); the chunk at n_full (if any) is the zero-padded tail.
-template <WeightFormat F, int MR, int NR>
+// Chunks [c_begin, c_end); the chunk at n_full (if any) is the zero-padded tail. kStream: W rows
+// come from DRAM, prefetched as streams (x86/row_prefetch.h), one prefetch per 64-byte line.
+template <WeightFormat F, int MR, int NR, bool kStream>
 DS_INLINE void chunk_range(__m256 (&acc)[MR][NR], const TileState<F, MR, NR>& s, int64_t c_begin,
                            int64_t c_end, const float (&sv)[NR][kLanes]) {
   using T = typename Format<F>::T;
+  constexpr int64_t kChunksPerLine = std::max<int64_t>(1, 64 / (kLanes * int64_t{sizeof(T)}));
   const int64_t c_stop = std::min(c_end, s.n_full);
   for (int64_t c = c_begin; c < c_stop; ++c) {
+    if (kStream && c % kChunksPerLine == 0) {
+      for (int j = 0; j < NR; ++j) s.prefetch.touch(s.wr[j], c * kLanes * int64_t{sizeof(T)});
+    }
     const T* wp[NR];
     for (int j = 0; j < NR; ++j) wp[j] = s.wr[j] + c * kLanes;
     chunk<F, MR, NR, false>(acc, s.xr, c * kLanes, wp, s.tail_mask, sv);
@@ -107,7 +115,7 @@ DS_INLINE void chunk_range(__m256 (&acc)[MR][NR], const TileState<F, MR, NR>& s,
 }
 
 // y[i0 + i, n0 + j] for i < MR, j < NR. x points at row i0, y at row i0 (column 0).
-template <WeightFormat F, int MR, int NR>
+template <WeightFormat F, int MR, int NR, bool kStream>
 void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
   using T = typename Format<F>::T;
   const WeightMatrix& w = *a.w;
@@ -116,6 +124,8 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
   for (int i = 0; i < MR; ++i) s.xr[i] = x + i * a.ldx;
   for (int j = 0; j < NR; ++j) s.wr[j] = static_cast<const T*>(w.data) + (n0 + j) * cols;
   s.n_full = cols / kLanes;
+  s.prefetch =
+      x86_prefetch::RowPrefetch::streaming(NR, cols * int64_t{sizeof(T)}, x86_prefetch::kStreamDistance);
   const int rem = static_cast<int>(cols % kLanes);
   const int64_t n_chunks = s.n_full + (rem != 0);
   alignas(32) int32_t mask_lanes[kLanes];
@@ -134,7 +144,7 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
   alignas(32) float sv[NR][kLanes];
 
   if constexpr (F != WeightFormat::fp8_e4m3_block) {
-    chunk_range<F, MR, NR>(acc, s, 0, n_chunks, sv);
+    chunk_range<F, MR, NR, kStream>(acc, s, 0, n_chunks, sv);
   } else {
     const int64_t bc = w.block_cols;
     const int64_t n_blocks = w.scale_cols();
@@ -151,10 +161,10 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
       for (int64_t kb = 0; kb < n_blocks; ++kb) {
         for (int j = 0; j < NR; ++j) _mm256_store_ps(sv[j], _mm256_set1_ps(folded[j][kb]));
         const int64_t c_end = std::min(s.n_full, c + chunks_per_block);
-        chunk_range<F, MR, NR>(acc, s, c, c_end, sv);
+        chunk_range<F, MR, NR, kStream>(acc, s, c, c_end, sv);
         c = c_end;
       }
-      if (n_chunks > s.n_full) chunk_range<F, MR, NR>(acc, s, s.n_full, n_chunks, sv);
+      if (n_chunks > s.n_full) chunk_range<F, MR, NR, kStream>(acc, s, s.n_full, n_chunks, sv);
     } else {
       // Any block shape: walk the k-blocks; lane l of chunk c always multiplies by the scale of
       // column 8c + l, broadcast within a block, per lane for a chunk straddling a block edge.
@@ -166,7 +176,7 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
         const int64_t c_end = block_end == cols ? n_chunks : block_end / kLanes;
         if (c_end > c) {
           for (int j = 0; j < NR; ++j) _mm256_store_ps(sv[j], _mm256_set1_ps(srow[j][kb] * kFp8Fold));
-          chunk_range<F, MR, NR>(acc, s, c, c_end, sv);
+          chunk_range<F, MR, NR, kStream>(acc, s, c, c_end, sv);
           c = c_end;
         } else {
           for (int j = 0; j < NR; ++j) {
@@ -175,7 +185,7 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
               sv[j][l] = srow[j][k / bc] * kFp8Fold;
             }
           }
-          chunk_range<F, MR, NR>(acc, s, c, c + 1, sv);
+          chunk_range<F, MR, NR, kStream>(acc, s, c, c + 1, sv);
           ++c;
         }
       }
@@ -186,11 +196,11 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y) {
     for (int j = 0; j < NR; ++j) y[i * a.ldy + n0 + j] = hsum8(acc[i][j]);
 }
 
-template <WeightFormat F, int MR, int NR>
+template <WeightFormat F, int MR, int NR, bool kStream = false>
 void row_strip(const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y) {
   int64_t n = n_begin;
-  for (; n + NR <= n_end; n += NR) tile<F, MR, NR>(a, x, n, y);
-  for (; n < n_end; ++n) tile<F, MR, 1>(a, x, n, y);
+  for (; n + NR <= n_end; n += NR) tile<F, MR, NR, kStream>(a, x, n, y);
+  for (; n < n_end; ++n) tile<F, MR, 1, kStream>(a, x, n, y);
 }
 
 static_assert(kAvx2TileM == 3, "run() handles strip heights 1..3");
@@ -198,8 +208,8 @@ static_assert(kAvx2TileM == 3, "run() handles strip heights 1..3");
 template <WeightFormat F>
 void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   using T = typename Format<F>::T;
-  if (a.m == 1) {
-    row_strip<F, 1, kAvx2GemvTileN>(a, a.x, n_begin, n_end, a.y);
+  if (a.m == 1) {  // W from DRAM: prefetched as streams
+    row_strip<F, 1, kAvx2GemvTileN, /*kStream=*/true>(a, a.x, n_begin, n_end, a.y);
     return;
   }
   // Cache blocking as in the AVX-512 path: x panels (~3 MiB, L3) against W row blocks

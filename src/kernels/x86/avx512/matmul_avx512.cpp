@@ -20,6 +20,7 @@
 
 #include "kernels/x86/avx512/fp8_decode_avx512.h"
 #include "kernels/x86/avx512/panel_gemm_avx512.h"
+#include "kernels/x86/row_prefetch.h"
 
 namespace ds {
 namespace {
@@ -27,6 +28,16 @@ namespace {
 #define DS_INLINE inline __attribute__((always_inline))
 
 constexpr int kLanes = 16;
+using x86_prefetch::RowPrefetch;
+
+// How a tile prefetches its W rows: not at all (they are in L2 already), as streams running
+// `kStreamDistance` ahead across tile boundaries (bf16/f32 strips at m <= 4, which read W from DRAM
+// at the memory's rate), or at the same offset one tile ahead (fp8 strips, whose conversion makes them
+// compute-bound on one thread, and the first strip of a GEMM panel). Measured
+// (matmul_cpu_bench --rows 65536 --cols 2048 --paired-reads 15, bf16, Zen 5, share of the read rate of
+// the same moment): m = 1 0.76 (1 KiB in-row) -> 0.91-0.93 streaming, m = 2 0.70 -> 0.94, m = 4
+// 0.71 -> 0.80.
+enum class WPrefetch { none, stream, tile_ahead };
 
 template <WeightFormat F>
 struct Format;
@@ -139,7 +150,7 @@ DS_INLINE void chunk(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
 template <WeightFormat F, int MR, int NR, bool kPrefetchW, class Scale>
 DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
                           const typename Format<F>::T* const (&wr)[NR], int64_t cols, Scale& scale,
-                          int64_t prefetch_bytes) {
+                          const RowPrefetch& prefetch) {
   const int64_t n_full = cols / kLanes;
   const int rem = static_cast<int>(cols % kLanes);
   const __mmask16 tail_mask = static_cast<__mmask16>((1u << rem) - 1u);
@@ -149,7 +160,7 @@ DS_INLINE void chunk_loop(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
     if (kPrefetchW && c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
       for (int j = 0; j < NR; ++j) {
-        _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + prefetch_bytes, _MM_HINT_T0);
+        prefetch.touch(wr[j], c * kLanes * int64_t{sizeof(typename Format<F>::T)});
       }
     }
     chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
@@ -164,7 +175,7 @@ template <int MR, int NR, bool kPrefetchW>
 DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr)[MR],
                                   const uint8_t* const (&wr)[NR], int64_t cols,
                                   const float (&folded)[NR][kMaxFoldedBlocks], int64_t n_blocks,
-                                  int64_t chunks_per_block, int64_t prefetch_bytes) {
+                                  int64_t chunks_per_block, const RowPrefetch& prefetch) {
   constexpr WeightFormat F = WeightFormat::fp8_e4m3_block;
   const int64_t n_full = cols / kLanes;
   const int rem = static_cast<int>(cols % kLanes);
@@ -180,7 +191,7 @@ DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr
       if (kPrefetchW && c % kChunksPerLine == 0) {
 #pragma GCC unroll 8
         for (int j = 0; j < NR; ++j) {
-          _mm_prefetch(reinterpret_cast<const char*>(wr[j] + c * kLanes) + prefetch_bytes, _MM_HINT_T0);
+          prefetch.touch(wr[j], c * kLanes * int64_t{sizeof(typename Format<F>::T)});
         }
       }
       chunk<F, MR, NR, false>(acc, xr, wr, c * kLanes, tail_mask, scale);
@@ -191,9 +202,9 @@ DS_INLINE void chunk_loop_blocked(__m512 (&acc)[MR][NR], const float* const (&xr
 }
 
 // y[i0 + i, n0 + j] for i < MR, j < NR. x points at row i0, y at row i0 (column 0).
-// prefetch_w: this tile is the first to touch its W rows (they come from DRAM, not L2).
+// wp: how this tile prefetches W (none: another strip pulled the rows into L2 already).
 template <WeightFormat F, int MR, int NR>
-void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefetch_w) {
+void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, WPrefetch wp) {
   using T = typename Format<F>::T;
   const WeightMatrix& w = *a.w;
   const int64_t cols = w.cols;
@@ -202,13 +213,13 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
   const T* wr[NR];
   for (int j = 0; j < NR; ++j) wr[j] = static_cast<const T*>(w.data) + (n0 + j) * cols;
 
-  // The tile's NR rows are contiguous in W, and the next tile reads the NR rows after them: each
-  // row's prefetch runs at the same offset in the next tile's matching row (one tile ahead).
-  // Measured: up to 2x for the fp8 GEMV and the small-m/GEMM strips; the bf16/f32 GEMV alone
-  // was ~10% faster with the short in-row distance (its 8 rows of 2-4-byte weights already keep
-  // the hardware stream prefetchers busy), so it keeps 1 KiB.
-  const bool short_distance = F != WeightFormat::fp8_e4m3_block && MR == 1;
-  const int64_t prefetch_bytes = short_distance ? int64_t{1024} : int64_t{NR} * cols * int64_t{sizeof(T)};
+  // The tile's NR rows are contiguous in W, and the next tile reads the NR rows after them. One
+  // tile ahead measured up to 2x for the fp8 GEMV and the GEMM strips (against no prefetch).
+  const int64_t row_bytes = cols * int64_t{sizeof(T)};
+  const RowPrefetch prefetch = wp == WPrefetch::stream
+                                   ? RowPrefetch::streaming(NR, row_bytes, x86_prefetch::kStreamDistance)
+                                   : RowPrefetch::tile_ahead(NR, row_bytes);
+  const bool prefetch_w = wp != WPrefetch::none;
 
   __m512 acc[MR][NR];
   for (int i = 0; i < MR; ++i)
@@ -217,9 +228,9 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
   if constexpr (F != WeightFormat::fp8_e4m3_block) {
     NoScale none;
     if (prefetch_w) {
-      chunk_loop<F, MR, NR, true>(acc, xr, wr, cols, none, prefetch_bytes);
+      chunk_loop<F, MR, NR, true>(acc, xr, wr, cols, none, prefetch);
     } else {
-      chunk_loop<F, MR, NR, false>(acc, xr, wr, cols, none, 0);
+      chunk_loop<F, MR, NR, false>(acc, xr, wr, cols, none, prefetch);
     }
   } else {
     const int64_t n_blocks = w.scale_cols();
@@ -231,10 +242,9 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
         for (int64_t b = 0; b < n_blocks; ++b) folded[j][b] = srow[j][b] * kFp8Fold;
       const int64_t chunks_per_block = w.block_cols / kLanes;
       if (prefetch_w) {
-        chunk_loop_blocked<MR, NR, true>(acc, xr, wr, cols, folded, n_blocks, chunks_per_block,
-                                         prefetch_bytes);
+        chunk_loop_blocked<MR, NR, true>(acc, xr, wr, cols, folded, n_blocks, chunks_per_block, prefetch);
       } else {
-        chunk_loop_blocked<MR, NR, false>(acc, xr, wr, cols, folded, n_blocks, chunks_per_block, 0);
+        chunk_loop_blocked<MR, NR, false>(acc, xr, wr, cols, folded, n_blocks, chunks_per_block, prefetch);
       }
     } else {
       LaneScale<NR> scale;
@@ -242,7 +252,7 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
       scale.block_cols = w.block_cols;
       scale.cols = cols;
       scale.fill();
-      chunk_loop<F, MR, NR, false>(acc, xr, wr, cols, scale, 0);  // tiny test models only
+      chunk_loop<F, MR, NR, false>(acc, xr, wr, cols, scale, prefetch);  // tiny test models only
     }
   }
 
@@ -252,35 +262,34 @@ void tile(const MatmulArgs& a, const float* x, int64_t n0, float* y, bool prefet
 
 // All W rows [n_begin, n_end) against MR rows of x: full NR tiles, then single rows.
 template <WeightFormat F, int MR, int NR>
-void row_strip(const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y,
-               bool prefetch_w) {
+void row_strip(const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y, WPrefetch wp) {
   int64_t n = n_begin;
-  for (; n + NR <= n_end; n += NR) tile<F, MR, NR>(a, x, n, y, prefetch_w);
-  for (; n < n_end; ++n) tile<F, MR, 1>(a, x, n, y, prefetch_w);
+  for (; n + NR <= n_end; n += NR) tile<F, MR, NR>(a, x, n, y, wp);
+  for (; n < n_end; ++n) tile<F, MR, 1>(a, x, n, y, wp);
 }
 
 template <WeightFormat F>
 void strip_for_rows(int mr, const MatmulArgs& a, const float* x, int64_t n_begin, int64_t n_end, float* y,
-                    bool prefetch_w) {
+                    WPrefetch wp) {
   constexpr int NR = kAvx512TileN;
   switch (mr) {
     case 1:
-      row_strip<F, 1, NR>(a, x, n_begin, n_end, y, prefetch_w);
+      row_strip<F, 1, NR>(a, x, n_begin, n_end, y, wp);
       break;
     case 2:
-      row_strip<F, 2, NR>(a, x, n_begin, n_end, y, prefetch_w);
+      row_strip<F, 2, NR>(a, x, n_begin, n_end, y, wp);
       break;
     case 3:
-      row_strip<F, 3, NR>(a, x, n_begin, n_end, y, prefetch_w);
+      row_strip<F, 3, NR>(a, x, n_begin, n_end, y, wp);
       break;
     case 4:
-      row_strip<F, 4, NR>(a, x, n_begin, n_end, y, prefetch_w);
+      row_strip<F, 4, NR>(a, x, n_begin, n_end, y, wp);
       break;
     case 5:
-      row_strip<F, 5, NR>(a, x, n_begin, n_end, y, prefetch_w);
+      row_strip<F, 5, NR>(a, x, n_begin, n_end, y, wp);
       break;
     default:
-      row_strip<F, 6, NR>(a, x, n_begin, n_end, y, prefetch_w);
+      row_strip<F, 6, NR>(a, x, n_begin, n_end, y, wp);
       break;
   }
 }
@@ -325,14 +334,14 @@ void gemv_fp8_folded_rows(const MatmulArgs& a, const float* xs, int64_t n0, int6
   constexpr WeightFormat F = WeightFormat::fp8_e4m3_block;
   const int64_t cols = a.w->cols;
   const float* const xr[1] = {xs};
-  const int64_t prefetch_bytes = int64_t{NR} * cols;
+  const RowPrefetch prefetch = RowPrefetch::tile_ahead(NR, cols);
   NoScale none;
   for (int64_t n = n0; n < n1; n += NR) {
     const uint8_t* wr[NR];
     for (int j = 0; j < NR; ++j) wr[j] = static_cast<const uint8_t*>(a.w->data) + (n + j) * cols;
     __m512 acc[1][NR];
     for (int j = 0; j < NR; ++j) acc[0][j] = _mm512_setzero_ps();
-    chunk_loop<F, 1, NR, true>(acc, xr, wr, cols, none, prefetch_bytes);
+    chunk_loop<F, 1, NR, true>(acc, xr, wr, cols, none, prefetch);
     for (int j = 0; j < NR; ++j) a.y[n + j] = hsum16(acc[0][j]);
   }
 }
@@ -342,7 +351,7 @@ void gemv_fp8(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   constexpr int NR = kAvx512GemvTileN;
   const WeightMatrix& w = *a.w;
   if (w.block_cols % kLanes != 0 || w.block_rows % NR != 0) {  // tiny test shapes: the general tile
-    row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
+    row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n_begin, n_end, a.y, WPrefetch::tile_ahead);
     return;
   }
   std::vector<float> xs(static_cast<size_t>(w.cols));
@@ -354,11 +363,11 @@ void gemv_fp8(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
     const int64_t fold_begin = std::min(row_end, (n + NR - 1) / NR * NR);
     const int64_t fold_end = fold_begin + (row_end - fold_begin) / NR * NR;
     if (fold_end > fold_begin && fold_block_row(a, block_row, xs.data())) {
-      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n, fold_begin, a.y, /*prefetch_w=*/true);
+      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n, fold_begin, a.y, WPrefetch::tile_ahead);
       gemv_fp8_folded_rows<NR>(a, xs.data(), fold_begin, fold_end);
-      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, fold_end, row_end, a.y, /*prefetch_w=*/true);
+      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, fold_end, row_end, a.y, WPrefetch::tile_ahead);
     } else {
-      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n, row_end, a.y, /*prefetch_w=*/true);
+      row_strip<WeightFormat::fp8_e4m3_block, 1, NR>(a, a.x, n, row_end, a.y, WPrefetch::tile_ahead);
     }
     n = row_end;
   }
@@ -407,8 +416,10 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
     if (a.m == 1) return gemv_fp8(a, n_begin, n_end);
     if (a.m >= kFp8PanelMinRows && a.w->block_cols % kLanes == 0) return fp8_panel_gemm(a, n_begin, n_end);
   }
+  // bf16/f32 weights stream from DRAM at the memory's rate: prefetch as streams (WPrefetch).
+  constexpr WPrefetch small_m = F == WeightFormat::fp8_e4m3_block ? WPrefetch::tile_ahead : WPrefetch::stream;
   if (a.m == 1) {
-    row_strip<F, 1, kAvx512GemvTileN>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
+    row_strip<F, 1, kAvx512GemvTileN>(a, a.x, n_begin, n_end, a.y, small_m);
     return;
   }
   // Small batches (decode with a few sequences, or a token plus its MTP draft): one strip, W
@@ -416,15 +427,15 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
   // MR·NR accumulators + NR W chunks). fp8 at m = 4 keeps the GEMM's 4 × 4: its conversion needs
   // registers a 4 × 6 tile no longer has (measured slower).
   if (a.m == 2) {
-    row_strip<F, 2, 8>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
+    row_strip<F, 2, 8>(a, a.x, n_begin, n_end, a.y, small_m);
     return;
   }
   if (a.m == 3) {
-    row_strip<F, 3, 6>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
+    row_strip<F, 3, 6>(a, a.x, n_begin, n_end, a.y, small_m);
     return;
   }
   if (a.m == 4 && F != WeightFormat::fp8_e4m3_block) {
-    row_strip<F, 4, 6>(a, a.x, n_begin, n_end, a.y, /*prefetch_w=*/true);
+    row_strip<F, 4, 6>(a, a.x, n_begin, n_end, a.y, small_m);
     return;
   }
   // Cache blocking: a panel of x rows (~3 MiB, L3) is swept against blocks of W rows (~384 KiB,
@@ -442,7 +453,8 @@ void run(const MatmulArgs& a, int64_t n_begin, int64_t n_end) {
       for (int64_t i0 = mb; i0 < me; i0 += kAvx512TileM) {
         const int mr = static_cast<int>(std::min<int64_t>(kAvx512TileM, me - i0));
         // The panel's first strip pulls the W block into L2; the others find it there.
-        strip_for_rows<F>(mr, a, a.x + i0 * a.ldx, nb, ne, a.y + i0 * a.ldy, /*prefetch_w=*/i0 == mb);
+        strip_for_rows<F>(mr, a, a.x + i0 * a.ldx, nb, ne, a.y + i0 * a.ldy,
+                          i0 == mb ? WPrefetch::tile_ahead : WPrefetch::none);
       }
     }
   }
