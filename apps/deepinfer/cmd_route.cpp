@@ -39,6 +39,7 @@ struct RouteOptions {
   std::vector<std::string> prefill_workers;  // P/D prefill servers (never sent client requests)
   int64_t pd_min_prompt_tokens = 0;
   int64_t pd_max_prefill_open = 0;
+  int64_t pd_max_prefill_queue_tokens = 0;
   std::string workers_file;
   std::string policy = "cache_aware";
   std::string model_dir;      // config.json (encoding) + tokenizer of the workers' model
@@ -139,6 +140,7 @@ int run_route(const RouteOptions& o) {
   }
   rc.pd_min_prompt_tokens = o.pd_min_prompt_tokens;
   rc.pd_max_prefill_open = o.pd_max_prefill_open;
+  rc.pd_max_prefill_queue_tokens = o.pd_max_prefill_queue_tokens;
   rc.routing.policy = *policy;
   rc.routing.block_size_tokens = o.block_size;
   rc.routing.thresholds.cache_threshold = o.cache_threshold;
@@ -225,9 +227,9 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
   sub->add_option(
       "--decode", o->decode_workers,
       "P/D decode server URL (serve --role decode; repeatable): a worker that imports the prompt KV");
-  sub->add_option(
-      "--prefill", o->prefill_workers,
-      "P/D prefill server URL (serve --role prefill; repeatable), picked round robin (docs/pd.md)");
+  sub->add_option("--prefill", o->prefill_workers,
+                  "P/D prefill server URL (serve --role prefill; repeatable): healthy and least loaded first "
+                  "(docs/pd.md)");
   sub->add_option("--pd-min-prompt-tokens", o->pd_min_prompt_tokens,
                   "Prompts shorter than this prefill on the decode server (conditional disaggregation)")
       ->capture_default_str();
@@ -235,6 +237,12 @@ void add_route_command(CLI::App& app, CommandContext& ctx) {
          "--pd-max-prefill-open", o->pd_max_prefill_open,
          "While the least loaded prefill server has this many open P/D requests, requests prefill on "
          "the decode server (conditional disaggregation; 0 = no limit)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  sub->add_option("--pd-max-prefill-queue-tokens", o->pd_max_prefill_queue_tokens,
+                  "While the picked prefill server has this many prompt tokens queued (its reported "
+                  "num_prefill_tokens_pending plus what the router sent since), requests prefill on the "
+                  "decode server (needs --model for the prompt's length; 0 = no limit)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--policy", o->policy, "cache_aware | least_load | round_robin | random")

@@ -237,6 +237,7 @@ int run_serve(const ServeOptions& o) {
     serving_metrics.set_engine_sample(
         {.n_requests_running = static_cast<double>(s.n_running),
          .n_requests_waiting = static_cast<double>(s.n_waiting),
+         .prefill_tokens_pending = static_cast<double>(s.prefill_tokens_pending),
          .kv_cache_usage = s.kv_usage,
          .prefix_cache_query_tokens = static_cast<double>(s.prefix_queries_tokens),
          .prefix_cache_hit_tokens = static_cast<double>(s.prefix_hit_tokens),

@@ -822,6 +822,11 @@ void Engine::publish_stats() {
   const KvCacheStats kv = kv_.stats();
   local_stats_.n_running = scheduler_.n_running();
   local_stats_.n_waiting = scheduler_.n_waiting() + static_cast<int32_t>(unadmitted_.size());
+  local_stats_.prefill_tokens_pending = scheduler_.prefill_tokens_pending();
+  for (const RequestId id : unadmitted_) {
+    if (const auto it = active_.find(id); it != active_.end())
+      local_stats_.prefill_tokens_pending += static_cast<int64_t>(it->second->request.prompt_tokens.size());
+  }
   local_stats_.kv_blocks_total = kv.n_blocks_total;
   local_stats_.kv_blocks_free = kv.n_blocks_free;
   local_stats_.kv_usage =
@@ -847,6 +852,8 @@ void Engine::publish_stats() {
     std::lock_guard<std::mutex> lock(inbox_mu_);
     n_scheduler_waiting_ = local_stats_.n_waiting;
     local_stats_.n_waiting += static_cast<int32_t>(inbox_.size());
+    for (const Submission& sub : inbox_)
+      local_stats_.prefill_tokens_pending += static_cast<int64_t>(sub.request.prompt_tokens.size());
   }
   std::lock_guard<std::mutex> lock(stats_mu_);
   stats_ = local_stats_;

@@ -79,6 +79,9 @@ struct EngineConfig {
 struct EngineStats {
   int32_t n_running = 0;
   int32_t n_waiting = 0;  // queued in the scheduler or not yet picked up from the inbox
+  // Prompt tokens accepted and not yet prefilled: the scheduler's (Scheduler::prefill_tokens_pending)
+  // plus the prompts of requests not admitted to it yet (what a router balances prefill servers by).
+  int64_t prefill_tokens_pending = 0;
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_free = 0;
   double kv_usage = 0.0;  // 1 - free / total

@@ -388,6 +388,16 @@ const std::vector<BlockId>& Scheduler::block_table(SeqId seq_id) const {
 int32_t Scheduler::n_waiting() const { return waiting_.size(); }
 int32_t Scheduler::n_running() const { return static_cast<int32_t>(running_.size()); }
 
+int64_t Scheduler::prefill_tokens_pending() const {
+  int64_t n = 0;
+  for (const auto& [id, seq] : seqs_) {
+    // Every known token but the last sampled one (a decode step's input) is prompt work.
+    const int64_t known = static_cast<int64_t>(seq.tokens.size()) - (seq.n_generated > 0 ? 1 : 0);
+    n += std::max<int64_t>(0, known - seq.n_computed);
+  }
+  return n;
+}
+
 Status Scheduler::check_integrity() const {
   DS_TRY(kv_.check_integrity());
   DS_TRY(waiting_.check_integrity());

@@ -179,6 +179,10 @@ class Scheduler {
 
   int32_t n_waiting() const;
   int32_t n_running() const;
+  // Prompt positions of every sequence here (queued, running or restoring) not computed yet: the
+  // prefill work this engine still has (a preempted sequence counts what it must recompute; the
+  // prefix cache's hits are only known at admission). O(sequences).
+  int64_t prefill_tokens_pending() const;
   bool is_running(SeqId seq_id) const;
   int32_t n_preemptions(SeqId seq_id) const;  // times this sequence was preempted
   SchedulerStats stats() const { return stats_; }

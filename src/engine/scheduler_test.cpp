@@ -146,6 +146,24 @@ TEST(Scheduler, ChunkedPrefillThenDecodeGeneratesExactlyMaxTokens) {
   EXPECT_TRUE(h.step().chunks.empty());
 }
 
+TEST(Scheduler, PrefillTokensPendingCountsPromptWorkNotYetComputed) {
+  Harness h(config(8), 4, 64);
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 0);
+  ASSERT_TRUE(h.add(1, spec(iota_prompt(20), 3)).ok());
+  ASSERT_TRUE(h.add(2, spec(iota_prompt(5, 100), 2)).ok());
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 25);  // both queued
+  h.step();                                         // 8 prompt tokens of the first
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 17);
+  h.step();
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 9);
+  h.step();  // the first's last 4 (it samples), then 4 of the second's 5
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 1);
+  h.step();  // the first decodes; the second's last prompt token: decode inputs are not prompt work
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 0);
+  h.run_until_idle();
+  EXPECT_EQ(h.sched.prefill_tokens_pending(), 0);
+}
+
 TEST(Scheduler, DecodeGoesFirstAndPrefillTakesTheRestOfTheBudget) {
   Harness h(config(10), 4, 64);
   for (SeqId id = 1; id <= 3; ++id)

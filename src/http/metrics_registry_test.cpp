@@ -123,6 +123,7 @@ TEST(ServingMetrics, VllmLikeNamesAreExported) {
   EngineGaugeSample s;
   s.n_requests_running = 3;
   s.n_requests_waiting = 5;
+  s.prefill_tokens_pending = 700;
   s.kv_cache_usage = 0.5;
   s.prompt_tokens = 1000;
   s.generation_tokens = 200;
@@ -138,6 +139,7 @@ TEST(ServingMetrics, VllmLikeNamesAreExported) {
   ASSERT_TRUE(p.errors.empty()) << p.errors.front();
   EXPECT_EQ(p.value("deepinfer:num_requests_running"), 3);
   EXPECT_EQ(p.value("deepinfer:num_requests_waiting"), 5);
+  EXPECT_EQ(p.value("deepinfer:num_prefill_tokens_pending"), 700);
   EXPECT_EQ(p.value("deepinfer:kv_cache_usage_perc"), 0.5);
   EXPECT_EQ(p.value("deepinfer:prompt_tokens_total"), 1000);
   EXPECT_EQ(p.value("deepinfer:generation_tokens_total"), 200);

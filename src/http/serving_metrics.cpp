@@ -26,6 +26,9 @@ std::vector<double> http_buckets() { return {0.001, 0.005, 0.025, 0.1, 0.5, 1.0,
 ServingMetrics::ServingMetrics(MetricsRegistry& r)
     : num_requests_running(r.gauge("deepinfer:num_requests_running", "Requests in model execution batches.")),
       num_requests_waiting(r.gauge("deepinfer:num_requests_waiting", "Requests waiting to be processed.")),
+      num_prefill_tokens_pending(
+          r.gauge("deepinfer:num_prefill_tokens_pending",
+                  "Prompt tokens accepted and not yet prefilled (queued and in progress).")),
       kv_cache_usage_perc(
           r.gauge("deepinfer:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.")),
       prefix_cache_queries(r.counter("deepinfer:prefix_cache_queries_total",
@@ -58,6 +61,7 @@ ServingMetrics::ServingMetrics(MetricsRegistry& r)
 void ServingMetrics::set_engine_sample(const EngineGaugeSample& s) {
   num_requests_running.set(s.n_requests_running);
   num_requests_waiting.set(s.n_requests_waiting);
+  num_prefill_tokens_pending.set(s.prefill_tokens_pending);
   kv_cache_usage_perc.set(s.kv_cache_usage);
   prefix_cache_queries.set_total(s.prefix_cache_query_tokens);
   prefix_cache_hits.set_total(s.prefix_cache_hit_tokens);

@@ -14,7 +14,8 @@ namespace ds::server {
 struct EngineGaugeSample {
   double n_requests_running = 0;
   double n_requests_waiting = 0;
-  double kv_cache_usage = 0;  // fraction in [0, 1]
+  double prefill_tokens_pending = 0;  // prompt tokens accepted, not prefilled yet
+  double kv_cache_usage = 0;          // fraction in [0, 1]
   double prefix_cache_query_tokens = 0;
   double prefix_cache_hit_tokens = 0;
   double prompt_tokens = 0;
@@ -35,6 +36,7 @@ class ServingMetrics {
 
   Gauge& num_requests_running;
   Gauge& num_requests_waiting;
+  Gauge& num_prefill_tokens_pending;
   Gauge& kv_cache_usage_perc;
   Counter& prefix_cache_queries;
   Counter& prefix_cache_hits;

@@ -3,7 +3,7 @@
 
 usage: pd_e2e_test.py DEEPINFER WORKDIR CASE
 CASE: equal | wrong_secret | wrong_model | kill_prefill | lease_expiry | cancel | conditional | kill_decode |
-      two_prefill | prefill_affinity | api_key | disk_tiers | prefill_busy | v4
+      two_prefill | prefill_affinity | api_key | disk_tiers | prefill_busy | prefill_queue | v4
 
 A prefill server (serve --role prefill), a decode server (serve --role decode) and `deepinfer route
 --prefill P --decode D` against one plain `serve` on the same tiny V3 checkpoint (the server_tiny_model
@@ -553,6 +553,50 @@ def case_two_prefill():
         s.stop()
 
 
+def case_prefill_queue():
+    """route --pd-max-prefill-queue-tokens 250 (with --model, so the router counts prompt tokens): a 300-token
+    prompt sent to a prefill server that is frozen (so it neither runs it nor reports) fills that server's
+    queue as the router sees it, and the next request is prefilled on the decode server; once the prefill
+    server is thawed and has finished, its own report (deepinfer:num_prefill_tokens_pending 0) replaces the
+    router's count and requests go through it again."""
+    s = serve("single")
+    c = Cluster(secret("a", 1), secret("a", 1),
+                route_extra=("--model", MODEL, "--pd-max-prefill-queue-tokens", "250"))
+    try:
+        want = {i: completion(s.url(), i, 300, GREEDY)[0] for i in (120, 121, 122)}
+        queue_gauge = f'deepinfer_router:prefill_queue_tokens{{prefill="{c.p.url()}"}}'
+        wait_for(lambda: metrics(c.r).get(queue_gauge, -1) == 0, "the router to read the prefill server's queue")
+        check(metrics(c.p).get("deepinfer:num_prefill_tokens_pending", -1) == 0,
+              "the prefill server does not export deepinfer:num_prefill_tokens_pending")
+        c.p.proc.send_signal(signal.SIGSTOP)
+        try:
+            with concurrent.futures.ThreadPoolExecutor(1) as ex:
+                first = ex.submit(completion, c.r.url(), 120, 300, GREEDY)
+                wait_for(lambda: metrics(c.r).get(queue_gauge, 0) == 300,
+                         "the router to count the 300 prompt tokens it sent", detail=lambda: metrics(c.r).get(queue_gauge))
+                got2, _ = completion(c.r.url(), 121, 300, GREEDY)
+                check(got2 == want[121], "the request prefilled on the decode server differs")
+                rm, dm = metrics(c.r), metrics(c.d)
+                check(rm.get('deepinfer_router:pd_decode_prefills_total{reason="prefill_busy"}', 0) == 1,
+                      f"the full prefill queue was not counted: { {k: v for k, v in rm.items() if 'pd_' in k} }")
+                check(dm["deepinfer:pd_imports_total"] == 0, "the second request went through the prefill server")
+                c.p.proc.send_signal(signal.SIGCONT)
+                got1, _ = first.result(timeout=60)
+        finally:
+            c.p.proc.send_signal(signal.SIGCONT)
+        check(got1 == want[120], "the request through the thawed prefill server differs")
+        wait_for(lambda: metrics(c.r).get(queue_gauge, -1) == 0,
+                 "the prefill server's report to replace the router's count", detail=lambda: metrics(c.r).get(queue_gauge))
+        got3, _ = completion(c.r.url(), 122, 300, GREEDY)
+        check(got3 == want[122], "the third request differs")
+        check(metrics(c.d)["deepinfer:pd_imports_total"] == 2, "the third request did not go through the prefill server")
+        print("prefill_queue: a full queue sent one request to the decode server; the report reopened the prefill server")
+        expect_nothing_held(c.p, c.d)
+    finally:
+        c.stop()
+        s.stop()
+
+
 def case_prefill_affinity():
     """A router that tokenizes (--model): prompts with the same first block go to the same prefill server
     (its prefix cache holds that block) while the servers are equally loaded."""
@@ -687,7 +731,8 @@ def case_disk_tiers():
 CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
          "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity,
-         "disk_tiers": case_disk_tiers, "prefill_busy": case_prefill_busy}
+         "disk_tiers": case_disk_tiers, "prefill_busy": case_prefill_busy,
+         "prefill_queue": case_prefill_queue}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

@@ -60,6 +60,8 @@ Result<std::unique_ptr<RouterService>> RouterService::start(RouterServiceConfig 
     for (size_t k = 0; k < p->config_.prefill_urls.size(); ++k)
       p->prefill_open_gauge_.with({p->config_.prefill_urls[k]})
           .set(static_cast<double>(p->prefill_open_[k].load()));
+    for (const auto& w : p->prefill_pool_.all())
+      p->prefill_queue_gauge_.with({w->address.url}).set(static_cast<double>(w->prefill_queue_tokens()));
   });
   for (int i = 0; i < s->config_.n_relay_threads; ++i)
     s->threads_.emplace_back([p = s.get()] { p->ioc_.run(); });
@@ -76,6 +78,10 @@ RouterService::RouterService(RouterServiceConfig config)
       prefill_open_gauge_(registry_.gauge_family("deepinfer_router:prefill_open_requests",
                                                  "Open P/D requests the router sent to this prefill server",
                                                  {"prefill"})),
+      prefill_queue_gauge_(registry_.gauge_family(
+          "deepinfer_router:prefill_queue_tokens",
+          "Prompt tokens queued on this prefill server: its last report plus what the router sent since",
+          {"prefill"})),
       decode_prefills_(registry_.counter_family("deepinfer_router:pd_decode_prefills_total",
                                                 "Requests sent to a decode server without a prefill server "
                                                 "(reason: short prompt, busy prefill pool)",
@@ -136,7 +142,8 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   RelayRequest r = base_request(request);
   // Only cache_aware needs the ids; the other policies skip rendering (the JSON is still read for "stream").
   PromptRendering rendering = config_.rendering;
-  if (config_.routing.policy != PolicyKind::cache_aware && config_.pd_min_prompt_tokens == 0)
+  if (config_.routing.policy != PolicyKind::cache_aware && config_.pd_min_prompt_tokens == 0 &&
+      config_.pd_max_prefill_queue_tokens == 0)
     rendering.tokenizer = nullptr;
   RequestPrompt prompt = request_prompt(kind, request.body, rendering);
   r.prompt_blocks =
@@ -147,7 +154,7 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
   if (!config_.prefill_urls.empty()) {
     if (static_cast<int64_t>(r.n_prompt_tokens) < config_.pd_min_prompt_tokens) {
       decode_prefills_.with({"short_prompt"}).inc();
-    } else if (std::optional<std::string> peers = prefill_peers(r.prompt_blocks, r.hold)) {
+    } else if (std::optional<std::string> peers = prefill_peers(r.prompt_blocks, r.n_prompt_tokens, r.hold)) {
       r.forward_headers.emplace_back("X-DeepInfer-Prefill-Peer", std::move(*peers));
     } else {
       decode_prefills_.with({"prefill_busy"}).inc();
@@ -159,7 +166,7 @@ void RouterService::handle_generation(server::ApiKind kind, server::ServerReques
 }
 
 std::optional<std::string> RouterService::prefill_peers(const std::vector<uint64_t>& prompt_blocks,
-                                                        std::shared_ptr<void>& hold) {
+                                                        size_t n_prompt_tokens, std::shared_ptr<void>& hold) {
   const size_t n = config_.prefill_urls.size();
   // Healthy ones first (the poller's view: one that does not answer goes last, where the decode
   // server reaches it only when every other one failed); among them the least loaded, then the one
@@ -169,10 +176,17 @@ std::optional<std::string> RouterService::prefill_peers(const std::vector<uint64
   std::vector<size_t> order(n);
   for (size_t k = 0; k < n; ++k) order[k] = (start + k) % n;
   const auto down = [&](size_t k) { return k < prefill_pool_.size() && !prefill_pool_.at(k)->usable(); };
+  const auto queue = [&](size_t k) {
+    return k < prefill_pool_.size() ? prefill_pool_.at(k)->prefill_queue_tokens() : int64_t{0};
+  };
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
     if (down(a) != down(b)) return !down(a);
-    return prefill_open_[a].load() < prefill_open_[b].load();
+    const int64_t open_a = prefill_open_[a].load(), open_b = prefill_open_[b].load();
+    if (open_a != open_b) return open_a < open_b;
+    return queue(a) < queue(b);
   });
+  if (config_.pd_max_prefill_queue_tokens > 0 && queue(order[0]) >= config_.pd_max_prefill_queue_tokens)
+    return std::nullopt;
   std::atomic<int64_t>* open = &prefill_open_[order[0]];
   // Counted only if under the limit (another relay thread may take the last place meanwhile).
   for (int64_t now = open->load();;) {
@@ -180,6 +194,8 @@ std::optional<std::string> RouterService::prefill_peers(const std::vector<uint64
     if (open->compare_exchange_weak(now, now + 1)) break;
   }
   hold = std::shared_ptr<void>(nullptr, [open](void*) { open->fetch_sub(1); });
+  if (order[0] < prefill_pool_.size())
+    prefill_pool_.at(order[0])->routed_prefill_tokens.fetch_add(static_cast<int64_t>(n_prompt_tokens));
   std::string list;
   for (size_t k : order) list += (list.empty() ? "" : ", ") + config_.prefill_urls[k];
   return list;

@@ -45,9 +45,10 @@ struct RouterServiceConfig {
   // P/D (docs/pd.md): prefill servers (--prefill). A generation request whose prompt has at least
   // pd_min_prompt_tokens tokens goes to its worker (a decode server) with the header
   // X-DeepInfer-Prefill-Peer listing them, the least loaded first (the router's open P/D requests
-  // per prefill server; ties: the one the prompt's first block hashes to when the router tokenizes,
-  // else round robin; one that fails the health poll goes last), so the decode server tries the
-  // next one when one fails;
+  // per prefill server, then its queue in prompt tokens: the last reported
+  // deepinfer:num_prefill_tokens_pending plus the prompts this router sent it since; ties: the one
+  // the prompt's first block hashes to when the router tokenizes, else round robin; one that fails
+  // the health poll goes last), so the decode server tries the next one when one fails;
   // shorter prompts prefill on the worker.
   std::vector<std::string> prefill_urls;
   int64_t pd_min_prompt_tokens = 0;
@@ -55,6 +56,9 @@ struct RouterServiceConfig {
   // has this many open P/D requests, a request goes without the header (the decode server prefills
   // it). 0 = no limit.
   int64_t pd_max_prefill_open = 0;
+  // The same by queued work: while the picked prefill server's queue (above) holds this many prompt
+  // tokens, a request prefills on the decode server. 0 = no limit.
+  int64_t pd_max_prefill_queue_tokens = 0;
 };
 
 class RouterService {
@@ -88,15 +92,17 @@ class RouterService {
   RequestRouter router_;
   std::atomic<int64_t> open_relays_{0};
   // The header's list: least loaded first, ties by prefix affinity; `hold` counts the pick.
-  // nullopt when the pick is at pd_max_prefill_open (the decode server prefills).
-  std::optional<std::string> prefill_peers(const std::vector<uint64_t>& prompt_blocks,
+  // nullopt when the pick is at pd_max_prefill_open or pd_max_prefill_queue_tokens (the decode server
+  // prefills).
+  std::optional<std::string> prefill_peers(const std::vector<uint64_t>& prompt_blocks, size_t n_prompt_tokens,
                                            std::shared_ptr<void>& hold);
-  std::atomic<uint64_t> next_prefill_{0};                    // ties: round robin over config_.prefill_urls
-  std::unique_ptr<std::atomic<int64_t>[]> prefill_open_;     // open P/D requests per prefill server
-  WorkerPool prefill_pool_;                                  // the prefill servers' health (ids = positions)
-  server::MetricFamily<server::Gauge>& prefill_healthy_;     // {prefill}
-  server::MetricFamily<server::Gauge>& prefill_open_gauge_;  // {prefill}
-  server::MetricFamily<server::Counter>& decode_prefills_;   // {reason}: P/D requests prefilled on D
+  std::atomic<uint64_t> next_prefill_{0};                     // ties: round robin over config_.prefill_urls
+  std::unique_ptr<std::atomic<int64_t>[]> prefill_open_;      // open P/D requests per prefill server
+  WorkerPool prefill_pool_;                                   // the prefill servers' health (ids = positions)
+  server::MetricFamily<server::Gauge>& prefill_healthy_;      // {prefill}
+  server::MetricFamily<server::Gauge>& prefill_open_gauge_;   // {prefill}
+  server::MetricFamily<server::Gauge>& prefill_queue_gauge_;  // {prefill}: prefill_queue_tokens()
+  server::MetricFamily<server::Counter>& decode_prefills_;    // {reason}: P/D requests prefilled on D
   std::atomic<bool> stopping_{false};
   boost::asio::io_context ioc_;
   boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work_;

@@ -28,6 +28,10 @@ struct WorkerState {
   std::atomic<int64_t> reported_running{0};
   std::atomic<int64_t> reported_waiting{0};
   std::atomic<double> reported_kv_usage{0.0};
+  // Prefill servers (P/D): the prompt tokens the server reported pending (queued and in progress) at
+  // the last poll, and the prompt tokens this router sent it since (reset by each fresh report).
+  std::atomic<int64_t> reported_prefill_tokens{0};
+  std::atomic<int64_t> routed_prefill_tokens{0};
 
   // What the policies balance: the router's own count, or what the worker reports when other clients
   // load it too.
@@ -38,6 +42,11 @@ struct WorkerState {
     return own > reported ? own : reported;
   }
   bool usable() const { return configured.load() && healthy.load(); }
+  // A prefill server's queue in prompt tokens as this router can tell between two polls.
+  int64_t prefill_queue_tokens() const {
+    return reported_prefill_tokens.load(std::memory_order_relaxed) +
+           routed_prefill_tokens.load(std::memory_order_relaxed);
+  }
 };
 
 class WorkerPool {
