@@ -75,6 +75,17 @@ int64_t capacity_by_confidence(std::span<const std::vector<float>> confidences, 
   return count;
 }
 
+std::vector<int32_t> ConfidenceScheduler::lengths(std::span<const std::vector<float>> confidences,
+                                                  int64_t other_rows) {
+  if (!delayed_) return schedule_by_confidence(confidences, other_rows, target_);
+  std::vector<int32_t> keep = capacities_.size() == 2
+                                  ? top_by_confidence(confidences, capacities_.front())
+                                  : schedule_by_confidence(confidences, other_rows, target_);
+  capacities_.push_back(capacity_by_confidence(confidences, other_rows, target_));
+  if (capacities_.size() > 2) capacities_.pop_front();
+  return keep;
+}
+
 std::vector<int32_t> top_by_confidence(std::span<const std::vector<float>> confidences, int64_t k) {
   std::vector<int32_t> lengths(confidences.size(), 0);
   int64_t taken = 0;

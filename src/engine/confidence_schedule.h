@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "engine/speculation_policy.h"
@@ -36,5 +38,26 @@ int64_t capacity_by_confidence(std::span<const std::vector<float>> confidences, 
                                const std::vector<CostPoint>& target);
 // ℓ_r per sequence for the k drafts of highest survival (a prefix of every sequence).
 std::vector<int32_t> top_by_confidence(std::span<const std::vector<float>> confidences, int64_t k);
+
+// The schedule a drafter applies step after step: Algorithm 1 on each step's confidences, or
+// (delayed) the production variant, the top drafts up to the capacity found for the confidences of
+// two steps back (the first two steps: Algorithm 1). Either counts the step's other rows (prefill
+// chunks, decode rows without drafts) as the base of the curve.
+class ConfidenceScheduler {
+ public:
+  ConfidenceScheduler() = default;  // inactive: every draft is kept
+  ConfidenceScheduler(std::vector<CostPoint> target, bool delayed)
+      : target_(std::move(target)), delayed_(delayed) {}
+
+  bool active() const { return !target_.empty(); }
+  // ℓ_r per sequence for one step's confidences, in a step that runs other_rows rows besides one
+  // token row per sequence and the verified drafts. Precondition: active().
+  std::vector<int32_t> lengths(std::span<const std::vector<float>> confidences, int64_t other_rows);
+
+ private:
+  std::vector<CostPoint> target_;
+  bool delayed_ = false;
+  std::deque<int64_t> capacities_;  // delayed: the capacities of the last two steps, oldest first
+};
 
 }  // namespace ds

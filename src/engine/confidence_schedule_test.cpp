@@ -61,5 +61,44 @@ TEST(ConfidenceSchedule, TopKTakesTheMostLikelyDraftsAsPrefixes) {
   EXPECT_EQ(top_by_confidence(c, 10), (std::vector<int32_t>{2, 2, 0}));
 }
 
+TEST(ConfidenceScheduler, Algorithm1CountsTheStepsOtherRows) {
+  // ns = 100 + 30·rows: alone, B's 0.3 draft does not pay; beside 200 prefill rows it does.
+  const std::vector<std::vector<float>> two{{0.9f, 0.9f}, {0.3f}};
+  ConfidenceScheduler scheduler(linear_cost(100, 30), /*delayed=*/false);
+  ASSERT_TRUE(scheduler.active());
+  EXPECT_EQ(scheduler.lengths(two, 0), (std::vector<int32_t>{2, 0}));
+  EXPECT_EQ(scheduler.lengths(two, 200), (std::vector<int32_t>{2, 1}));
+  EXPECT_FALSE(ConfidenceScheduler().active());
+}
+
+TEST(ConfidenceScheduler, DelayedTakesTheCapacityOfTwoStepsBack) {
+  // The cliff curve: 100 ns up to 2 rows, 200 from 3. Five drafts of 0.9 have capacity 5 (the full
+  // walk passes the cliff); a step whose sequence drafted nothing, 0.
+  const std::vector<CostPoint> cliff{{1, 100}, {2, 100}, {3, 200}, {8, 200}};
+  const std::vector<std::vector<float>> likely{{0.9f, 0.9f, 0.9f, 0.9f, 0.9f}};
+  const std::vector<std::vector<float>> none{{}};
+  ConfidenceScheduler scheduler(cliff, /*delayed=*/true);
+  // The first two steps: Algorithm 1 (it stops at the cliff after one draft).
+  EXPECT_EQ(scheduler.lengths(likely, 0), (std::vector<int32_t>{1}));
+  EXPECT_EQ(scheduler.lengths(none, 0), (std::vector<int32_t>{0}));
+  // Third step: the first step's capacity (5); fourth: the second's (0).
+  EXPECT_EQ(scheduler.lengths(likely, 0), (std::vector<int32_t>{5}));
+  EXPECT_EQ(scheduler.lengths(likely, 0), (std::vector<int32_t>{0}));
+}
+
+TEST(ConfidenceScheduler, DelayedCapacitiesCountTheStepsOtherRows) {
+  // One draft of 0.1 on the cliff curve: alone it rides the flat part (1.1/100 > 1/100, capacity
+  // 1); beside one more row it would cross the cliff (1.1/200 < 1/100, capacity 0).
+  const std::vector<CostPoint> cliff{{1, 100}, {2, 100}, {3, 200}, {8, 200}};
+  const std::vector<std::vector<float>> unlikely{{0.1f}};
+  for (const int64_t other_rows : {0, 1}) {
+    ConfidenceScheduler scheduler(cliff, /*delayed=*/true);
+    (void)scheduler.lengths(unlikely, other_rows);
+    (void)scheduler.lengths(unlikely, other_rows);
+    EXPECT_EQ(scheduler.lengths(unlikely, other_rows), (std::vector<int32_t>{other_rows == 0 ? 1 : 0}))
+        << other_rows;
+  }
+}
+
 }  // namespace
 }  // namespace ds

@@ -2,8 +2,13 @@
 // (docs/speculative.md). The engine calls it on the thread that runs the step, around the target
 // forward of that step:
 //
-//   propose(chunks)  before the forward: fill each decode chunk's draft slots (k at most; fewer, or
-//                    none, is fine — the engine verifies what was filled);
+//   propose(chunks, other_rows)
+//                    before the forward: fill each decode chunk's draft slots (k at most; fewer, or
+//                    none, is fine — the engine verifies what was filled); other_rows is what the
+//                    step's target forward runs besides these chunks' token and draft rows (the
+//                    prefill chunks and the decode rows of sequences that do not draft), so a
+//                    drafter that sizes its drafts by the step's cost (DSpark's confidence
+//                    scheduling) counts them;
 //   target forward   over [token, draft_1 .. draft_n] for those chunks, every row's logits;
 //   verify           the engine samples each row with the request's own keyed draw and keeps the
 //                    longest prefix of drafts equal to those samples (lossless by construction);
@@ -75,7 +80,7 @@ class Drafter {
   virtual ~Drafter() = default;
   // Whether the target forward must return every row's hidden state (LogitsOutput::hidden).
   virtual bool needs_hidden() const = 0;
-  virtual Status propose(std::span<DraftChunk> chunks) = 0;
+  virtual Status propose(std::span<DraftChunk> chunks, int64_t other_rows) = 0;
   virtual Status observe(std::span<const ObservedChunk> chunks) = 0;
   virtual void forget(SeqId seq_id) = 0;
 };

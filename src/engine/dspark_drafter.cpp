@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "engine/confidence_schedule.h"
 #include "sampling/philox.h"
 #include "sampling/rejection_sampling.h"
 
@@ -25,7 +24,7 @@ void DsparkDrafter::pick(DraftChunk& c, size_t j, std::span<const float> z) {
   c.draft[j] = draw_from(q, philox_uniform(c.sampling->seed, c.position + j, kDraftDrawSlot));
 }
 
-Status DsparkDrafter::propose(std::span<DraftChunk> chunks) {
+Status DsparkDrafter::propose(std::span<DraftChunk> chunks, int64_t other_rows) {
   confidences_.assign(chunks.size(), {});
   requests_.clear();
   chunk_of_request_.clear();
@@ -56,20 +55,11 @@ Status DsparkDrafter::propose(std::span<DraftChunk> chunks) {
     }
     c.n_filled = static_cast<int32_t>(n);
   }
-  if (!schedule_.empty()) {
-    const std::vector<int32_t> keep = scheduled_lengths();
+  if (schedule_.active()) {
+    const std::vector<int32_t> keep = schedule_.lengths(confidences_, other_rows);
     for (size_t i = 0; i < chunks.size(); ++i) chunks[i].n_filled = std::min(chunks[i].n_filled, keep[i]);
   }
   return ok_status();
-}
-
-std::vector<int32_t> DsparkDrafter::scheduled_lengths() {
-  if (!delayed_) return schedule_by_confidence(confidences_, 0, schedule_);
-  std::vector<int32_t> keep = capacities_.size() == 2 ? top_by_confidence(confidences_, capacities_.front())
-                                                      : schedule_by_confidence(confidences_, 0, schedule_);
-  capacities_.push_back(capacity_by_confidence(confidences_, 0, schedule_));
-  if (capacities_.size() > 2) capacities_.pop_front();
-  return keep;
 }
 
 Status DsparkDrafter::observe(std::span<const ObservedChunk> chunks) {

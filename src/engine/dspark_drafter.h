@@ -17,10 +17,10 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <vector>
 
+#include "engine/confidence_schedule.h"
 #include "engine/drafter.h"
 #include "engine/speculation_policy.h"
 #include "model/model_runner.h"
@@ -35,19 +35,17 @@ class DsparkDrafter final : public Drafter {
   DsparkDrafter(ModelRunner& model, size_t sample_vocab);
 
   bool needs_hidden() const override { return true; }
-  Status propose(std::span<DraftChunk> chunks) override;
+  Status propose(std::span<DraftChunk> chunks, int64_t other_rows) override;
   Status observe(std::span<const ObservedChunk> chunks) override;
   void forget(SeqId /*seq_id*/) override {}  // the context lives in the model's state slot
 
-  // Confidence-scheduled verification (engine/confidence_schedule.h): from now on each propose()
-  // keeps, per chunk, the prefix of its drafts that schedule_by_confidence picks under this curve
-  // of the target's step time; `delayed` (DeepInfer's production variant): the top drafts up to the
-  // capacity capacity_by_confidence found for the confidences of two proposes back (the first two
-  // proposes: schedule_by_confidence). Empty: every chunk keeps all its drafts.
+  // Confidence-scheduled verification (engine/confidence_schedule.h, ConfidenceScheduler): from
+  // now on each propose() keeps, per chunk, the prefix of its drafts the schedule picks under this
+  // curve of the target's step time, with propose's other_rows as the step's base; `delayed`:
+  // DeepInfer's production variant (capacity from two proposes back). Empty: every chunk keeps all
+  // its drafts.
   void set_schedule(std::vector<CostPoint> target, bool delayed = false) {
-    schedule_ = std::move(target);
-    delayed_ = delayed;
-    capacities_.clear();
+    schedule_ = ConfidenceScheduler(std::move(target), delayed);
   }
 
   // The confidences of the last propose(): chunk i's c_0 .. c_{m − 1} for the m drafts its block
@@ -58,9 +56,6 @@ class DsparkDrafter final : public Drafter {
   // Fills draft[j] (and, sampled, draft_probs row j) from the row's logits z over the sampled
   // vocabulary.
   void pick(DraftChunk& c, size_t j, std::span<const float> z);
-  // ℓ per chunk for the confidences of this propose under the schedule (and, delayed, records this
-  // propose's capacity).
-  std::vector<int32_t> scheduled_lengths();
 
   ModelRunner& model_;
   DraftBlockModel& drafts_;
@@ -70,9 +65,7 @@ class DsparkDrafter final : public Drafter {
   Sampler sampler_;
   PenaltyState no_penalties_;  // sampled drafts are for requests without penalties
   std::vector<std::vector<float>> confidences_;
-  std::vector<CostPoint> schedule_;
-  bool delayed_ = false;
-  std::deque<int64_t> capacities_;  // delayed: the capacities of the last two proposes, oldest first
+  ConfidenceScheduler schedule_;
   // Scratch reused across steps.
   std::vector<DraftBlockRequest> requests_;
   std::vector<size_t> chunk_of_request_;

@@ -78,7 +78,8 @@ class ScriptedDrafter final : public Drafter {
   explicit ScriptedDrafter(std::vector<std::vector<int32_t>> references)
       : references_(std::move(references)) {}
   bool needs_hidden() const override { return false; }
-  Status propose(std::span<DraftChunk> chunks) override {
+  Status propose(std::span<DraftChunk> chunks, int64_t other_rows) override {
+    other_rows_seen.push_back(other_rows);
     for (DraftChunk& c : chunks) {
       c.n_filled = 0;
       const std::vector<int32_t>* ref = find(c.context);
@@ -96,6 +97,7 @@ class ScriptedDrafter final : public Drafter {
   Status observe(std::span<const ObservedChunk>) override { return ok_status(); }
   void forget(SeqId) override {}
   int64_t n_proposals = 0;
+  std::vector<int64_t> other_rows_seen;  // per propose() call
 
  private:
   const std::vector<int32_t>* find(std::span<const int32_t> context) const {
@@ -332,6 +334,15 @@ void expect_lossless(float temperature) {
                         static_cast<double>(st.spec_decode_num_drafts));
   // Fewer steps than tokens: accepted drafts saved forwards.
   EXPECT_LT(st.n_steps, base.stats.n_steps);
+  // The drafter is told the rows its step runs besides the drafting sequences' (prefill chunks and
+  // decode rows without drafts, here beside drafts under a 16-token budget): none once only
+  // drafting sequences are left.
+  ASSERT_FALSE(drafter->other_rows_seen.empty());
+  const auto [fewest, most] =
+      std::minmax_element(drafter->other_rows_seen.begin(), drafter->other_rows_seen.end());
+  EXPECT_EQ(*fewest, 0);
+  EXPECT_GT(*most, 0) << "prefill chunks should share steps with drafting sequences";
+  EXPECT_LT(*most, 16) << "within the step's token budget, which holds at least one drafting row";
 
   // A pool too small for all six: preemption by recompute, drafts resuming after it.
   SpecSetup tight = scripted_spec(4, std::make_shared<ScriptedDrafter>(references_of(reqs, base)));
@@ -347,8 +358,8 @@ class RecordingDrafter final : public Drafter {
  public:
   explicit RecordingDrafter(std::shared_ptr<Drafter> inner) : inner_(std::move(inner)) {}
   bool needs_hidden() const override { return inner_->needs_hidden(); }
-  Status propose(std::span<DraftChunk> chunks) override {
-    DS_TRY(inner_->propose(chunks));
+  Status propose(std::span<DraftChunk> chunks, int64_t other_rows) override {
+    DS_TRY(inner_->propose(chunks, other_rows));
     for (const DraftChunk& c : chunks)
       proposals[{c.seq_id, c.pos_begin}] =
           std::vector<int32_t>(c.draft.begin(), c.draft.begin() + c.n_filled);

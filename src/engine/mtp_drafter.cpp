@@ -68,7 +68,7 @@ void MtpDrafter::roll_back_matchers(std::span<DraftChunk> chunks) {
     if (advanced_[i] > 0) chunks[i].matcher->rollback(advanced_[i]);
 }
 
-Status MtpDrafter::propose(std::span<DraftChunk> chunks) {
+Status MtpDrafter::propose(std::span<DraftChunk> chunks, int64_t /*other_rows*/) {
   const size_t H = static_cast<size_t>(hidden_size_);
   advanced_.assign(chunks.size(), 0);
   // Draft 1 comes from the last observe(); a sequence whose MTP state does not end right before this

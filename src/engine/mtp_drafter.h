@@ -33,7 +33,7 @@ class MtpDrafter final : public Drafter {
   MtpDrafter(ModelRunner& model, size_t sample_vocab, std::vector<int32_t> draft_vocab = {});
 
   bool needs_hidden() const override { return true; }
-  Status propose(std::span<DraftChunk> chunks) override;
+  Status propose(std::span<DraftChunk> chunks, int64_t other_rows) override;
   Status observe(std::span<const ObservedChunk> chunks) override;
   void forget(SeqId seq_id) override { states_.erase(seq_id); }
 

@@ -243,7 +243,12 @@ Status StepBatch::propose_drafts() {
     draft_chunk_idx_.push_back(i);
   }
   if (draft_chunks_.empty()) return ok_status();
-  DS_TRY(drafter_->propose(draft_chunks_));
+  // The forward's rows besides one token row per drafting chunk and the drafts: prefill chunks,
+  // decode rows that do not draft, and a drafting chunk's rows before its last token.
+  int64_t other_rows = 0;
+  for (const ScheduledChunk& c : plan_.chunks) other_rows += c.n_tokens;
+  other_rows -= static_cast<int64_t>(draft_chunks_.size());
+  DS_TRY(drafter_->propose(draft_chunks_, other_rows));
   for (size_t q = 0; q < draft_chunks_.size(); ++q) {
     const DraftChunk& d = draft_chunks_[q];
     const size_t i = draft_chunk_idx_[q];
