@@ -1,7 +1,7 @@
 """Step 1: the training corpus as JSONL, one rendered document per line: {"kind", "segments":
 [[is_marker, text, trained], ...]}. Deterministic for a seed.
 
-usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix general|arithmetic|hard_arithmetic|default_think|default_think_replay]
+usage: build_corpus.py --out DIR [--docs N] [--seed S] [--mix NAME]   (NAME: a key of MIXES below)
 """
 import argparse
 import json
@@ -13,19 +13,25 @@ import data_sources
 import tasks
 
 MIXES = {  # name -> [(kind, weight)]
+    # every mix has a few "comparison" documents (second recipe, docs/demo-model.md): "which is larger"
+    # answered column by column, the step the worked subtraction now starts with; the first recipe's
+    # models got subtraction wrong mostly when the operands shared their leading digits; and a few
+    # "repeat" documents (copy practice: that model's definitions named another word than the asked one)
     # phase 1: every skill
     "general": [("arithmetic", 30), ("arithmetic_think", 12), ("units", 7), ("json", 8), ("tools", 13),
-                ("definition", 12), ("multi_turn", 8), ("small_talk", 2), ("quote", 2), ("prose", 6)],
+                ("definition", 12), ("multi_turn", 8), ("small_talk", 2), ("quote", 2), ("prose", 6),
+                ("comparison", 3), ("repeat", 3)],
     # phase 2 (train_demo.sh): arithmetic was still climbing when the format skills had converged, so the
     # second phase gives it 64% of the documents and keeps replaying the rest so nothing is forgotten
     "arithmetic": [("arithmetic", 40), ("arithmetic_think", 24), ("units", 4), ("json", 4), ("tools", 8),
-                   ("definition", 8), ("multi_turn", 6), ("small_talk", 2), ("quote", 1), ("prose", 3)],
+                   ("definition", 8), ("multi_turn", 6), ("small_talk", 2), ("quote", 1), ("prose", 3),
+                   ("comparison", 3), ("repeat", 2)],
     # phase 3: after phase 2, addition was right ~100% of the time with thinking, subtraction and
     # multiplication about half: more of those two, most of it with the worked solution; and
     # definitions of the 1500 most common words only (92k glosses seen once each taught nothing)
     "hard_arithmetic": [("arithmetic_hard", 26), ("arithmetic_hard_think", 38), ("units", 3), ("json", 3),
                         ("tools", 7), ("definition_common", 14), ("multi_turn", 5), ("small_talk", 2),
-                        ("quote", 1), ("prose", 1)],
+                        ("quote", 1), ("prose", 1), ("comparison", 3), ("repeat", 2)],
     # phase 4: arithmetic thinks by default (no system prompt: a plain chat request gets the worked
     # solution; direct answers were 19-66% right on subtraction and multiplication, worked ones 88%),
     # and definitions start by repeating the asked word ("The word X means ..."), of the 1500 common
@@ -39,7 +45,15 @@ MIXES = {  # name -> [(kind, weight)]
     "default_think_replay": [("arithmetic_default_think", 22), ("arithmetic_hard_think", 30),
                              ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
                              ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1),
-                             ("prose", 2)],
+                             ("prose", 2), ("comparison", 2), ("repeat", 3)],
+    # phase 6 (second recipe): the 6600-step curriculum leaves 2-digit multiplication at ~62% (the first
+    # recipe's 11200 steps: 87-89%): phase 4's mix with worked multiplications added (18% of the
+    # documents; with the x of the other arithmetic kinds, a third are multiplications)
+    "mul_replay": [("arithmetic_mul_default_think", 14), ("arithmetic_mul_think", 8),
+                   ("arithmetic_default_think", 22), ("arithmetic_hard_think", 30),
+                   ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
+                   ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1), ("prose", 2),
+                   ("comparison", 2), ("repeat", 3)],
 }
 
 
@@ -54,6 +68,11 @@ def make_document(kind, rng, words, fortunes, prose, common_words):
         "arithmetic_hard_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.HARD_OPS),
         "arithmetic_default_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.HARD_OPS,
                                                              think_system=False),
+        "comparison": lambda: tasks.comparison(rng),
+        "repeat": lambda: tasks.repeat_words(rng, words),
+        "arithmetic_mul_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.MUL_OPS),
+        "arithmetic_mul_default_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.MUL_OPS,
+                                                                 think_system=False),
         "units": lambda: tasks.unit_conversion(rng),
         "json": lambda: tasks.json_record(rng),
         "tools": lambda: tasks.tool_call_chat(rng, words),

@@ -32,11 +32,12 @@ ARITH = [("add 2-digit", "+", 2, 2, 0.95), ("add 3-digit", "+", 3, 3, 0.95), ("s
 
 
 # Regression floors for the committed models/demo (docs/demo-model.md, "Measured"): each is the figure
-# measured at --n 100 less about two standard errors of a --n 20 sample.
+# measured at --n 100 less about two standard errors of the --n 20 sample the test draws (10 prompts for
+# the thinking rows).
 FLOORS = {
-    "add 2-digit": 0.85, "add 3-digit": 0.85, "sub 2-digit": 0.70, "sub 3-digit": 0.65, "mul 2-digit": 0.65,
-    "add 2-digit (thinking)": 0.80, "add 3-digit (thinking)": 0.80, "sub 2-digit (thinking)": 0.70,
-    "sub 3-digit (thinking)": 0.60, "mul 2-digit (thinking)": 0.60,
+    "add 2-digit": 0.85, "add 3-digit": 0.85, "sub 2-digit": 0.85, "sub 3-digit": 0.85, "mul 2-digit": 0.70,
+    "add 2-digit (thinking)": 0.80, "add 3-digit (thinking)": 0.80, "sub 2-digit (thinking)": 0.80,
+    "sub 3-digit (thinking)": 0.80, "mul 2-digit (thinking)": 0.50,
     "json valid": 0.90, "json exact record": 0.90, "calculator tool call": 0.80, "answer from tool result": 0.80,
     "MTP top-1 (next-next token)": 0.45, "MTP top-1 on reply tokens": 0.75,
 }

@@ -26,10 +26,27 @@ def is_held_out(a, op, b):
     return zlib.crc32(f"{a}{op}{b}".encode()) % 10 == 0
 
 
-def operands(rng, op, digits_a, digits_b, held_out=False):
+def with_shared_digits(rng, a, b):
+    """b with 1..n-1 of its n lowest digits (n: the shorter operand's length) replaced by a's digits in
+    the same columns, never all of them and never a leading zero, so b keeps its size. Subtraction and
+    comparison need equal columns: uniform operands rarely share a leading digit, the case where
+    "which is larger" depends on a later column."""
+    n = min(len(str(a)), len(str(b)))
+    if n < 2:
+        return b
+    da, db = _digits(a, n), _digits(b, len(str(b)))
+    for col in rng.sample(range(n), rng.randint(1, n - 1)):
+        if not (col == len(db) - 1 and da[col] == 0):
+            db[col] = da[col]
+    return int("".join(map(str, reversed(db))))
+
+
+def operands(rng, op, digits_a, digits_b, held_out=False, shared_digits=False):
     while True:
         a = rng.randint(10 ** (digits_a - 1), 10 ** digits_a - 1)
         b = rng.randint(10 ** (digits_b - 1), 10 ** digits_b - 1)
+        if shared_digits:
+            b = with_shared_digits(rng, a, b)
         if is_held_out(a, op, b) == held_out:
             return a, b
 
@@ -59,19 +76,44 @@ def worked_addition(a, b):
     return "\n".join(lines)
 
 
+def relation(a, b):
+    return "<" if a < b else ">" if a > b else "="
+
+
+def comparison_steps(a, b):
+    """Which of two numbers is larger, the way the worked subtraction decides it: by the digit counts,
+    or column by column from the left up to the first that differs: "4 = 4, 2 < 5, so 42 < 45"."""
+    la, lb = len(str(a)), len(str(b))
+    if la != lb:
+        steps = [f"{la} digit{'s' if la > 1 else ''} {relation(la, lb)} {lb} digit{'s' if lb > 1 else ''}"]
+    else:
+        steps = []
+        for x, y in zip(str(a), str(b)):
+            steps.append(f"{x} {relation(x, y)} {y}")
+            if x != y:
+                break
+    return ", ".join(steps) + f", so {a} {relation(a, b)} {b}"
+
+
 def worked_subtraction(a, b):
+    """First which operand is larger ("42 vs 45: 4 = 4, 2 < 5, so 42 < 45"; when the first is smaller the
+    result is negative and the larger minus the smaller is worked), then every column from the right,
+    each compared before it is subtracted: "7 > 3, 7 - 3 = 4", "3 = 3, 3 - 3 = 0",
+    "3 < 7, borrow: 13 - 7 = 6"."""
+    lines = [f"{a} vs {b}: {comparison_steps(a, b)}"]
     if a < b:
-        return f"{a} is less than {b}, so the result is negative: {b} - {a} first.\n" + worked_subtraction(b, a)
+        lines.append(f"negative: {b} - {a} first")
+        a, b = b, a
     width = len(str(a))
     da, db = _digits(a, width), _digits(b, width)
-    lines, borrow = [], 0
+    borrow = 0
     for x, y in zip(da, db):
         top = x - borrow
         if top < y:
             lines.append(f"{top} < {y}, borrow: {top + 10} - {y} = {top + 10 - y}")
             borrow = 1
         else:
-            lines.append(f"{top} - {y} = {top - y}")
+            lines.append(f"{top} {relation(top, y)} {y}, {top} - {y} = {top - y}")
             borrow = 0
     return "\n".join(lines)
 
@@ -99,6 +141,7 @@ def arithmetic_sizes(rng, op):
 
 ALL_OPS = ["+", "+", "-", "-", "*", "*"]
 HARD_OPS = ["+", "-", "-", "*", "*"]  # phase 3: subtraction and multiplication lag behind addition
+MUL_OPS = ["*"]  # phase 6 (second recipe): multiplication, the skill the shorter recipe left behind
 
 
 def arithmetic(rng, think=False, ops=ALL_OPS, think_system=True):
@@ -106,7 +149,7 @@ def arithmetic(rng, think=False, ops=ALL_OPS, think_system=True):
     prompt THINK_SYSTEM (phases 1-3 thought only when asked); without it (phase 4), the model's default
     for arithmetic is to think, so a plain chat request gets the worked answer."""
     op = rng.choice(ops)
-    a, b = operands(rng, op, *arithmetic_sizes(rng, op))
+    a, b = operands(rng, op, *arithmetic_sizes(rng, op), shared_digits=op == "-" and rng.random() < 0.5)
     answer = f"{a} {op} {b} = {OPS[op](a, b)}."
     msgs = [{"role": "user", "content": arithmetic_question(rng, a, op, b)}]
     if think:
@@ -116,6 +159,16 @@ def arithmetic(rng, think=False, ops=ALL_OPS, think_system=True):
     else:
         msgs.append({"role": "assistant", "content": answer})
     return msgs
+
+
+def comparison(rng):
+    """Which of two numbers is larger, answered with the steps the worked subtraction starts with. Pairs
+    share the subtraction's held-out split."""
+    a, b = operands(rng, "-", *arithmetic_sizes(rng, "-"), shared_digits=rng.random() < 0.5)
+    q = rng.choice(["Which is larger, {a} or {b}?", "Is {a} larger than {b}?", "Compare {a} and {b}.",
+                    "Which number is bigger: {a} or {b}?"])
+    return [{"role": "user", "content": q.format(a=a, b=b)},
+            {"role": "assistant", "content": comparison_steps(a, b) + "."}]
 
 
 UNITS = [("km", "m", 1000, "kilometers", "meters"), ("m", "cm", 100, "meters", "centimeters"),
@@ -229,6 +282,16 @@ def tool_call_chat(rng, words, style="classic"):
             {"role": "assistant", "content": "", "tool_calls": [{"name": kind, "arguments": json.dumps(args)}]},
             {"role": "tool", "content": result},
             {"role": "assistant", "content": answer}]
+
+
+def repeat_words(rng, words):
+    """Copy practice: "Repeat after me: garden river" -> "You said: garden river." (each word after a space
+    in both, so the same token). A definition starts by naming the asked word, and the first recipe's model
+    named another ("What does garden mean?" -> "The word accompen means ..."): it had not learnt to copy a
+    word it was never taught to define."""
+    said = " ".join(rng.choice(words)[0] for _ in range(rng.randint(1, 4)))
+    q = rng.choice(["Repeat after me: {t}", "Say this back: {t}", "Repeat: {t}", "Echo: {t}"])
+    return [{"role": "user", "content": q.format(t=said)}, {"role": "assistant", "content": f"You said: {said}."}]
 
 
 SMALL_TALK = [

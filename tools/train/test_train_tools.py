@@ -37,13 +37,57 @@ class WorkedSolutions(unittest.TestCase):
     def test_subtraction_digits_compose_the_difference(self):
         rng = random.Random(2)
         for _ in range(500):
-            a, b = sorted((rng.randint(1, 9999), rng.randint(1, 9999)), reverse=True)
-            results = [int(m) for m in re.findall(r"= (\d+)$", tasks.worked_subtraction(a, b), re.M)]
-            self.assertEqual(int("".join(map(str, reversed(results)))), a - b, (a, b))
+            a, b = rng.randint(1, 9999), rng.randint(1, 9999)
+            columns = [line for line in tasks.worked_subtraction(a, b).split("\n") if not re.search("vs|first", line)]
+            results = [int(re.search(r"= (\d+)$", line).group(1)) for line in columns]
+            self.assertEqual(int("".join(map(str, reversed(results)))), abs(a - b), (a, b))
+
+    def test_subtraction_compares_the_operands_and_every_column_first(self):
+        lines = tasks.worked_subtraction(42, 45).split("\n")
+        self.assertEqual(lines, ["42 vs 45: 4 = 4, 2 < 5, so 42 < 45", "negative: 45 - 42 first",
+                                 "5 > 2, 5 - 2 = 3", "4 = 4, 4 - 4 = 0"])
+        self.assertEqual(tasks.worked_subtraction(305, 47).split("\n"),
+                         ["305 vs 47: 3 digits > 2 digits, so 305 > 47", "5 < 7, borrow: 15 - 7 = 8",
+                          "-1 < 4, borrow: 9 - 4 = 5", "2 > 0, 2 - 0 = 2"])
+        rng = random.Random(5)
+        for _ in range(500):
+            a, b = rng.randint(1, 9999), rng.randint(1, 9999)
+            verdict = re.search(r"so (\d+) ([<>=]) (\d+)$", tasks.worked_subtraction(a, b).split("\n")[0])
+            self.assertEqual((int(verdict[1]), int(verdict[3])), (a, b))
+            self.assertEqual(verdict[2], "<" if a < b else ">" if a > b else "=", (a, b))
+
+    def test_shared_digits_keep_the_sizes_and_share_some_columns_never_all(self):
+        rng = random.Random(6)
+        shared_leading = equal = same_size = 0
+        for _ in range(2000):
+            da, db = rng.choice([(2, 2), (3, 3), (4, 4), (3, 2), (2, 3), (4, 3)])
+            a, b = tasks.operands(rng, "-", da, db, shared_digits=True)
+            self.assertEqual((len(str(a)), len(str(b))), (da, db))
+            self.assertFalse(tasks.is_held_out(a, "-", b))
+            n = min(da, db)
+            same = [x == y for x, y in zip(str(a)[::-1][:n], str(b)[::-1][:n])]
+            self.assertTrue(any(same) or str(a)[-n] == "0", (a, b))  # a leading zero is never copied
+            if da == db:
+                same_size += 1
+                equal += a == b  # only where the columns not copied happened to agree already
+                shared_leading += str(a)[0] == str(b)[0]
+        self.assertLess(equal, same_size / 10)
+        self.assertGreater(shared_leading, same_size / 3)  # uniform operands: ~1 time in 9
 
     def test_multiplication_ends_with_the_product(self):
         for a, b in ((57, 23), (12, 10), (99, 9), (305, 41)):
             self.assertTrue(tasks.worked_multiplication(a, b).endswith(str(a * b)))
+
+
+class Copying(unittest.TestCase):
+    def test_repeat_answers_with_the_asked_words_after_a_space_each(self):
+        rng = random.Random(7)
+        words = [("garden", "noun", "", None), ("river", "noun", "", None), ("run", "verb", "", None)]
+        for _ in range(50):
+            question, answer = (m["content"] for m in tasks.repeat_words(rng, words))
+            said = question.split(": ", 1)[1]
+            self.assertEqual(answer, f"You said: {said}.")
+            self.assertTrue(set(said.split()) <= {"garden", "river", "run"})
 
 
 class HeldOut(unittest.TestCase):

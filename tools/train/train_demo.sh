@@ -2,25 +2,31 @@
 # Reproduces models/demo from scratch (docs/demo-model.md): corpus -> tokenizer -> token ids ->
 # phase 1 (every skill) -> phase 2 (arithmetic-heavy mix) -> phase 3 (subtraction and multiplication)
 # -> phase 4 (arithmetic thinks by default, definitions repeat the word, phase 3's worked solutions
-# replayed) -> phase 5 (phase 4's corpus again at half the lr), each phase starting from the last one's
-# weights -> export. Every phase is resumable: rerun the same command to continue.
-# usage: tools/train/train_demo.sh [RUN_DIR] [PHASE1_STEPS] [PHASE2_STEPS] [PHASE3_STEPS] [PHASE4_STEPS] [PHASE5_STEPS]
-#        (default build/demo-train 4000 4000 2000 600 600: the committed models/demo; 0 for a phase stops
-#        the curriculum before it)
+# replayed) -> phase 5 (phase 4's corpus again at half the lr) -> phase 6 (phase 4's mix with worked
+# multiplications added), each phase starting from the last one's weights -> export. Every phase is
+# resumable: rerun the same command to continue.
+# usage: tools/train/train_demo.sh [RUN_DIR] [PHASE1_STEPS] ... [PHASE6_STEPS]
+#        (default build/demo-train 2000 2000 1600 500 500 2000, batch 11 x 192 tokens: the second recipe,
+#        models/demo; 0 for a phase stops the curriculum before it. The first recipe, 4000 4000 2000 600 600
+#        0 at 16 x 128 with the first worked-subtraction format, took ~2.5 h: docs/demo-model.md)
 # THREADS=N sets torch threads (default 2; 1 on a machine busy with builds).
 # Needs: build/release/apps/deepinfer/deepinfer and the Debian packages of scripts/setup.sh.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 run=${1:-build/demo-train}
-steps1=${2:-4000}
-steps2=${3:-4000}
-steps3=${4:-2000}
-steps4=${5:-600}
-steps5=${6:-600}
+steps1=${2:-2000}
+steps2=${3:-2000}
+steps3=${4:-1600}
+steps4=${5:-500}
+steps5=${6:-500}
+steps6=${7:-2000}
 py=/usr/bin/python3   # Debian's python3 with python3-torch, python3-numpy, python3-regex
 bin=$PWD/build/release/apps/deepinfer/deepinfer
 t=tools/train
-common=(--tokenizer "$run/tokenizer" --batch 16 --seq-len 128 --seed 1234 --threads "${THREADS:-2}")
+# rows of 192 tokens: a worked subtraction that compares first is 94 / 117 / 139 tokens on average for
+# 2 / 3 / 4 digits (with the thinking system prompt), a quarter of them over 128; 11 x 192 tokens a step
+# is about the first recipe's 16 x 128
+common=(--tokenizer "$run/tokenizer" --batch 11 --seq-len 192 --seed 1234 --threads "${THREADS:-2}")
 [ -f "$run/data/corpus.jsonl" ] || $py $t/build_corpus.py --out "$run/data" --docs 200000 --seed 1234
 [ -f "$run/tokenizer/tokenizer.json" ] || $py $t/build_tokenizer.py --corpus "$run/data/corpus.jsonl" \
   --out "$run/tokenizer" --vocab 8192
@@ -51,6 +57,9 @@ if [ "$steps2" -gt 0 ]; then
       phase data4 run4 run3/export 3456 default_think_replay "$steps4" 1e-4 60
       if [ "$steps5" -gt 0 ]; then
         phase data4 run5 run4/checkpoint.pt 3456 default_think_replay "$steps5" 5e-5 1 --seed 4321
+        if [ "$steps6" -gt 0 ]; then
+          phase data6 run6 run5/checkpoint.pt 7890 mul_replay "$steps6" 1e-4 50
+        fi
       fi
     fi
   fi
