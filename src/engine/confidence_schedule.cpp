@@ -77,6 +77,11 @@ int64_t capacity_by_confidence(std::span<const std::vector<float>> confidences, 
 
 std::vector<int32_t> ConfidenceScheduler::lengths(std::span<const std::vector<float>> confidences,
                                                   int64_t other_rows) {
+  if (!active()) {
+    std::vector<int32_t> all;
+    for (const std::vector<float>& c : confidences) all.push_back(static_cast<int32_t>(c.size()));
+    return all;
+  }
   if (!delayed_) return schedule_by_confidence(confidences, other_rows, target_);
   std::vector<int32_t> keep = capacities_.size() == 2
                                   ? top_by_confidence(confidences, capacities_.front())

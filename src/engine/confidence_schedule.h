@@ -51,7 +51,7 @@ class ConfidenceScheduler {
 
   bool active() const { return !target_.empty(); }
   // ℓ_r per sequence for one step's confidences, in a step that runs other_rows rows besides one
-  // token row per sequence and the verified drafts. Precondition: active().
+  // token row per sequence and the verified drafts; inactive: every draft.
   std::vector<int32_t> lengths(std::span<const std::vector<float>> confidences, int64_t other_rows);
 
  private:

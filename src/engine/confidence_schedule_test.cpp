@@ -68,7 +68,9 @@ TEST(ConfidenceScheduler, Algorithm1CountsTheStepsOtherRows) {
   ASSERT_TRUE(scheduler.active());
   EXPECT_EQ(scheduler.lengths(two, 0), (std::vector<int32_t>{2, 0}));
   EXPECT_EQ(scheduler.lengths(two, 200), (std::vector<int32_t>{2, 1}));
-  EXPECT_FALSE(ConfidenceScheduler().active());
+  ConfidenceScheduler inactive;
+  EXPECT_FALSE(inactive.active());
+  EXPECT_EQ(inactive.lengths(two, 0), (std::vector<int32_t>{2, 1}));
 }
 
 TEST(ConfidenceScheduler, DelayedTakesTheCapacityOfTwoStepsBack) {

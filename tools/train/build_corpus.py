@@ -46,15 +46,12 @@ MIXES = {  # name -> [(kind, weight)]
                              ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
                              ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1),
                              ("prose", 2), ("comparison", 2), ("repeat", 3)],
-    # phase 6 (second recipe): the 6600-step curriculum leaves 2-digit multiplication at ~62% (the first
-    # recipe's 11200 steps: 87-89%): phase 4's mix with worked multiplications added (18% of the
-    # documents; with the x of the other arithmetic kinds, a third are multiplications)
-    "mul_replay": [("arithmetic_mul_default_think", 14), ("arithmetic_mul_think", 8),
-                   ("arithmetic_default_think", 22), ("arithmetic_hard_think", 30),
-                   ("definition_word_common", 16), ("definition_word", 3), ("units", 3), ("json", 4),
-                   ("tools_word", 9), ("multi_turn_word", 6), ("small_talk", 2), ("quote", 1), ("prose", 2),
-                   ("comparison", 2), ("repeat", 3)],
 }
+# phase 6 (second recipe): the 6600-step curriculum leaves 2-digit multiplication at ~62% (the first
+# recipe's 11200 steps: 87-89%): phase 4's mix with worked multiplications added (18% of the documents;
+# with the x of the other arithmetic kinds, a third are multiplications)
+MIXES["mul_replay"] = ([("arithmetic_mul_default_think", 14), ("arithmetic_mul_think", 8)]
+                       + MIXES["default_think_replay"])
 
 
 def make_document(kind, rng, words, fortunes, prose, common_words):

@@ -7,8 +7,8 @@
 # resumable: rerun the same command to continue.
 # usage: tools/train/train_demo.sh [RUN_DIR] [PHASE1_STEPS] ... [PHASE6_STEPS]
 #        (default build/demo-train 2000 2000 1600 500 500 2000, batch 11 x 192 tokens: the second recipe,
-#        models/demo; 0 for a phase stops the curriculum before it. The first recipe, 4000 4000 2000 600 600
-#        0 at 16 x 128 with the first worked-subtraction format, took ~2.5 h: docs/demo-model.md)
+#        models/demo; 0 for a phase stops the curriculum before it. The first recipe — 4000/4000/2000/600/600
+#        steps at 16 x 128 with the first data formats, ~2.5 h — is this script before session 18 in git)
 # THREADS=N sets torch threads (default 2; 1 on a machine busy with builds).
 # Needs: build/release/apps/deepinfer/deepinfer and the Debian packages of scripts/setup.sh.
 set -euo pipefail
