@@ -52,6 +52,14 @@ MIXES = {  # name -> [(kind, weight)]
 # with the x of the other arithmetic kinds, a third are multiplications)
 MIXES["mul_replay"] = ([("arithmetic_mul_default_think", 14), ("arithmetic_mul_think", 8)]
                        + MIXES["default_think_replay"])
+# phase 7 (third recipe): definitions. After phase 6 the model answers "What does seize mean?" with "The
+# word reize means ...": it does not copy the asked word (the "repeat" drills above draw from all 92k
+# WordNet lemmas, each copied about once). Copying a word is learnt per token, from dozens of copies of it:
+# copy drills over the 1500 common lemmas (most are one token) are 37% of the documents, definitions of
+# those lemmas 19% (with the replayed ones), phase 6's mix the rest
+MIXES["definitions"] = [("definition_word_common", 30), ("repeat_common", 90)] + MIXES["mul_replay"]
+# copy drills alone: session 19's experiment (docs/demo-model.md, "How phase 7 came about"); not in the recipe
+MIXES["copy_probe"] = [("repeat_common", 1)]
 
 
 def make_document(kind, rng, words, fortunes, prose, common_words):
@@ -67,6 +75,7 @@ def make_document(kind, rng, words, fortunes, prose, common_words):
                                                              think_system=False),
         "comparison": lambda: tasks.comparison(rng),
         "repeat": lambda: tasks.repeat_words(rng, words),
+        "repeat_common": lambda: tasks.repeat_words(rng, common_words),
         "arithmetic_mul_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.MUL_OPS),
         "arithmetic_mul_default_think": lambda: tasks.arithmetic(rng, think=True, ops=tasks.MUL_OPS,
                                                                  think_system=False),

@@ -40,6 +40,7 @@ FLOORS = {
     "sub 3-digit (thinking)": 0.80, "mul 2-digit (thinking)": 0.50,
     "json valid": 0.90, "json exact record": 0.90, "calculator tool call": 0.80, "answer from tool result": 0.80,
     "MTP top-1 (next-next token)": 0.45, "MTP top-1 on reply tokens": 0.75,
+    "definition names the asked word": 0.70, "definition answer shape": 0.70,  # 10 prompts at --n 20
 }
 
 
@@ -131,7 +132,8 @@ def eval_definitions(server, rng, n, words):
     """words: data_sources.common_definitions(), the vocabulary the model was taught to define.
     "shape": one sentence that names the asked word, in phase 4's form ("The word X means ...") or
     phases 1-3's ("A X is ...", "To X means to ...", '"X" means ...'). "defines the word": the shape, and
-    at least half of the content words of X's WordNet gloss (the sense taught) are in the answer."""
+    at least half of the content words of X's WordNet gloss (the sense taught) are in the answer. "names the
+    asked word": X appears in the answer (a diagnostic: the models before phase 7 named another word)."""
     sample = rng.sample(words, n)
     shapes = {"noun": r"^An? {w} is [^.]+\.", "verb": r"^To {w} means to [^.]+\.", "adjective": r'^"{W}" means [^.]+\.',
               "adverb": r'^"{W}" means [^.]+\.'}
@@ -141,13 +143,15 @@ def eval_definitions(server, rng, n, words):
         text = server.chat([{"role": "user", "content": f"What does {word} mean?"}], max_tokens=48).get("content") or ""
         pattern = shapes[pos].format(w=re.escape(word), W=re.escape(word.capitalize()))
         shape = bool(re.match(pattern, text) or re.match(rf"^The word {re.escape(word)} means [^.]+\.", text))
+        names = bool(re.search(rf"\b{re.escape(word)}\b", text, re.IGNORECASE))
         want = content_words(gloss)
         defines = shape and len(want & content_words(text)) * 2 >= len(want)
-        return shape, defines, f"{word}: {text}"
+        return shape, defines, names, f"{word}: {text}"
     r = parallel(ask, sample)
-    return {"definition answer shape": {"accuracy": sum(s for s, _, _ in r) / n, "n": n,
-                                        "examples": [t for _, _, t in r[:5]]},
-            "definition defines the word": {"accuracy": sum(d for _, d, _ in r) / n, "n": n}}
+    return {"definition names the asked word": {"accuracy": sum(w for _, _, w, _ in r) / n, "n": n},
+            "definition answer shape": {"accuracy": sum(s for s, _, _, _ in r) / n, "n": n,
+                                        "examples": [t for _, _, _, t in r[:5]]},
+            "definition defines the word": {"accuracy": sum(d for _, d, _, _ in r) / n, "n": n}}
 
 
 def eval_mtp(deepinfer, model_dir, rng, n_docs, words, fortunes, style):

@@ -19,7 +19,8 @@ import safetensors_io  # noqa: E402
 import tasks  # noqa: E402
 from model import DemoConfig, DemoModel  # noqa: E402
 from packing import Packer  # noqa: E402
-from train import update_balance_bias  # noqa: E402
+import build_corpus  # noqa: E402
+from train import losses, mtp_chain_rows, param_groups, update_balance_bias  # noqa: E402
 
 
 def written_digits(worked):
@@ -88,6 +89,33 @@ class Copying(unittest.TestCase):
             said = question.split(": ", 1)[1]
             self.assertEqual(answer, f"You said: {said}.")
             self.assertTrue(set(said.split()) <= {"garden", "river", "run"})
+
+
+    def test_phase7_copy_drills_use_the_common_words_only(self):
+        rng = random.Random(11)
+        common = [("garden", "noun", "", None), ("run", "verb", "", None)]
+        rare = [("zymurgy", "noun", "", None)]
+        for _ in range(30):
+            segs = build_corpus.make_document("repeat_common", rng, rare, [], [], common)
+            answer = [s.text for s in segs if s.trained and s.text.startswith("You said:")]
+            self.assertEqual(len(answer), 1)
+            self.assertTrue(set(answer[0][len("You said: "):-1].split()) <= {"garden", "run"})
+        self.assertIn(("repeat_common", 90), build_corpus.MIXES["definitions"])
+
+
+class VocabLearningRate(unittest.TestCase):
+    def test_embedding_and_head_get_their_own_scaled_group(self):
+        model = DemoModel(DemoConfig(vocab_size=64, num_hidden_layers=2, first_k_dense_replace=1))
+        names = {id(p): n for n, p in model.named_parameters()}
+        default = param_groups(model)
+        self.assertEqual(len(default), 2)
+        scaled = param_groups(model, 5.0)
+        self.assertEqual(len(scaled), 3)
+        self.assertEqual(sorted(names[id(p)] for p in scaled[2]["params"]), ["embed_tokens.weight", "lm_head.weight"])
+        self.assertEqual(scaled[2]["lr_scale"], 5.0)
+        for groups in (default, scaled):  # every parameter in exactly one group
+            ids = [id(p) for g in groups for p in g["params"]]
+            self.assertEqual(sorted(ids), sorted(names))
 
 
 class HeldOut(unittest.TestCase):
@@ -199,6 +227,70 @@ class PackingAndBalance(unittest.TestCase):
         bias = moe.gate.e_score_correction_bias
         self.assertLess(bias[0].item(), 0)
         self.assertGreater(bias[1].item(), 0)
+
+
+class MtpChain(unittest.TestCase):
+    @staticmethod
+    def small_model():
+        torch.manual_seed(3)
+        return DemoModel(DemoConfig(vocab_size=64, hidden_size=32, num_hidden_layers=2, intermediate_size=32,
+                                    q_lora_rank=16, kv_lora_rank=16, qk_nope_head_dim=8, qk_rope_head_dim=4,
+                                    v_head_dim=8, moe_intermediate_size=8))
+
+    def test_chained_rows_are_the_engines_second_draft(self):
+        # Row p of the chain, recomputed the way the engine drafts it: the MTP block over the first-level
+        # rows before p and one more row built from the layer's own output at p - 1 and token p + 1.
+        from model import rope_tables
+        model = self.small_model().eval()
+        with torch.no_grad():  # norms away from 1: the head norm's weights must matter
+            for n, p in model.named_parameters():
+                if "norm" in n:
+                    p.uniform_(0.5, 1.5)
+        T = 9
+        ids = torch.randint(0, 64, (1, T))
+        pos = torch.arange(T)[None]
+        mask = torch.ones(T, T, dtype=torch.bool).tril()[None]
+        cos, sin = rope_tables(model.cfg, pos)
+        with torch.no_grad():
+            x = model.embed_tokens(ids)
+            for layer in model.layers:
+                x = layer(x, cos, sin, mask)
+            h = model.norm(x)
+            m = model.mtp[0]
+            e = m.enorm(model.embed_tokens(ids[:, 1:]))
+            inputs = torch.cat([e, m.hnorm(h[:, :-1])], dim=-1)
+            z = m.block(m.eh_proj(inputs), cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
+            z2 = mtp_chain_rows(m, inputs, z, e, cos, sin, mask)
+            self.assertEqual(z2.shape[1], T - 2)
+            for p in range(1, T - 1):
+                chained = torch.cat([e[:, p:p + 1], m.hnorm(m.head_norm(z[:, p - 1:p]))], dim=-1)
+                rows = m.eh_proj(torch.cat([inputs[:, :p], chained], dim=1))
+                causal = torch.ones(p + 1, p + 1, dtype=torch.bool).tril()[None]
+                want = m.block(rows, cos[:, :p + 1], sin[:, :p + 1], causal)[:, -1]
+                torch.testing.assert_close(z2[:, p - 1], want, rtol=1e-5, atol=1e-5)
+
+    def test_mtp_only_training_leaves_the_main_model_and_its_biases(self):
+        model = self.small_model()
+        for n, p in model.named_parameters():
+            p.requires_grad_(n.startswith("mtp."))
+        names = {id(p): n for n, p in model.named_parameters()}
+        self.assertTrue(all(names[id(p)].startswith("mtp.") for g in param_groups(model) for p in g["params"]))
+        ids = torch.randint(0, 64, (2, 12))
+        pos = torch.arange(12)[None].expand(2, 12)
+        doc = torch.zeros(2, 12, dtype=torch.long)
+        trained = torch.ones(2, 12, dtype=torch.long)
+        main, mtp, _ = losses(model, ids, pos, doc, trained, mtp_chain=True, main_frozen=True)
+        self.assertFalse(main.requires_grad)
+        (main + mtp).backward()
+        self.assertTrue(all(p.grad is None for n, p in model.named_parameters() if not n.startswith("mtp.")))
+        self.assertIsNotNone(model.mtp[0].eh_proj.weight.grad)
+        main_biases = [m.gate.e_score_correction_bias.clone() for m in model.moe_layers()[:-1]]
+        for moe in model.moe_layers():
+            moe.last_load = torch.tensor([10, 0, 2, 2, 2, 2, 2, 4])
+        update_balance_bias(model, mtp_only=True)
+        for before, moe in zip(main_biases, model.moe_layers()[:-1]):
+            self.assertTrue(torch.equal(before, moe.gate.e_score_correction_bias))
+        self.assertLess(model.mtp[0].block.mlp.gate.e_score_correction_bias[0].item(), 0)
 
 
 class ExportImport(unittest.TestCase):

@@ -55,35 +55,86 @@ def masked_ce(logits_fn, hidden, targets, mask):
     return F.cross_entropy(logits_fn(h).float(), targets.reshape(-1)[sel]), sel.numel()
 
 
-def losses(model, ids, pos, doc, trained):
-    """Main and MTP losses. The model's forward is reused with the head applied to selected rows."""
+def losses(model, ids, pos, doc, trained, mtp_chain=False, main_frozen=False):
+    """Main and MTP losses. The model's forward is reused with the head applied to selected rows.
+    mtp_chain: the MTP loss also counts chained rows (mtp_chain_rows), as the engine drafts a second token.
+    main_frozen: the main model runs without gradients (train.py --train-only mtp)."""
     cfg = model.cfg
     T = ids.shape[1]
     mask = torch.ones(T, T, dtype=torch.bool).tril()[None] & (doc[:, :, None] == doc[:, None, :])
     from model import rope_tables
     cos, sin = rope_tables(cfg, pos)
-    x = model.embed_tokens(ids)
-    for layer in model.layers:
-        x = layer(x, cos, sin, mask)
-    h = model.norm(x)
-    same1 = doc[:, 1:] == doc[:, :-1]
-    main, n_main = masked_ce(model.lm_head, h[:, :-1], ids[:, 1:], (trained[:, 1:] > 0) & same1)
+    with torch.set_grad_enabled(torch.is_grad_enabled() and not main_frozen):
+        x = model.embed_tokens(ids)
+        for layer in model.layers:
+            x = layer(x, cos, sin, mask)
+        h = model.norm(x)
+        same1 = doc[:, 1:] == doc[:, :-1]
+        main, n_main = masked_ce(model.lm_head, h[:, :-1], ids[:, 1:], (trained[:, 1:] > 0) & same1)
     mtp_total = torch.zeros(())
     for m in model.mtp:
         e = m.enorm(model.embed_tokens(ids[:, 1:]))
-        z = m.eh_proj(torch.cat([e, m.hnorm(h[:, :-1])], dim=-1))
-        z = m.block(z, cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
+        inputs = torch.cat([e, m.hnorm(h[:, :-1])], dim=-1)
+        z = m.block(m.eh_proj(inputs), cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
         same2 = same1[:, 1:] & same1[:, :-1]
         mtp_loss, _ = masked_ce(lambda v: model.lm_head(m.head_norm(v)), z[:, :-1], ids[:, 2:],
                                 (trained[:, 2:] > 0) & same2)
         mtp_total = mtp_total + mtp_loss
+        if mtp_chain:
+            z2 = mtp_chain_rows(m, inputs, z, e, cos, sin, mask)
+            same3 = same2[:, 1:] & same1[:, :-2]  # rows p-1 .. p+2 in one document
+            chain_loss, _ = masked_ce(lambda v: model.lm_head(m.head_norm(v)), z2[:, :-1], ids[:, 3:],
+                                      (trained[:, 3:] > 0) & same3)
+            mtp_total = mtp_total + chain_loss
     return main, mtp_total, n_main
 
 
-def update_balance_bias(model):
-    for moe in model.moe_layers():
+def mtp_chain_rows(m, inputs, z, e, cos, sin, mask):
+    """The MTP layer's second draft, as the engine chains it (docs/speculative.md; MtpInput::post_norm):
+    the chained row at position p takes the layer's own output of row p - 1 after its head norm, instead
+    of the main model's hidden state, with the token p + 1, and attends to the layer's rows before p
+    (computed from the main model's hidden states, as the engine's MTP cache holds them) and to itself.
+    inputs/z: the first-level rows 0..T-2 (inputs and block outputs); e: their token embeddings.
+    Returns the chained rows' block outputs for p = 1..T-2 ([B, T-2, H]; row p predicts token p + 2).
+    The first-level rows enter as detached context: the chained loss trains the layer, not the rows it
+    reads."""
+    n1 = inputs.shape[1]  # T - 1
+    chained = torch.cat([e[:, 1:], m.hnorm(m.head_norm(z[:, :-1].detach()))], dim=-1)  # p = 1..T-2
+    x = torch.cat([m.eh_proj(inputs.detach()), m.eh_proj(chained)], dim=1)
+    c = torch.cat([cos[:, :-1], cos[:, 1:-1]], dim=1)
+    s = torch.cat([sin[:, :-1], sin[:, 1:-1]], dim=1)
+    first = mask[:, :-1, :-1]
+    B, n2 = mask.shape[0], n1 - 1
+    before = mask[:, 1:-1, :-1] & torch.ones(n2, n1, dtype=torch.bool).tril()[None]  # keys j < p
+    own = torch.eye(n2, dtype=torch.bool)[None].expand(B, n2, n2)
+    full = torch.cat([torch.cat([first, torch.zeros(B, n1, n2, dtype=torch.bool)], dim=2),
+                      torch.cat([before, own], dim=2)], dim=1)
+    return m.block(x, c, s, full)[:, n1:]
+
+
+def update_balance_bias(model, mtp_only=False):
+    for moe in (model.moe_layers() if not mtp_only else [m.block.mlp for m in model.mtp]):
         load = moe.last_load.float()
         moe.gate.e_score_correction_bias += BIAS_RATE * torch.sign(load.mean() - load)
+
+
+VOCAB_ROWS = ("embed_tokens.weight", "lm_head.weight")
+
+
+def param_groups(model, vocab_lr_scale=1.0):
+    """AdamW groups: matrices with weight decay, vectors without; with vocab_lr_scale != 1 the embedding and
+    output head (one row per token, each moved only when its token occurs) in a third group whose learning
+    rate is the schedule's times vocab_lr_scale. The default keeps the two groups of earlier phases'
+    checkpoints (their optimizer state loads into it)."""
+    separate = vocab_lr_scale != 1.0
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    groups = [{"params": [p for n, p in named if p.dim() > 1 and not (separate and n in VOCAB_ROWS)],
+               "weight_decay": 0.1},
+              {"params": [p for n, p in named if p.dim() <= 1], "weight_decay": 0.0}]
+    if separate:
+        groups.append({"params": [p for n, p in named if n in VOCAB_ROWS], "weight_decay": 0.1,
+                       "lr_scale": vocab_lr_scale})
+    return groups
 
 
 def save_checkpoint(path, model, opt, step, packer, args, log):
@@ -112,6 +163,13 @@ def main():
     ap.add_argument("--warmup", type=int, default=200, help="warm-up steps (at most steps/10)")
     ap.add_argument("--schedule-steps", type=int, default=0,
                     help="length of the warm-up + cosine schedule when it differs from --steps (stop early on it)")
+    ap.add_argument("--vocab-lr-scale", type=float, default=1.0,
+                    help="learning-rate factor for the embedding and output head (phase 7: rows of rare tokens move "
+                         "only when their token occurs)")
+    ap.add_argument("--mtp-chain", action="store_true",
+                    help="also train the MTP layer on its own output, as the engine chains it for a second draft")
+    ap.add_argument("--train-only", choices=["all", "mtp"], default="all",
+                    help="mtp: train the MTP layer alone (the main model, embedding and head frozen)")
     ap.add_argument("--config", default="", help="JSON overrides of DemoConfig fields (tests use a tiny one)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
@@ -120,10 +178,11 @@ def main():
         vocab = max(t["id"] for t in json.load(f)["added_tokens"]) + 1
     cfg = DemoConfig(vocab_size=vocab, **(json.loads(args.config) if args.config else {}))
     model = DemoModel(cfg)
-    decay = [p for n, p in model.named_parameters() if p.dim() > 1]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() <= 1]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
-                            lr=args.lr, betas=(0.9, 0.95))
+    mtp_only = args.train_only == "mtp"
+    if mtp_only:  # the main model, its embedding and head stay as they are (bit for bit in the export)
+        for n, p in model.named_parameters():
+            p.requires_grad_(n.startswith("mtp."))
+    opt = torch.optim.AdamW(param_groups(model, args.vocab_lr_scale), lr=args.lr, betas=(0.9, 0.95))
     packer = Packer(args.data, args.seq_len, args.seed, pad_id=cfg.eos_token_id)
     os.makedirs(args.run, exist_ok=True)
     ckpt_path = os.path.join(args.run, "checkpoint.pt")
@@ -157,16 +216,16 @@ def main():
     while step < args.steps:
         ids, pos, doc, trained = packer.batch(args.batch)
         for g in opt.param_groups:
-            g["lr"] = lr_at(step, args.schedule_steps or args.steps, args.lr, args.warmup)
+            g["lr"] = lr_at(step, args.schedule_steps or args.steps, args.lr, args.warmup) * g.get("lr_scale", 1.0)
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            main_loss, mtp_loss, n_tok = losses(model, ids, pos, doc, trained)
+            main_loss, mtp_loss, n_tok = losses(model, ids, pos, doc, trained, args.mtp_chain, mtp_only)
             loss = main_loss + MTP_WEIGHT * mtp_loss
         opt.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         with torch.no_grad():
-            update_balance_bias(model)
+            update_balance_bias(model, mtp_only)
         step += 1
         now = time.time()
         rec = {"step": step, "loss": round(main_loss.item(), 4), "mtp_loss": round(mtp_loss.item(), 4),
