@@ -47,6 +47,12 @@ void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& en
   Counter* verify_s =
       &registry.counter("deepinfer:spec_decode_verify_seconds_total",
                         "Time drafting steps spent in the target forward and the verification.");
+  Gauge* target_scale =
+      &registry.gauge("deepinfer:spec_decode_target_cost_scale",
+                      "Adaptive policy: observed / start-up cost of the target forward (1 until observed).");
+  Gauge* draft_scale =
+      &registry.gauge("deepinfer:spec_decode_draft_cost_scale",
+                      "Adaptive policy: observed / start-up cost of the drafter (1 until observed).");
   registry.add_collector([=, &engine] {
     const EngineStats s = engine.stats();
     drafts->set_total(static_cast<double>(s.spec_decode_num_drafts));
@@ -58,6 +64,8 @@ void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& en
     mean->set(mean_acceptance_length(s));
     draft_s->set_total(1e-9 * static_cast<double>(s.spec_decode_draft_ns_total));
     verify_s->set_total(1e-9 * static_cast<double>(s.spec_decode_verify_ns_total));
+    target_scale->set(s.spec_decode_target_cost_scale);
+    draft_scale->set(s.spec_decode_draft_cost_scale);
   });
 }
 
@@ -75,12 +83,14 @@ void print_spec_decode_summary(const char* cmd, const EngineStats& s) {
   std::fprintf(
       stderr,
       "%s: speculative decoding: %lld verifying steps, %lld draft tokens, %lld accepted, mean acceptance "
-      "length %.2f (acceptance by position: %s); drafting %.3f s, target and verification %.3f s\n",
+      "length %.2f (acceptance by position: %s); drafting %.3f s, target and verification %.3f s; cost "
+      "scales (observed / start-up) target %.2f, drafter %.2f\n",
       cmd, static_cast<long long>(s.spec_decode_num_drafts),
       static_cast<long long>(s.spec_decode_num_draft_tokens),
       static_cast<long long>(s.spec_decode_num_accepted_tokens), mean_acceptance_length(s), per_pos.c_str(),
       1e-9 * static_cast<double>(s.spec_decode_draft_ns_total),
-      1e-9 * static_cast<double>(s.spec_decode_verify_ns_total));
+      1e-9 * static_cast<double>(s.spec_decode_verify_ns_total), s.spec_decode_target_cost_scale,
+      s.spec_decode_draft_cost_scale);
 }
 
 }  // namespace ds::cli

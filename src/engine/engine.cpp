@@ -621,6 +621,10 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
   for (const StepBatch::SampleJob& job : batch.sample_jobs)
     sampled_[job.chunk_idx] = batch.samples[job.chunk_idx].token_id;
   if (batch.decode_only) count_decode_only(batch, done_ns);
+  if (spec_policy_ && batch.decode_only) {
+    spec_policy_->observe_target(batch.forward_rows, static_cast<double>(batch.forward_ns));
+    local_stats_.spec_decode_target_cost_scale = spec_policy_->target_scale();
+  }
   if (drafter_) {
     accepted_.resize(plan.chunks.size());
     for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -690,6 +694,16 @@ void Engine::count_decode_only(const StepBatch& batch, int64_t done_ns) {
 void Engine::count_drafts(const StepBatch& batch) {
   local_stats_.spec_decode_draft_ns_total += batch.draft_ns;
   local_stats_.spec_decode_verify_ns_total += batch.verify_ns;
+  if (spec_policy_ && batch.decode_only) {
+    int32_t n_drafting = 0;
+    int32_t k = 0;
+    for (const int32_t n : batch.n_drafts_verified) {
+      n_drafting += n > 0 ? 1 : 0;
+      k = std::max(k, n);
+    }
+    spec_policy_->observe_draft(n_drafting, k, static_cast<double>(batch.draft_ns));
+    local_stats_.spec_decode_draft_cost_scale = spec_policy_->draft_scale();
+  }
   for (size_t i = 0; i < batch.n_drafts_verified.size(); ++i) {
     const int32_t n_drafts = batch.n_drafts_verified[i];
     if (n_drafts <= 0) continue;

@@ -125,6 +125,10 @@ struct EngineStats {
   // with the sampling and verification after it.
   int64_t spec_decode_draft_ns_total = 0;
   int64_t spec_decode_verify_ns_total = 0;
+  // The adaptive policy's cost scales: observed / measured-at-start cost of the target forward and of
+  // the drafter (1 until observed, or without the policy). SpeculationPolicy, docs/speculative.md.
+  double spec_decode_target_cost_scale = 1.0;
+  double spec_decode_draft_cost_scale = 1.0;
   // Request::cache_pin: blocks pinned now, leases now, requests refused for the quota.
   int32_t kv_pinned_blocks = 0;
   int32_t kv_pin_leases = 0;

@@ -24,6 +24,7 @@
 #include "base/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/mtp_drafter.h"
+#include "engine/speculation_policy.h"
 #include "model/model_registry.h"
 #include "modelgen/testing/tiny_model.h"
 
@@ -690,6 +691,12 @@ TEST(EngineSpeculative, AdaptivePolicyKeepsOutputsAndTurnsDraftsDown) {
   expect_same_kv(o, base, "mtp k=3 adaptive");
   const Outcome fixed = run(mtp_spec(3), reqs);
   EXPECT_LT(o.stats.spec_decode_num_draft_tokens, fixed.stats.spec_decode_num_draft_tokens);
+  // The decode steps' own timings rescaled the cost curve measured at start (a real ratio: not the
+  // untouched 1, within the policy's bounds).
+  EXPECT_NE(o.stats.spec_decode_target_cost_scale, 1.0);
+  EXPECT_GE(o.stats.spec_decode_target_cost_scale, 1.0 / SpeculationPolicy::kMaxScale);
+  EXPECT_LE(o.stats.spec_decode_target_cost_scale, SpeculationPolicy::kMaxScale);
+  EXPECT_EQ(fixed.stats.spec_decode_target_cost_scale, 1.0);  // no policy, nothing observed
 }
 
 TEST(EngineSpeculative, SampledDraftsAreDeterministicAndAcceptMoreThanGreedyOnes) {

@@ -1,6 +1,7 @@
 #include "engine/speculation_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace ds {
@@ -35,6 +36,29 @@ void SpeculationPolicy::record(int32_t n_verified, int32_t n_accepted) {
   }
 }
 
+namespace {
+// One observation of observed / predicted cost into an exponentially weighted log ratio, bounded.
+void blend_cost_ratio(double& log_scale, double observed_ns, double predicted_ns) {
+  if (!(observed_ns > 0) || !(predicted_ns > 0)) return;
+  const double bound = std::log(SpeculationPolicy::kMaxScale);
+  const double w = SpeculationPolicy::kCostLearn;
+  log_scale = std::clamp((1 - w) * log_scale + w * std::log(observed_ns / predicted_ns), -bound, bound);
+}
+}  // namespace
+
+void SpeculationPolicy::observe_target(int64_t rows, double ns) {
+  if (!has_costs() || rows <= 0) return;
+  blend_cost_ratio(log_target_scale_, ns, interpolate(target_, static_cast<double>(rows)));
+}
+
+void SpeculationPolicy::observe_draft(int32_t n_seqs, int32_t k, double ns) {
+  if (!has_costs() || n_seqs <= 0 || k <= 0) return;
+  blend_cost_ratio(log_draft_scale_, ns, measured_draft_cost(n_seqs, k));
+}
+
+double SpeculationPolicy::target_scale() const { return std::exp(log_target_scale_); }
+double SpeculationPolicy::draft_scale() const { return std::exp(log_draft_scale_); }
+
 double SpeculationPolicy::acceptance(int32_t position) const {
   const size_t j = static_cast<size_t>(position);
   if (j >= reached_.size()) return 0.0;
@@ -51,16 +75,27 @@ double SpeculationPolicy::interpolate(const std::vector<CostPoint>& curve, doubl
   return std::max(0.0, a.ns + t * (b.ns - a.ns));
 }
 
-double SpeculationPolicy::expected_rate(int32_t n_seqs, int32_t k) const {
-  const double b = std::max(1, n_seqs);
+double SpeculationPolicy::expected_tokens(int32_t k) const {
   double tokens = 1.0;
   double reach = 1.0;
   for (int32_t j = 0; j < k; ++j) {
     reach *= acceptance(j);
     tokens += reach;
   }
-  double cost = interpolate(target_, b * (k + 1));
-  if (k > 0) cost += interpolate(draft_, b * tokens) + (k - 1) * interpolate(draft_, b);
+  return tokens;
+}
+
+double SpeculationPolicy::measured_draft_cost(int32_t n_seqs, int32_t k) const {
+  if (k <= 0) return 0.0;
+  const double b = std::max(1, n_seqs);
+  return interpolate(draft_, b * expected_tokens(k)) + (k - 1) * interpolate(draft_, b);
+}
+
+double SpeculationPolicy::expected_rate(int32_t n_seqs, int32_t k) const {
+  const double b = std::max(1, n_seqs);
+  const double tokens = expected_tokens(k);
+  const double cost =
+      target_scale() * interpolate(target_, b * (k + 1)) + draft_scale() * measured_draft_cost(n_seqs, k);
   return cost > 0 ? b * tokens / cost : 0.0;
 }
 
@@ -96,6 +131,8 @@ int32_t SpeculationPolicy::choose(int32_t n_seqs) {
     // look again (a drafter restarts its state on the first step, drafts on the next ones).
     SpeculationPolicy optimistic(k_max_, prior_);
     optimistic.set_costs(target_, draft_);
+    optimistic.log_target_scale_ = log_target_scale_;
+    optimistic.log_draft_scale_ = log_draft_scale_;
     steps_off_ = 0;
     if (optimistic.best_k(n_seqs) > 0) {
       probe_left_ = kProbeSteps - 1;

@@ -18,6 +18,12 @@
 // While speculation is off for low acceptance, one step in `probe_every` drafts again (its MTP
 // state warms up first), so a change in traffic is noticed.
 //
+// The curves are measured once, at start, perhaps on a host busier or quieter than later, and in
+// isolation (the drafter's forwards timed alone, not inside a step). The engine reports what its
+// decode steps take (observe_target: the target forward; observe_draft: the drafter's part of a
+// drafting step), and each curve is scaled by a running (exponentially weighted, in log space) ratio
+// of observed to predicted cost, so the trade between drafting and not follows the host as it is.
+//
 // Not thread-safe: the engine thread owns it.
 #pragma once
 
@@ -45,6 +51,14 @@ class SpeculationPolicy {
   // One verified chunk: n_verified drafts, the first n_accepted of them accepted.
   void record(int32_t n_verified, int32_t n_accepted);
 
+  // A decode step's target forward over `rows` rows (drafts included) took `ns`.
+  void observe_target(int64_t rows, double ns);
+  // The drafter's work in a step where n_seqs sequences drafted up to k tokens took `ns`.
+  void observe_draft(int32_t n_seqs, int32_t k, double ns);
+  // Observed / measured cost, as the policy now scales each curve (1 until observed).
+  double target_scale() const;
+  double draft_scale() const;
+
   // Drafts per sequence for a step with n_seqs speculating sequences (0: run the step plainly).
   // Calls count as steps for probing.
   int32_t choose(int32_t n_seqs);
@@ -56,7 +70,9 @@ class SpeculationPolicy {
   static constexpr double kMargin = 1.05;  // speculation must win by 5%
   static constexpr int32_t kProbeEvery = 256;
   static constexpr int32_t kProbeSteps = 8;
-  static constexpr double kDecay = 0.995;  // per recorded chunk
+  static constexpr double kDecay = 0.995;     // per recorded chunk
+  static constexpr double kCostLearn = 0.05;  // weight of one observed step in the cost scales
+  static constexpr double kMaxScale = 8.0;    // the scales stay within [1/8, 8] of the measured curves
 
   // ns at `rows` on a cost curve (points sorted by rows, at least one): linear between points,
   // extrapolated from the last two beyond them (one point: proportional).
@@ -64,14 +80,19 @@ class SpeculationPolicy {
 
  private:
   int32_t best_k(int32_t n_seqs) const;
+  // The measured curves' prediction, unscaled: the drafter's cost for k drafts per sequence.
+  double measured_draft_cost(int32_t n_seqs, int32_t k) const;
+  double expected_tokens(int32_t k) const;  // 1 + a_1 + a_1 a_2 + ... per sequence
 
   int32_t k_max_;
   std::vector<CostPoint> target_, draft_;
   std::vector<double> reached_;   // [k_max] decayed count of chunks that verified position j
   std::vector<double> accepted_;  // [k_max] ... and accepted it
   double prior_;
-  int64_t steps_off_ = 0;   // consecutive steps chosen 0 while the cost curve alone would draft
-  int32_t probe_left_ = 0;  // steps of the probe in progress
+  int64_t steps_off_ = 0;        // consecutive steps chosen 0 while the cost curve alone would draft
+  int32_t probe_left_ = 0;       // steps of the probe in progress
+  double log_target_scale_ = 0;  // log(observed / measured), exponentially weighted
+  double log_draft_scale_ = 0;
 };
 
 }  // namespace ds

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace ds {
 namespace {
 
@@ -45,6 +47,50 @@ TEST(SpeculationPolicy, TurnsDownWhenComputeBound) {
     EXPECT_LE(k, last) << b;
     last = k;
   }
+}
+
+TEST(SpeculationPolicy, ObservedStepCostsRescaleTheMeasuredCurves) {
+  SpeculationPolicy p(3, 0.8);
+  set_overhead_bound(p);
+  ASSERT_EQ(p.choose(1), 3);
+  // A target step costing what the curve says leaves its scale at 1.
+  for (int i = 0; i < 50; ++i) p.observe_target(4, SpeculationPolicy::interpolate(curve(1e6, 2e4, 256), 4));
+  EXPECT_NEAR(p.target_scale(), 1.0, 1e-12);
+  // The drafter turns out far costlier inside real steps than its calibration: drafting stops.
+  for (int i = 0; i < 200; ++i) p.observe_draft(1, 3, 1e9);
+  EXPECT_NEAR(p.draft_scale(), SpeculationPolicy::kMaxScale, 1e-9);  // bounded
+  EXPECT_EQ(p.choose(1), 0);
+  // ... and cheap again: drafting resumes.
+  for (int i = 0; i < 400; ++i) p.observe_draft(1, 3, 1.0);
+  EXPECT_NEAR(p.draft_scale(), 1.0 / SpeculationPolicy::kMaxScale, 1e-9);
+  EXPECT_EQ(p.choose(1), 3);
+  // A target that costs 4x its curve: one observation moves its scale by kCostLearn of the log
+  // ratio, and drafting (whose cost did not move) pays relatively more.
+  SpeculationPolicy q(3, 0.8);
+  set_overhead_bound(q);
+  q.observe_target(2, 4 * SpeculationPolicy::interpolate(curve(1e6, 2e4, 256), 2));
+  EXPECT_NEAR(std::log(q.target_scale()), SpeculationPolicy::kCostLearn * std::log(4.0), 1e-9);
+  SpeculationPolicy r(3, 0.8);
+  set_overhead_bound(r);
+  EXPECT_GT(q.expected_rate(1, 3) / q.expected_rate(1, 0), r.expected_rate(1, 3) / r.expected_rate(1, 0));
+}
+
+TEST(SpeculationPolicy, IgnoresObservationsItCannotUse) {
+  SpeculationPolicy none(3, 0.8);  // no cost curve: nothing to scale
+  none.observe_target(4, 1e6);
+  none.observe_draft(1, 3, 1e6);
+  EXPECT_EQ(none.target_scale(), 1.0);
+  EXPECT_EQ(none.draft_scale(), 1.0);
+  SpeculationPolicy p(3, 0.8);
+  set_overhead_bound(p);
+  p.observe_target(0, 1e6);
+  p.observe_target(4, 0);
+  p.observe_target(4, std::nan(""));
+  p.observe_draft(0, 3, 1e6);
+  p.observe_draft(1, 0, 1e6);
+  p.observe_draft(1, 3, -5);
+  EXPECT_EQ(p.target_scale(), 1.0);
+  EXPECT_EQ(p.draft_scale(), 1.0);
 }
 
 TEST(SpeculationPolicy, AcceptanceIsMeasuredPerPosition) {

@@ -167,7 +167,13 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
       }
     });
   }
-  if (forward_status.ok()) forward_status = model.forward(requests_, out_);
+  forward_ns = forward_rows = 0;
+  if (forward_status.ok()) {
+    for (const ForwardRequest& r : requests_) forward_rows += static_cast<int64_t>(r.tokens.size());
+    const int64_t t_forward = now_ns();
+    forward_status = model.forward(requests_, out_);
+    forward_ns = now_ns() - t_forward;
+  }
   if (masks_done.valid()) masks_done.get();
   DS_TRY(forward_status);
   samples.resize(plan_.chunks.size());

@@ -70,6 +70,10 @@ class StepBatch {
   // forward with the sampling and verification after it (0 in a step without drafts).
   int64_t draft_ns = 0;
   int64_t verify_ns = 0;
+  // The target forward alone (every step) and its rows (chunk tokens and drafts): the speculation
+  // policy's observed cost.
+  int64_t forward_ns = 0;
+  int64_t forward_rows = 0;
 
   // Speculative decoding: the drafter that fills the chunks' draft positions (null: none) and
   // whether it runs in this step (a step the engine's policy runs plainly has no drafts, and the

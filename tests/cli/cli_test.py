@@ -279,6 +279,8 @@ def serve_metrics(spec):
         for pos in range(3):
             check(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{pos}"}}' in values, str(values))
         check(values["deepinfer:spec_decode_mean_acceptance_length"] >= 1.0, str(values))
+        for name in ("deepinfer:spec_decode_target_cost_scale", "deepinfer:spec_decode_draft_cost_scale"):
+            check(0.125 <= values.get(name, 0) <= 8, f"{name}: {values}")  # the policy's bounds
         print("serve /metrics:", values)
     finally:
         proc.terminate()
