@@ -120,6 +120,11 @@ int32_t SpeculationPolicy::choose(int32_t n_seqs) {
   if (k > 0) {
     steps_off_ = 0;
     probe_left_ = 0;
+    if (k < k_max_ && reached_[static_cast<size_t>(k)] < kDeeperEvidence &&
+        ++steps_since_deeper_ >= kDeeperEvery) {
+      steps_since_deeper_ = 0;
+      return k + 1;  // position k + 1 has too few verified chunks to judge it
+    }
     return k;
   }
   if (probe_left_ > 0) {

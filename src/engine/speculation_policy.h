@@ -16,7 +16,9 @@
 // keeping k = 0 unless speculation wins by a margin. With k = 0 chosen, the engine runs the step
 // without the drafter, so a step that does not speculate costs what it would without speculation.
 // While speculation is off for low acceptance, one step in `probe_every` drafts again (its MTP
-// state warms up first), so a change in traffic is noticed.
+// state warms up first), so a change in traffic is noticed. While it drafts k < k_max, acceptance at
+// position k + 1 is only ever seen if it drafts that far: one step in kDeeperEvery drafts k + 1
+// until kDeeperEvidence chunks (decayed) have reached that position, so a deeper k that pays is found.
 //
 // The curves are measured once, at start, perhaps on a host busier or quieter than later, and in
 // isolation (the drafter's forwards timed alone, not inside a step). The engine reports what its
@@ -70,6 +72,8 @@ class SpeculationPolicy {
   static constexpr double kMargin = 1.05;  // speculation must win by 5%
   static constexpr int32_t kProbeEvery = 256;
   static constexpr int32_t kProbeSteps = 8;
+  static constexpr int32_t kDeeperEvery = 16;
+  static constexpr double kDeeperEvidence = 8.0;
   static constexpr double kDecay = 0.995;     // per recorded chunk
   static constexpr double kCostLearn = 0.05;  // weight of one observed step in the cost scales
   static constexpr double kMaxScale = 8.0;    // the scales stay within [1/8, 8] of the measured curves
@@ -89,9 +93,10 @@ class SpeculationPolicy {
   std::vector<double> reached_;   // [k_max] decayed count of chunks that verified position j
   std::vector<double> accepted_;  // [k_max] ... and accepted it
   double prior_;
-  int64_t steps_off_ = 0;        // consecutive steps chosen 0 while the cost curve alone would draft
-  int32_t probe_left_ = 0;       // steps of the probe in progress
-  double log_target_scale_ = 0;  // log(observed / measured), exponentially weighted
+  int64_t steps_off_ = 0;           // consecutive steps chosen 0 while the cost curve alone would draft
+  int32_t probe_left_ = 0;          // steps of the probe in progress
+  int32_t steps_since_deeper_ = 0;  // drafting steps since the last one that drafted k + 1
+  double log_target_scale_ = 0;     // log(observed / measured), exponentially weighted
   double log_draft_scale_ = 0;
 };
 

@@ -116,6 +116,29 @@ TEST(SpeculationPolicy, LowAcceptanceTurnsItOffAndAProbeLooksAgain) {
   EXPECT_GT(p.choose(1), 0);
 }
 
+TEST(SpeculationPolicy, DraftsOneDeeperNowAndThenToMeasureTheNextPosition) {
+  // Drafting costs enough that k = 2 pays only if the second draft is accepted far more often than
+  // the prior says; drafting k = 1 alone would never find out.
+  SpeculationPolicy p(3, 0.7);
+  p.set_costs(curve(1e6, 2e4, 256), curve(6e5, 5e3, 256));
+  for (int i = 0; i < 500; ++i) p.record(1, 1);
+  int32_t deeper = 0;
+  for (int i = 0; i < 4 * SpeculationPolicy::kDeeperEvery; ++i) {
+    const int32_t k = p.choose(1);
+    ASSERT_TRUE(k == 1 || k == 2) << k;
+    deeper += k == 2 ? 1 : 0;
+  }
+  EXPECT_EQ(deeper, 4);  // one step in kDeeperEvery
+  // Those steps show the second draft is accepted: k = 2 now wins on its own.
+  for (int i = 0; i < 50; ++i) p.record(2, 2);
+  EXPECT_EQ(p.choose(1), 2);
+  // Enough evidence at the next position, and it is bad: no deeper steps.
+  SpeculationPolicy q(3, 0.7);
+  q.set_costs(curve(1e6, 2e4, 256), curve(6e5, 5e3, 256));
+  for (int i = 0; i < 500; ++i) q.record(2, 1);  // the second draft always rejected
+  for (int i = 0; i < 4 * SpeculationPolicy::kDeeperEvery; ++i) EXPECT_EQ(q.choose(1), 1);
+}
+
 TEST(SpeculationPolicy, WithoutCostsAlwaysDrafts) {
   SpeculationPolicy p(2);
   EXPECT_EQ(p.choose(1), 2);
