@@ -9,24 +9,15 @@ import argparse
 import torch
 
 from export import load_hf_model
-from model import rope_tables
 from packing import Packer
-from train import mtp_chain_rows
+from train import main_hidden, mtp_chain_rows, mtp_first_level
 
 
 def accuracies(model, ids, pos, doc, trained):
-    T = ids.shape[1]
-    mask = torch.ones(T, T, dtype=torch.bool).tril()[None] & (doc[:, :, None] == doc[:, None, :])
-    cos, sin = rope_tables(model.cfg, pos)
     with torch.no_grad():
-        x = model.embed_tokens(ids)
-        for layer in model.layers:
-            x = layer(x, cos, sin, mask)
-        h = model.norm(x)
+        h, mask, cos, sin = main_hidden(model, ids, pos, doc)
         m = model.mtp[0]
-        e = m.enorm(model.embed_tokens(ids[:, 1:]))
-        inputs = torch.cat([e, m.hnorm(h[:, :-1])], dim=-1)
-        z = m.block(m.eh_proj(inputs), cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
+        e, inputs, z = mtp_first_level(model, m, ids, h, cos, sin, mask)
         z2 = mtp_chain_rows(m, inputs, z, e, cos, sin, mask)
         same1 = doc[:, 1:] == doc[:, :-1]
         same2 = same1[:, 1:] & same1[:, :-1]

@@ -20,7 +20,8 @@ import tasks  # noqa: E402
 from model import DemoConfig, DemoModel  # noqa: E402
 from packing import Packer  # noqa: E402
 import build_corpus  # noqa: E402
-from train import losses, mtp_chain_rows, param_groups, update_balance_bias  # noqa: E402
+from train import (losses, main_hidden, mtp_chain_rows, mtp_first_level, param_groups,  # noqa: E402
+                   update_balance_bias)
 
 
 def written_digits(worked):
@@ -240,7 +241,6 @@ class MtpChain(unittest.TestCase):
     def test_chained_rows_are_the_engines_second_draft(self):
         # Row p of the chain, recomputed the way the engine drafts it: the MTP block over the first-level
         # rows before p and one more row built from the layer's own output at p - 1 and token p + 1.
-        from model import rope_tables
         model = self.small_model().eval()
         with torch.no_grad():  # norms away from 1: the head norm's weights must matter
             for n, p in model.named_parameters():
@@ -248,18 +248,10 @@ class MtpChain(unittest.TestCase):
                     p.uniform_(0.5, 1.5)
         T = 9
         ids = torch.randint(0, 64, (1, T))
-        pos = torch.arange(T)[None]
-        mask = torch.ones(T, T, dtype=torch.bool).tril()[None]
-        cos, sin = rope_tables(model.cfg, pos)
         with torch.no_grad():
-            x = model.embed_tokens(ids)
-            for layer in model.layers:
-                x = layer(x, cos, sin, mask)
-            h = model.norm(x)
+            h, mask, cos, sin = main_hidden(model, ids, torch.arange(T)[None], torch.zeros(1, T, dtype=torch.long))
             m = model.mtp[0]
-            e = m.enorm(model.embed_tokens(ids[:, 1:]))
-            inputs = torch.cat([e, m.hnorm(h[:, :-1])], dim=-1)
-            z = m.block(m.eh_proj(inputs), cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
+            e, inputs, z = mtp_first_level(model, m, ids, h, cos, sin, mask)
             z2 = mtp_chain_rows(m, inputs, z, e, cos, sin, mask)
             self.assertEqual(z2.shape[1], T - 2)
             for p in range(1, T - 1):

@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from export import export_model, load_hf_model
-from model import DemoConfig, DemoModel
+from model import DemoConfig, DemoModel, rope_tables
 from packing import Packer
 
 MTP_WEIGHT = 0.3
@@ -59,23 +59,13 @@ def losses(model, ids, pos, doc, trained, mtp_chain=False, main_frozen=False):
     """Main and MTP losses. The model's forward is reused with the head applied to selected rows.
     mtp_chain: the MTP loss also counts chained rows (mtp_chain_rows), as the engine drafts a second token.
     main_frozen: the main model runs without gradients (train.py --train-only mtp)."""
-    cfg = model.cfg
-    T = ids.shape[1]
-    mask = torch.ones(T, T, dtype=torch.bool).tril()[None] & (doc[:, :, None] == doc[:, None, :])
-    from model import rope_tables
-    cos, sin = rope_tables(cfg, pos)
     with torch.set_grad_enabled(torch.is_grad_enabled() and not main_frozen):
-        x = model.embed_tokens(ids)
-        for layer in model.layers:
-            x = layer(x, cos, sin, mask)
-        h = model.norm(x)
+        h, mask, cos, sin = main_hidden(model, ids, pos, doc)
         same1 = doc[:, 1:] == doc[:, :-1]
         main, n_main = masked_ce(model.lm_head, h[:, :-1], ids[:, 1:], (trained[:, 1:] > 0) & same1)
     mtp_total = torch.zeros(())
     for m in model.mtp:
-        e = m.enorm(model.embed_tokens(ids[:, 1:]))
-        inputs = torch.cat([e, m.hnorm(h[:, :-1])], dim=-1)
-        z = m.block(m.eh_proj(inputs), cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
+        e, inputs, z = mtp_first_level(model, m, ids, h, cos, sin, mask)
         same2 = same1[:, 1:] & same1[:, :-1]
         mtp_loss, _ = masked_ce(lambda v: model.lm_head(m.head_norm(v)), z[:, :-1], ids[:, 2:],
                                 (trained[:, 2:] > 0) & same2)
@@ -87,6 +77,26 @@ def losses(model, ids, pos, doc, trained, mtp_chain=False, main_frozen=False):
                                       (trained[:, 3:] > 0) & same3)
             mtp_total = mtp_total + chain_loss
     return main, mtp_total, n_main
+
+
+def main_hidden(model, ids, pos, doc):
+    """The main model's final-norm hidden states [B, T, H], with the attention mask (causal, inside each
+    packed document) and RoPE tables the MTP layer reuses."""
+    T = ids.shape[1]
+    mask = torch.ones(T, T, dtype=torch.bool).tril()[None] & (doc[:, :, None] == doc[:, None, :])
+    cos, sin = rope_tables(model.cfg, pos)
+    x = model.embed_tokens(ids)
+    for layer in model.layers:
+        x = layer(x, cos, sin, mask)
+    return model.norm(x), mask, cos, sin
+
+
+def mtp_first_level(model, m, ids, h, cos, sin, mask):
+    """MTP layer m's rows t = 0..T-2 (main hidden state of t, embedding of token t+1; row t predicts
+    token t+2): the token embeddings after enorm, the rows' inputs and the block's outputs."""
+    e = m.enorm(model.embed_tokens(ids[:, 1:]))
+    inputs = torch.cat([e, m.hnorm(h[:, :-1])], dim=-1)
+    return e, inputs, m.block(m.eh_proj(inputs), cos[:, :-1], sin[:, :-1], mask[:, :-1, :-1])
 
 
 def mtp_chain_rows(m, inputs, z, e, cos, sin, mask):
