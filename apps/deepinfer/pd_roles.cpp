@@ -78,6 +78,7 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   r->tier_ = std::make_shared<pd::TransitTier>(pd::TransitTierConfig{
       .name = prefill ? "pd-outbox" : "pd-landing",
       .accept_engine_writes = prefill,
+      .only_expected = prefill,
       .consume_on_read = !prefill,
       .max_bytes = o.transit_mib << 20,
   });
@@ -122,6 +123,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   identity_->namespace_id = *namespace_id_;
   identity_->block_size_tokens = engine.kv_cache_config().block_size_tokens;
   identity_->block_bytes = model.kv_block_bytes();
+  identity_->state_bytes = model.sequence_state_bytes();
   if (identity_->namespace_id == 0 || identity_->block_bytes <= 0)
     return Status(ErrorCode::invalid_argument,
                   "--role prefill/decode needs prefix caching and a model that exports KV blocks");

@@ -275,6 +275,10 @@ Status Engine::validate(const Request& r) const {
   if (!r.stop.stop_strings.empty() && (tokenizer_ == nullptr || !r.detokenize)) {
     return bad_request("stop strings need detokenized output (a tokenizer and detokenize = true)");
   }
+  // The state is taken when the first token is sampled; a later step would already move it on.
+  if (r.export_state && r.stop.max_tokens != 1) return bad_request("export_state needs max_tokens 1");
+  if (r.state_import && (!r.state_import->bytes || r.state_import->n_tokens < 0))
+    return bad_request("state_import needs its bytes and a position >= 0");
   return ok_status();
 }
 
@@ -443,6 +447,9 @@ void Engine::try_add_to_scheduler(RequestId id, ActiveRequest& r) {
   spec.cache_salt = r.request.cache_salt;
   spec.tenant = r.request.tenant;
   spec.speculate = drafter_ != nullptr && speculates(r.request);
+  // A model that keeps no unpaged state (V3) exports none: its blocks are the whole state.
+  if (r.request.state_import && r.request.state_import->bytes && !r.request.state_import->bytes->empty())
+    spec.state_import_at = r.request.state_import->n_tokens;
   const Status st = scheduler_.add(id, std::move(spec));
   if (st.ok()) {
     r.in_scheduler = true;
@@ -537,7 +544,13 @@ Status Engine::plan_step(StepBatch& batch) {
   batch.set_drafter(drafter_.get(), k_step > 0);
   if (!state_slots_) return ok_status();
   state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
-  return batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); });
+  DS_TRY(batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); }));
+  batch.set_state_imports([this](SeqId seq) -> std::shared_ptr<const std::vector<std::byte>> {
+    const auto it = active_.find(seq);
+    if (it == active_.end() || !it->second->request.state_import) return nullptr;
+    return it->second->request.state_import->bytes;
+  });
+  return ok_status();
 }
 
 Status Engine::launch(StepBatch& batch) {
@@ -669,6 +682,7 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     // The first token means the whole prompt is computed and committed: its blocks go down now.
     if (!r.prompt_committed) {
       r.prompt_committed = true;
+      if (r.request.export_state) export_state(seq, r);
       on_prompt_committed(seq, r);
     } else if (tiers_) {
       write_long_output(seq, r);
@@ -911,6 +925,20 @@ int64_t Engine::now_unix_s() const {
 
 int64_t Engine::cache_ttl_s(const Request& request) const {
   return request.cache_ttl_s.value_or(config_.kv_tiers.ttl.ttl_for(request.cache_class));
+}
+
+void Engine::export_state(RequestId id, ActiveRequest& r) {
+  SequenceState seq;
+  seq.n_tokens = static_cast<int64_t>(r.request.prompt_tokens.size());
+  if (state_slots_) {
+    Result<int32_t> slot = state_slots_->slot_for(id);
+    if (!slot.ok()) return r.output.finish(FinishReason::error, slot.status());
+    seq.state_slot = *slot;
+  }
+  // The slot is not in the step that may be running now: the sequence has nothing left to compute.
+  Result<std::vector<std::byte>> state = model_.export_sequence_state(seq);
+  if (!state.ok()) return r.output.finish(FinishReason::error, state.status());
+  r.output.sequence_state = std::make_shared<const std::vector<std::byte>>(std::move(state).value());
 }
 
 void Engine::on_prompt_committed(RequestId id, ActiveRequest& r) {

@@ -163,6 +163,9 @@ class Engine {
   Result<int64_t> clear_tiers(const CacheClearFilter& filter);
   // The first token was sampled: tier writes and Request::cache_pin's lease.
   void on_prompt_committed(RequestId id, ActiveRequest& r);
+  // Request::export_state: the model's sequence state after the prompt, into the request's output
+  // (an error ends the request).
+  void export_state(RequestId id, ActiveRequest& r);
   // Unix seconds of tier expiries and pin leases (the injected clock in tests).
   int64_t now_unix_s() const;
   // Request::cache_ttl_s, else the TTL of its traffic class.

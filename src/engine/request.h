@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -18,6 +19,14 @@ namespace ds {
 
 using RequestId = uint64_t;
 using SteadyTime = std::chrono::steady_clock::time_point;
+
+// Prefill/decode disaggregation (docs/pd.md): a sequence's unpaged model state (V4/V4.1: window
+// rings, compressor partial groups) after its first n_tokens prompt tokens, exported by another
+// engine of the same model (Request::export_state).
+struct SequenceStateImport {
+  int64_t n_tokens = 0;  // a multiple of the KV block size, < the prompt's length
+  std::shared_ptr<const std::vector<std::byte>> bytes;
+};
 
 struct StopConditions {
   int32_t max_tokens = 256;               // generated tokens, >= 1
@@ -50,6 +59,13 @@ struct Request {
   // Thinking mode: the grammar applies only after this token (e.g. `</think>`) has been sampled;
   // -1 = from the first token.
   int32_t grammar_after_token = -1;
+  // P/D. export_state: the event with the first token carries the model's sequence state after the
+  // prompt (TokenEvent::sequence_state; empty for a model that keeps none, V3). state_import: when
+  // the prefix cache holds the prompt's first n_tokens tokens (the blocks that came with the state),
+  // the sequence continues from the imported state there — exactly as the exporting engine would
+  // have — instead of by SWA bounded replay; otherwise (blocks evicted, preempted) it is ignored.
+  bool export_state = false;
+  std::optional<SequenceStateImport> state_import;
 };
 
 enum class FinishReason : uint8_t {
@@ -81,6 +97,8 @@ struct TokenEvent {
   FinishReason finish_reason = FinishReason::none;
   Status error;      // set when finish_reason is error or deadline (engine_deadline_exceeded)
   TokenUsage usage;  // so far (prompt and cached counts are final from the first event)
+  // Request::export_state, on the event with the first token: the state after the prompt.
+  std::shared_ptr<const std::vector<std::byte>> sequence_state;
   // Timing for metrics (steady clock): when the request was queued, first scheduled, first token out.
   SteadyTime queued_at{};
   SteadyTime first_scheduled_at{};

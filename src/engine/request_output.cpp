@@ -109,6 +109,8 @@ std::optional<TokenEvent> RequestOutput::take_event() {
   event.first_token_at = first_token_at;
   // Every event carries the usage so far: a stream's first frames report the cache split.
   event.usage = usage;
+  event.sequence_state = std::move(sequence_state);
+  sequence_state = nullptr;
   if (finished()) {
     event.finished = true;
     event.finish_reason = reason_;

@@ -54,6 +54,8 @@ class RequestOutput {
   RequestId id() const { return id_; }
 
   TokenUsage usage;  // prompt and cached counts are set by the engine
+  // Request::export_state: set by the engine with the first token, carried by the next event.
+  std::shared_ptr<const std::vector<std::byte>> sequence_state;
   SteadyTime queued_at{};
   SteadyTime first_scheduled_at{};
   SteadyTime first_token_at{};

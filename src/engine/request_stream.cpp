@@ -45,6 +45,7 @@ TokenEvent RequestStream::collect() {
     all.chosen_logprobs.insert(all.chosen_logprobs.end(), e->chosen_logprobs.begin(),
                                e->chosen_logprobs.end());
     for (auto& top : e->top_logprobs) all.top_logprobs.push_back(std::move(top));
+    if (e->sequence_state) all.sequence_state = std::move(e->sequence_state);
     if (e->finished) {
       all.finished = true;
       all.finish_reason = e->finish_reason;

@@ -37,6 +37,14 @@ if(TARGET engine_invariance_test)
     DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
 endif()
 
+# A sequence handed over between engines with its model state (P/D, docs/pd.md): the `model` tier.
+ds_add_test(engine_state_handover_test SOURCES engine_state_handover_test.cpp LIBS ds_engine ds_modelgen_testing
+  LABELS model)
+if(TARGET engine_state_handover_test)
+  target_compile_definitions(engine_state_handover_test PRIVATE
+    DS_DEFAULT_TOKENIZER_DIR="${PROJECT_SOURCE_DIR}/models/tokenizer/deepseek-v3")
+endif()
+
 # The KV tiers' write and read paths on a real model and disk folder (docs/kvcache.md, Tiers).
 ds_add_test(engine_tier_test SOURCES engine_tier_test.cpp LIBS ds_engine ds_modelgen_testing LABELS model)
 if(TARGET engine_tier_test)

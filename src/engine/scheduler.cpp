@@ -36,6 +36,14 @@ Status Scheduler::add(SeqId seq_id, SeqSpec spec) {
         fmt::format("prompt + max_tokens ({} tokens) needs more KV blocks than the cache holds ({})",
                     n_total_tokens, kv_.stats().n_blocks_total));
   }
+  if (spec.state_import_at != 0 &&
+      (spec.state_import_at < 0 || spec.state_import_at % kv_.block_size_tokens() != 0 ||
+       spec.state_import_at >= static_cast<int64_t>(spec.prompt_tokens.size()))) {
+    return Status(ErrorCode::engine_bad_request,
+                  fmt::format("an imported sequence state at {} tokens is not at a block boundary inside "
+                              "the {}-token prompt",
+                              spec.state_import_at, spec.prompt_tokens.size()));
+  }
   if (waiting_.size() >= cfg_.max_waiting) {
     ++stats_.n_refused_overloaded;
     return Status(ErrorCode::engine_overloaded,
@@ -173,6 +181,7 @@ void Scheduler::preempt(SeqId seq_id, StepPlan& plan) {
   seq.n_scheduled = 0;
   seq.n_computed = 0;
   seq.replay_end = 0;
+  seq.spec.state_import_at = 0;  // the slot's state is gone: a re-admission replays
   ++seq.n_preemptions;
   ++stats_.n_preemptions;
   waiting_.push(seq_id, seq.spec.priority, seq.spec.tenant, seq.admission_order, /*resumed=*/true);
@@ -193,10 +202,15 @@ void Scheduler::admit(StepPlan& plan, int32_t& budget_tokens) {
     // anyway, so it is not adopted (vLLM #56227 does the same).
     const PrefixProbe probe = kv_.probe(seq.tokens, seq.spec.cache_salt);
     if (tier_lookup_ && !seq.restore_tried && try_start_restore(seq_id, seq, probe, plan)) continue;
-    const bool adopt = probe.n_hit_tokens > replay_tokens;
-    const int64_t n_hit_tokens = adopt ? probe.n_hit_tokens : 0;
-    const int32_t n_revived_blocks = adopt ? probe.n_hit_blocks_free : 0;
-    const int64_t pos_start = (replay_tokens > 0 && adopt) ? n_hit_tokens - replay_tokens : n_hit_tokens;
+    // An imported state (P/D) continues the sequence exactly where it was exported: a hit that
+    // reaches that position is adopted up to it, without replay.
+    const int64_t import_at = seq.spec.state_import_at;
+    const bool imports = import_at > 0 && probe.n_hit_tokens >= import_at;
+    const bool adopt = imports || probe.n_hit_tokens > replay_tokens;
+    const int64_t n_hit_tokens = imports ? import_at : adopt ? probe.n_hit_tokens : 0;
+    const bool replays = replay_tokens > 0 && adopt && !imports;
+    const int32_t n_revived_blocks = adopt ? probe.n_hit_blocks_free : 0;  // a bound when capped
+    const int64_t pos_start = replays ? n_hit_tokens - replay_tokens : n_hit_tokens;
     const int64_t n_first_chunk = std::min<int64_t>(seq.n_known() - pos_start, budget_tokens);
     const int32_t n_new_blocks =
         kv_.blocks_for_tokens(pos_start + n_first_chunk) - kv_.blocks_for_tokens(n_hit_tokens);
@@ -211,7 +225,8 @@ void Scheduler::admit(StepPlan& plan, int32_t& budget_tokens) {
     seq.running = true;
     seq.n_scheduled = pos_start;
     seq.n_computed = pos_start;
-    seq.replay_end = (replay_tokens > 0 && adopt) ? n_hit_tokens : 0;
+    seq.replay_end = replays ? n_hit_tokens : 0;
+    seq.spec.state_import_at = 0;  // used now or never
     if (seq.admission_order == 0) {
       seq.admission_order = next_admission_order_++;
       seq.cached_prompt_tokens = n_hit_tokens;
@@ -219,6 +234,7 @@ void Scheduler::admit(StepPlan& plan, int32_t& budget_tokens) {
     running_.push_back(seq_id);
     ++stats_.n_admitted;
     add_chunk(seq_id, seq, static_cast<int32_t>(n_first_chunk), plan, budget_tokens);
+    plan.chunks.back().imports_state = imports;
   }
 }
 
@@ -233,8 +249,10 @@ bool Scheduler::try_start_restore(SeqId seq_id, SeqState& seq, const PrefixProbe
   int64_t n_blocks = tier_lookup_(std::span<const uint64_t>(keys).subspan(static_cast<size_t>(n_hit_blocks)));
   // Never evict for a restore beyond what is free now (minus the pool hit's revived blocks).
   n_blocks = std::min<int64_t>(n_blocks, kv_.n_free_blocks() - probe.n_hit_blocks_free);
-  // A hit the SWA rule would not adopt saves nothing.
-  if (n_blocks <= 0 || (n_hit_blocks + n_blocks) * block_size <= cfg_.swa_replay_tokens) return false;
+  // A hit the SWA rule would not adopt saves nothing (one that reaches an imported state is adopted).
+  const int64_t reach = (n_hit_blocks + n_blocks) * block_size;
+  const bool reaches_import = seq.spec.state_import_at > 0 && reach >= seq.spec.state_import_at;
+  if (n_blocks <= 0 || (reach <= cfg_.swa_replay_tokens && !reaches_import)) return false;
 
   waiting_.erase(seq_id);
   const int64_t n_opened = kv_.open_uncounted(seq_id, seq.tokens, seq.spec.cache_salt);

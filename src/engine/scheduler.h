@@ -83,6 +83,10 @@ struct SeqSpec {
   std::string cache_salt;
   std::string tenant;
   bool speculate = false;  // decode chunks carry draft positions (SchedulerConfig::num_speculative_tokens)
+  // An imported sequence state at this position (Request::state_import; 0: none): a prefix hit that
+  // reaches it is adopted up to it, with no SWA replay, and the first chunk imports the state. Used
+  // once: dropped on admission and on preemption.
+  int64_t state_import_at = 0;
 };
 
 // One sequence's share of a step: positions [pos_begin, pos_begin + n_tokens).
@@ -96,6 +100,7 @@ struct ScheduledChunk {
   // budget) for draft tokens the engine proposes and verifies in this chunk; on_step_done says how
   // many were accepted. Only on a sampling decode chunk; never counted in n_scheduled until accepted.
   int32_t n_draft_tokens = 0;
+  bool imports_state = false;  // the sequence's first chunk after an adopted state import (SeqSpec)
 };
 
 // Blocks [first_block, first_block + keys.size()) of a restoring sequence's table, to be filled from

@@ -21,6 +21,7 @@ Status StepBatch::build(StepPlan plan, const Scheduler& scheduler) {
   pending_.assign(n_chunks, 0);
   n_draft_.assign(n_chunks, 0);
   next_token_.assign(n_chunks, -1);
+  state_import_.clear();
   context_.resize(n_chunks);
   requests_.clear();
   for (size_t i = 0; i < n_chunks; ++i) {
@@ -67,6 +68,13 @@ Status StepBatch::assign_state_slots(const std::function<Result<int32_t>(SeqId)>
   return ok_status();
 }
 
+void StepBatch::set_state_imports(
+    const std::function<std::shared_ptr<const std::vector<std::byte>>(SeqId)>& state_of) {
+  state_import_.assign(plan_.chunks.size(), nullptr);
+  for (size_t i = 0; i < plan_.chunks.size(); ++i)
+    if (plan_.chunks[i].imports_state) state_import_[i] = state_of(plan_.chunks[i].seq_id);
+}
+
 Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function<bool(SeqId)>& is_dropped) {
   size_t kept = 0;
   size_t write = 0;  // compaction of tokens_ runs in place
@@ -94,6 +102,7 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
       seqs_[kept] = std::move(seqs_[i]);
       n_draft_[kept] = n_draft_[i];
       next_token_[kept] = next_token_[i];
+      if (i < state_import_.size()) state_import_[kept] = std::move(state_import_[i]);
       context_[kept] = std::move(context_[i]);
     }
     kept_begin.push_back(static_cast<int64_t>(write));
@@ -103,6 +112,7 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
   seqs_.resize(kept);
   n_draft_.resize(kept);
   next_token_.resize(kept);
+  if (state_import_.size() > kept) state_import_.resize(kept);
   context_.resize(kept);
   tokens_.resize(write);
   token_begin_ = std::move(kept_begin);
@@ -168,6 +178,9 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
     });
   }
   forward_ns = forward_rows = 0;
+  for (size_t i = 0; i < state_import_.size() && forward_status.ok(); ++i) {
+    if (state_import_[i]) forward_status = model.import_sequence_state(seqs_[i], *state_import_[i]);
+  }
   if (forward_status.ok()) {
     for (const ForwardRequest& r : requests_) forward_rows += static_cast<int64_t>(r.tokens.size());
     const int64_t t_forward = now_ns();

@@ -8,8 +8,10 @@
 // rows of sequences that finished meanwhile.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
@@ -96,6 +98,9 @@ class StepBatch {
 
   // Models with per-sequence state (V4): names each chunk's state slot (after build()).
   Status assign_state_slots(const std::function<Result<int32_t>(SeqId)>& slot_for);
+  // ... and, for a chunk that imports a sequence state (ScheduledChunk::imports_state), its bytes:
+  // the model takes them into the chunk's slot right before the forward.
+  void set_state_imports(const std::function<std::shared_ptr<const std::vector<std::byte>>(SeqId)>& state_of);
 
  private:
   StepPlan plan_;
@@ -108,6 +113,7 @@ class StepBatch {
   // sequence's tokens up to the chunk's token.
   std::vector<int32_t> n_draft_;
   std::vector<int32_t> next_token_;
+  std::vector<std::shared_ptr<const std::vector<std::byte>>> state_import_;  // [n_chunks], mostly null
   std::vector<std::vector<int32_t>> context_;
   Drafter* drafter_ = nullptr;
   bool drafting_ = false;

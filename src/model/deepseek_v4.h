@@ -79,6 +79,9 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   std::string kv_layout_tag() const override;
   Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override;
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
+  int64_t sequence_state_bytes() const override;
+  Result<std::vector<std::byte>> export_sequence_state(const SequenceState& seq) const override;
+  Status import_sequence_state(SequenceState& seq, std::span<const std::byte> state) override;
   std::vector<RoutedExpertSet*> routed_expert_sets() override;
   bool has_mtp() const override { return mtp_.has_value(); }
   // Journaled chunks (model/v4_chunk_undo.h); not with the release's index-key publishing, whose

@@ -1,11 +1,13 @@
 // ModelRunner's KV tier block copy (model_runner.h) for DeepSeek-V3 and V4: the bytes of one
 // paged block, every cache kind and layer the engine uses, in a fixed order. Window rings and
-// compressor partial groups (V4) are not paged and not exported: a restored prefix rebuilds them by
-// SWA bounded replay, as any pool hit does.
+// compressor partial groups (V4) are not paged and not in a block: a restored prefix rebuilds them
+// by SWA bounded replay, as any pool hit does — or, where one sequence hands over to another at a
+// known position (P/D), they move whole as the sequence state (export/import_sequence_state).
 #include <string>
 
 #include "model/deepseek_v3.h"
 #include "model/deepseek_v4.h"
+#include "model/v4_state_codec.h"
 
 namespace ds {
 
@@ -89,6 +91,27 @@ Status DeepSeekV4::import_kv_block(int32_t block_id, std::span<const std::byte> 
     }
   }
   return ok_status();
+}
+
+int64_t DeepSeekV4::sequence_state_bytes() const {
+  return V4StateSlots::encoded_bytes(cfg_, specs_, engram_.empty() ? 0 : engram_.rules().n_slots - 1);
+}
+
+Result<std::vector<std::byte>> DeepSeekV4::export_sequence_state(const SequenceState& seq) const {
+  if (seq.state_slot < 0 || static_cast<size_t>(seq.state_slot) >= slots_.size())
+    return Status(ErrorCode::model_bad_input,
+                  "export: state_slot " + std::to_string(seq.state_slot) + " out of range");
+  const V4SequenceSlot& slot = slots_.of(seq);
+  if (!slot.in_use || slot.n_tokens != seq.n_tokens) {
+    return Status(ErrorCode::model_bad_input, "export: state slot " + std::to_string(seq.state_slot) +
+                                                  " does not hold this sequence at " +
+                                                  std::to_string(seq.n_tokens) + " tokens");
+  }
+  return encode_v4_state(slot);
+}
+
+Status DeepSeekV4::import_sequence_state(SequenceState& seq, std::span<const std::byte> state) {
+  return slots_.import(seq, state, cfg_, specs_, keeps_mtp_state());
 }
 
 }  // namespace ds

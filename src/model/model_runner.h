@@ -127,6 +127,22 @@ class ModelRunner {
     return Status(ErrorCode::model_unsupported, "this model cannot import KV blocks");
   }
 
+  // P/D (docs/pd.md): a sequence's unpaged state after its last forward — V4/V4.1: window rings,
+  // compressor partial groups, entry counts (model/v4_state_codec.h); empty for a model whose state
+  // is all in the paged blocks (V3) — and its import into another sequence's state slot at
+  // seq.n_tokens, which must be the exported position. Given the same paged blocks the next
+  // forward then continues exactly as the exporting sequence would have (no SWA replay).
+  // model_bad_input for a state of another model or position, or a slot out of range.
+  // The most bytes export_sequence_state gives for this model (0: it keeps no state).
+  virtual int64_t sequence_state_bytes() const { return 0; }
+  virtual Result<std::vector<std::byte>> export_sequence_state(const SequenceState& /*seq*/) const {
+    return std::vector<std::byte>{};
+  }
+  virtual Status import_sequence_state(SequenceState& /*seq*/, std::span<const std::byte> state) {
+    return state.empty() ? ok_status()
+                         : Status(ErrorCode::model_bad_input, "this model keeps no sequence state to import");
+  }
+
   // Live EPLB (docs/expert-parallel.md): the main model's MoE layers, ascending (the MTP layer's
   // MoE holds every expert and is not listed). Empty for a model whose experts cannot move.
   virtual std::vector<RoutedExpertSet*> routed_expert_sets() { return {}; }

@@ -1,6 +1,9 @@
 #include "model/v4_state_slots.h"
 
+#include <algorithm>
+
 #include "model/v4_chunk_undo.h"
+#include "model/v4_state_codec.h"
 
 namespace ds {
 
@@ -68,6 +71,32 @@ V4SequenceSlot& V4StateSlots::take(SequenceState& seq, bool replay, int64_t repl
   slot.mtp_layers.clear();
   if (keep_mtp) slot.mtp_layers.push_back(fresh_layer(cfg, specs[cfg.num_hidden_layers]));
   return slot;
+}
+
+int64_t V4StateSlots::encoded_bytes(const ModelConfig& cfg, const std::vector<LayerSpec>& specs,
+                                    int64_t engram_keep) {
+  V4SequenceSlot slot;
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) slot.layers.push_back(fresh_layer(cfg, specs[l]));
+  slot.engram_history.assign(static_cast<size_t>(std::max<int64_t>(0, engram_keep)), 0);
+  return static_cast<int64_t>(encode_v4_state(slot).size());
+}
+
+Status V4StateSlots::import(SequenceState& seq, std::span<const std::byte> state, const ModelConfig& cfg,
+                            const std::vector<LayerSpec>& specs, bool keep_mtp) {
+  if (seq.state_slot < 0 || seq.state_slot >= static_cast<int32_t>(slots_.size()))
+    return bad_input("import: state_slot " + std::to_string(seq.state_slot) + " out of range");
+  V4SequenceSlot fresh;
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) fresh.layers.push_back(fresh_layer(cfg, specs[l]));
+  DS_TRY(decode_v4_state(state, fresh));
+  if (fresh.n_tokens != seq.n_tokens) {
+    return bad_input("import: the state is at " + std::to_string(fresh.n_tokens) +
+                     " tokens, the sequence at " + std::to_string(seq.n_tokens));
+  }
+  V4SequenceSlot& slot = take(seq, /*replay=*/true, seq.n_tokens, cfg, specs, keep_mtp);
+  slot.layers = std::move(fresh.layers);
+  slot.engram_history = std::move(fresh.engram_history);
+  slot.published_index_keys = fresh.published_index_keys;
+  return ok_status();
 }
 
 }  // namespace ds

@@ -38,6 +38,17 @@ class V4StateSlots {
   V4SequenceSlot& take(SequenceState& seq, bool replay, int64_t replay_end, const ModelConfig& cfg,
                        const std::vector<LayerSpec>& specs, bool keep_mtp);
 
+  // The sequence's slot taken over at seq.n_tokens from an exported state (v4_state_codec.h): the
+  // main layers from `state`, the rest fresh as on a replay start. model_bad_input (the slot left as
+  // it was) for a state of another shape or position.
+  // The encoded size of a slot of this model with a full Engram history of `engram_keep` ids: the
+  // most any export takes.
+  static int64_t encoded_bytes(const ModelConfig& cfg, const std::vector<LayerSpec>& specs,
+                               int64_t engram_keep);
+
+  Status import(SequenceState& seq, std::span<const std::byte> state, const ModelConfig& cfg,
+                const std::vector<LayerSpec>& specs, bool keep_mtp);
+
  private:
   std::vector<V4SequenceSlot> slots_;
 };

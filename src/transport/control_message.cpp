@@ -169,6 +169,7 @@ std::string encode_kv_grant(const KvGrant& grant) {
   put_u32(out, grant.block_bytes);
   put_u32(out, static_cast<uint32_t>(grant.block_ids.size()));
   for (uint32_t id : grant.block_ids) put_u32(out, id);
+  put_u32(out, grant.state_blocks);
   return out;
 }
 
@@ -182,7 +183,9 @@ Result<KvGrant> decode_kv_grant(std::string_view payload) {
   g.block_ids.resize(n);
   for (uint32_t& id : g.block_ids)
     if (!r.u32(id)) return bad("kv_grant payload is truncated");
+  if (!r.u32(g.state_blocks)) return bad("kv_grant payload is truncated");
   if (!r.done()) return bad("kv_grant payload has trailing bytes");
+  if (g.state_blocks > g.block_ids.size()) return bad("kv_grant has more state blocks than blocks");
   if (g.block_bytes == 0) return bad("kv_grant has a zero block size");
   for (uint32_t id : g.block_ids)
     if ((static_cast<uint64_t>(id) + 1) * g.block_bytes > g.region_bytes)

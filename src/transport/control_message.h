@@ -18,7 +18,7 @@
 
 namespace ds::transport {
 
-inline constexpr uint16_t kControlProtocolVersion = 1;
+inline constexpr uint16_t kControlProtocolVersion = 2;  // 2: kv_grant carries state_blocks
 inline constexpr size_t kControlHeaderBytes = 4 + 2 + 2 + 8 + 4;
 inline constexpr size_t kControlTagBytes = 32;
 // Control messages carry ids and keys, never KV data: a bigger frame is refused unread.
@@ -68,6 +68,9 @@ struct KvGrant {
   std::string packed_rkey;
   uint32_t block_bytes = 0;
   std::vector<uint32_t> block_ids;
+  // The last state_blocks of block_ids receive the sequence state (V4: window rings, compressor
+  // partial groups): a u64 byte count, then the bytes, across those blocks in order.
+  uint32_t state_blocks = 0;
 };
 std::string encode_kv_grant(const KvGrant& grant);
 Result<KvGrant> decode_kv_grant(std::string_view payload);

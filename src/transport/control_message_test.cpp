@@ -51,12 +51,14 @@ std::string forged(uint16_t version, uint16_t type, uint32_t claimed_payload, co
 }
 
 TEST(ControlMessage, VersionTypeAndLengthAreCheckedAfterAuthentication) {
-  EXPECT_TRUE(decode_control_message(forged(1, 5, 3, "abc"), kSecret).ok());
-  EXPECT_EQ(decode_control_message(forged(2, 5, 3, "abc"), kSecret).status().code(),
-            ErrorCode::transport_peer_mismatch);
-  EXPECT_EQ(decode_control_message(forged(1, 99, 3, "abc"), kSecret).status().code(),
+  constexpr uint16_t v = kControlProtocolVersion;
+  EXPECT_TRUE(decode_control_message(forged(v, 5, 3, "abc"), kSecret).ok());
+  for (const uint16_t other : {uint16_t(v - 1), uint16_t(v + 1)})  // an older or newer build
+    EXPECT_EQ(decode_control_message(forged(other, 5, 3, "abc"), kSecret).status().code(),
+              ErrorCode::transport_peer_mismatch);
+  EXPECT_EQ(decode_control_message(forged(v, 99, 3, "abc"), kSecret).status().code(),
             ErrorCode::transport_bad_message);
-  EXPECT_EQ(decode_control_message(forged(1, 5, 4, "abc"), kSecret).status().code(),
+  EXPECT_EQ(decode_control_message(forged(v, 5, 4, "abc"), kSecret).status().code(),
             ErrorCode::transport_bad_message);
 }
 
@@ -69,12 +71,16 @@ TEST(ControlMessage, PeerIdentityAndGrantPayloads) {
   EXPECT_EQ(check_peer_identity(a, {"deepseek_v3:abcd", 43}).code(), ErrorCode::transport_peer_mismatch);
   EXPECT_FALSE(decode_peer_identity("xx").ok());
 
-  const KvGrant g{0x7f0000001000ULL, 64 * 4096, std::string("rkey\0bytes", 10), 4096, {3, 0, 63, 7}};
+  const KvGrant g{0x7f0000001000ULL, 64 * 4096, std::string("rkey\0bytes", 10), 4096, {3, 0, 63, 7}, 1};
   Result<KvGrant> gb = decode_kv_grant(encode_kv_grant(g));
   ASSERT_TRUE(gb.ok()) << gb.status().to_string();
   EXPECT_EQ(gb->remote_address, g.remote_address);
   EXPECT_EQ(gb->packed_rkey, g.packed_rkey);
   EXPECT_EQ(gb->block_ids, g.block_ids);
+  EXPECT_EQ(gb->state_blocks, 1u);
+  KvGrant too_many = g;
+  too_many.state_blocks = 5;  // more than the 4 blocks
+  EXPECT_EQ(decode_kv_grant(encode_kv_grant(too_many)).status().code(), ErrorCode::transport_bad_message);
   KvGrant outside = g;
   outside.block_ids.push_back(64);  // one past the region
   EXPECT_EQ(decode_kv_grant(encode_kv_grant(outside)).status().code(), ErrorCode::transport_bad_message);

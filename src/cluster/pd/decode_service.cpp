@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cluster/pd/http_post.h"
+#include "cluster/pd/state_pages.h"
 #include "transport/control_message.h"
 #include "transport/registered_memory.h"
 #include "transport/ucx_endpoint.h"
@@ -161,7 +162,7 @@ void DecodeService::start(std::vector<std::string> prefill_urls, Request request
   }
 }
 
-Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill_url, const Request& request,
+Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill_url, Request& request,
                                                       size_t first,
                                                       const std::function<bool()>& client_gone) {
   const auto t0 = Clock::now();
@@ -170,11 +171,14 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   const std::vector<uint64_t> keys(all_keys.begin() + static_cast<std::ptrdiff_t>(first), all_keys.end());
   const auto n_blocks = static_cast<int64_t>(keys.size());
   const auto block_bytes = static_cast<size_t>(identity_->block_bytes);
+  // V4/V4.1: room for the sequence state after the blocks (the prefill server's window rings and
+  // compressor partial groups at the last transferred block, state_pages.h).
+  const int64_t n_state = state_pages_for(identity_->state_bytes, identity_->block_bytes);
   const transport::SharedSecret& secret = identity_->secret;
 
   // The lease: blocks of the landing region, from here; given back on every path (quarantined when
   // the prefill server had the grant but the transfer did not complete: it may still be writing).
-  std::optional<std::vector<uint32_t>> ids = region_->allocate(static_cast<size_t>(n_blocks));
+  std::optional<std::vector<uint32_t>> ids = region_->allocate(static_cast<size_t>(n_blocks + n_state));
   if (!ids)
     return Status(ErrorCode::engine_overloaded, "no room in the landing region for the prompt's blocks");
   struct Blocks {
@@ -189,7 +193,7 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
         region.release(ids);
     }
   } blocks{*region_, std::move(*ids), std::nullopt, false};
-  stats_->leased_blocks.fetch_add(n_blocks);
+  stats_->leased_blocks.fetch_add(n_blocks);  // the landing tier entries the lease holds
   auto lease = std::make_shared<Lease>();
   lease->stats = stats_;
   lease->keys = keys;
@@ -295,8 +299,9 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
       return abort_with(st);
     }
   }
-  transport::KvGrant grant{reinterpret_cast<uint64_t>(region_->data()), region_->bytes(),
-                           slot->memory->packed_rkey(), static_cast<uint32_t>(block_bytes), blocks.ids};
+  transport::KvGrant grant{
+      reinterpret_cast<uint64_t>(region_->data()), region_->bytes(), slot->memory->packed_rkey(),
+      static_cast<uint32_t>(block_bytes),          blocks.ids,       static_cast<uint32_t>(n_state)};
   DS_TRY(ep->send(
       transport::encode_control_message({ControlType::hello_accept, request_id,
                                          transport::encode_peer_identity(identity_->peer_identity())},
@@ -330,6 +335,18 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     e.bytes.assign(page, page + block_bytes);
     landing_->add(std::move(e));
   }
+  if (n_state > 0) {
+    std::vector<const std::byte*> pages;
+    for (int64_t p = 0; p < n_state; ++p)
+      pages.push_back(region_->block(blocks.ids[static_cast<size_t>(n_blocks + p)]));
+    Result<std::vector<std::byte>> state =
+        unpack_state_pages(pages, identity_->block_bytes, identity_->state_bytes);
+    if (!state.ok()) return abort_with(state.status());
+    // The engine continues from it once the blocks are in its pool (Request::state_import).
+    request.state_import =
+        SequenceStateImport{static_cast<int64_t>(all_keys.size()) * identity_->block_size_tokens,
+                            std::make_shared<const std::vector<std::byte>>(std::move(state).value())};
+  }
   blocks.landed = true;
   lease->landing = landing_;
   const int64_t transfer_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
@@ -341,7 +358,7 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   stats_->blocks_received.fetch_add(n_blocks);
-  stats_->bytes_received.fetch_add(n_blocks * static_cast<int64_t>(block_bytes));
+  stats_->bytes_received.fetch_add((n_blocks + n_state) * static_cast<int64_t>(block_bytes));
   stats_->transfer_ns.fetch_add(transfer_ns);
   if (config_.observe_import) config_.observe_import(static_cast<double>(transfer_ns) * 1e-9);
   return std::shared_ptr<void>(std::move(lease));

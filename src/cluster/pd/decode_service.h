@@ -96,9 +96,10 @@ class DecodeService {
 
  private:
   struct Lease;
-  // The transfer of one request; ok = the blocks are in the landing tier under the returned lease.
+  // The transfer of one request; ok = the blocks are in the landing tier under the returned lease
+  // and, for a model with sequence state (V4), `request.state_import` holds the prefill server's.
   // Blocks [first, n) of the prompt's transfer keys; [0, first) are cached here.
-  Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, const Request& request, size_t first,
+  Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, Request& request, size_t first,
                                          const std::function<bool()>& client_gone);
   bool answer_stale(transport::UcxWorker& worker, const transport::Frame& frame,
                     std::optional<uint64_t> current);

@@ -25,6 +25,10 @@ struct PdIdentity {
   uint64_t namespace_id = 0;  // the engine's tier namespace (set once the engine sized its cache)
   int32_t block_size_tokens = 0;
   int64_t block_bytes = 0;
+  // The most bytes of sequence state the model exports (ModelRunner::sequence_state_bytes; V4: window
+  // rings and compressor partial groups; 0 for V3): the decode server grants that room besides the
+  // blocks (state_pages.h), and the prefill server sends the state there.
+  int64_t state_bytes = 0;
 
   transport::PeerIdentity peer_identity() const;
   // The chain hashes of the blocks of `tokens` the engine would look up, under `cache_salt`: the

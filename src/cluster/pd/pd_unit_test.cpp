@@ -11,6 +11,7 @@
 #include "cluster/pd/landing_region.h"
 #include "cluster/pd/pd_identity.h"
 #include "cluster/pd/pool_index.h"
+#include "cluster/pd/state_pages.h"
 #include "cluster/pd/transfer_slots.h"
 #include "cluster/pd/transit_tier.h"
 #include "kvcache/kv_cache_manager.h"
@@ -69,6 +70,23 @@ TEST(TransitTier, OutboxTakeAllWaitsForEveryKeyAndRemovesThem) {
   EXPECT_EQ((*both)[1].key, 2u);
   EXPECT_EQ(outbox->n_entries(), 0);
   EXPECT_EQ(outbox->bytes_held(), 0);
+}
+
+TEST(TransitTier, OutboxKeepsOnlyWhatATransferExpects) {
+  TransitTier outbox({.name = "pd-outbox", .only_expected = true});
+  ASSERT_TRUE(outbox.write(entry(1, 8)).ok());  // a client request's block: not kept
+  EXPECT_EQ(outbox.n_entries(), 0);
+  outbox.expect({1, 2});
+  outbox.expect({2});  // a second transfer sharing a prefix block
+  ASSERT_TRUE(outbox.write(entry(1, 8)).ok());
+  EXPECT_EQ(outbox.n_entries(), 1);
+  outbox.unexpect({1, 2});
+  ASSERT_TRUE(outbox.write(entry(2, 8)).ok());  // still expected by the second transfer
+  EXPECT_TRUE(outbox.contains(2));
+  outbox.unexpect({2});
+  outbox.drop({1, 2});
+  ASSERT_TRUE(outbox.write(entry(2, 8)).ok());  // late: nobody waits for it any more
+  EXPECT_EQ(outbox.n_entries(), 0);
 }
 
 TEST(TransitTier, EvictsTheOldestBeyondItsCapacity) {
@@ -192,6 +210,30 @@ TEST(TransferSlots, ReusesIdleSlotsAndMakesOneOnlyWhenAllAreBusy) {
        idle_calls.load() == 0 && steady_clock::now() < until;)
     std::this_thread::sleep_for(milliseconds(5));
   EXPECT_GT(idle_calls.load(), 0);
+}
+
+TEST(StatePages, RoundTripAcrossPagesAndRefuseWhatDoesNotFit) {
+  EXPECT_EQ(state_pages_for(0, 64), 0);
+  EXPECT_EQ(state_pages_for(56, 64), 1);  // 8-byte count + 56 bytes
+  EXPECT_EQ(state_pages_for(57, 64), 2);
+  std::vector<std::byte> state(150);
+  for (size_t i = 0; i < state.size(); ++i) state[i] = static_cast<std::byte>(i * 7 + 3);
+  Result<std::vector<std::vector<std::byte>>> pages = pack_state_pages(state, 64, state_pages_for(150, 64));
+  ASSERT_TRUE(pages.ok()) << pages.status().to_string();
+  ASSERT_EQ(pages->size(), 3u);
+  std::vector<const std::byte*> at;
+  for (const auto& p : *pages) {
+    ASSERT_EQ(p.size(), 64u);
+    at.push_back(p.data());
+  }
+  Result<std::vector<std::byte>> back = unpack_state_pages(at, 64, 150);
+  ASSERT_TRUE(back.ok()) << back.status().to_string();
+  EXPECT_EQ(*back, state);
+  // A count above what this server's model exports, or beyond the pages: refused.
+  EXPECT_EQ(unpack_state_pages(at, 64, 149).status().code(), ErrorCode::transport_bad_message);
+  EXPECT_EQ(unpack_state_pages(std::span(at).first(2), 64, 1000).status().code(),
+            ErrorCode::transport_bad_message);
+  EXPECT_EQ(pack_state_pages(state, 64, 2).status().code(), ErrorCode::transport_peer_mismatch);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "cluster/pd/state_pages.h"
 #include "engine/request_stream.h"
 #include "http/response_channel.h"
 #include "transport/control_message.h"
@@ -180,44 +181,62 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
     return Status(ErrorCode::transport_bad_message, "expected kv_grant from the decode server");
   DS_ASSIGN_OR_RETURN(transport::KvGrant grant, transport::decode_kv_grant(grant_msg.payload));
   const std::vector<uint64_t> all_keys = identity_->transfer_keys(job.tokens, job.cache_salt);
-  // The grant covers the last block_ids.size() transfer blocks: the ones before are the decode
-  // server's own prefix-cache hits.
-  if (grant.block_bytes != static_cast<uint64_t>(identity_->block_bytes) ||
-      grant.block_ids.size() > all_keys.size())
+  // The grant covers the last (block_ids.size() - state_blocks) transfer blocks — the ones before
+  // are the decode server's own prefix-cache hits — then the state's blocks.
+  const int64_t state_pages = state_pages_for(identity_->state_bytes, identity_->block_bytes);
+  const size_t n_kv = grant.block_ids.size() - grant.state_blocks;  // decode_kv_grant: state_blocks <= size
+  if (grant.block_bytes != static_cast<uint64_t>(identity_->block_bytes) || n_kv > all_keys.size() ||
+      static_cast<int64_t>(grant.state_blocks) != state_pages)
     return Status(
         ErrorCode::transport_peer_mismatch,
-        fmt::format("grant of {} blocks of {} bytes; this prompt has {} blocks of {} bytes",
-                    grant.block_ids.size(), grant.block_bytes, all_keys.size(), identity_->block_bytes));
-  const std::vector<uint64_t> keys(all_keys.end() - static_cast<std::ptrdiff_t>(grant.block_ids.size()),
-                                   all_keys.end());
+        fmt::format("grant of {} blocks of {} bytes ({} for the state); this prompt has {} blocks of {} "
+                    "bytes (and {} for the state)",
+                    grant.block_ids.size(), grant.block_bytes, grant.state_blocks, all_keys.size(),
+                    identity_->block_bytes, state_pages));
+  const std::vector<uint64_t> keys(all_keys.end() - static_cast<std::ptrdiff_t>(n_kv), all_keys.end());
 
-  // Prefill: one sampled token (dropped), the prompt's full blocks go to the outbox tier.
+  // Prefill of the transfer blocks' tokens only (the decode server computes the rest, at least the
+  // last token, and samples): one sampled token (dropped), the blocks go to the outbox tier, and
+  // the model's state after them (V4: window rings, compressor partial groups) comes back, so the
+  // decode server continues exactly where this prefill stopped.
   Outcome outcome;
   const auto t_prefill = Clock::now();
   Request request;
-  request.prompt_tokens = job.tokens;
+  request.prompt_tokens.assign(
+      job.tokens.begin(),
+      job.tokens.begin() + static_cast<std::ptrdiff_t>(all_keys.size()) * identity_->block_size_tokens);
+  request.export_state = true;
   request.cache_salt = job.cache_salt;
   request.stop.max_tokens = 1;
   request.stop.ignore_eos = true;
   request.detokenize = false;
   request.deadline = job.deadline;
-  RequestStream stream;
-  DS_ASSIGN_OR_RETURN(RequestId engine_id, engine_.submit(std::move(request), stream.sink()));
-  // However this ends, the outbox keeps none of this prompt's blocks. On success only the ones not
-  // sent are left (the decode server's own hits, a last block that ends the prompt), written in the
-  // same tier job as the sent ones; on a failure the writer may still be copying: a short wait first.
+  // The outbox stores only the blocks of transfers (client requests this server also serves leave
+  // nothing there), and however this ends it keeps none of this prompt's: on success only the ones
+  // not sent are left (the decode server's own hits), written in the same tier job as the sent ones;
+  // on a failure the writer may still be copying: a short wait first.
   struct OutboxCleanup {
     TransitTier& outbox;
-    std::vector<uint64_t> keys;
+    const std::vector<uint64_t> expected;
+    std::vector<uint64_t> keys;  // the ones not taken yet
     ~OutboxCleanup() {
       (void)outbox.take_all(keys, Clock::now() + std::chrono::milliseconds(300));
+      outbox.unexpect(expected);  // a block the writer copies later is not kept
       outbox.drop(keys);
     }
-  } cleanup{*outbox_, identity_->prompt_block_keys(job.tokens, job.cache_salt)};
+  };
+  const std::vector<uint64_t> prompt_keys =
+      identity_->prompt_block_keys(request.prompt_tokens, job.cache_salt);
+  OutboxCleanup cleanup{*outbox_, prompt_keys, prompt_keys};
+  outbox_->expect(cleanup.expected);
+  RequestStream stream;
+  DS_ASSIGN_OR_RETURN(RequestId engine_id, engine_.submit(std::move(request), stream.sink()));
   TokenEvent last;
+  std::shared_ptr<const std::vector<std::byte>> state;
   while (!stream.finished()) {
     std::optional<TokenEvent> ev = stream.next_until(Clock::now() + std::chrono::milliseconds(20));
     if (ev) {
+      if (ev->sequence_state) state = ev->sequence_state;
       last = std::move(*ev);
       continue;
     }
@@ -247,6 +266,18 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   if (!blocks)
     return Status(ErrorCode::transport_timeout, "the prefilled blocks did not reach the outbox in time");
   outcome.prefill_ns = ns_since(t_prefill);
+  outcome.blocks = static_cast<int64_t>(blocks->size());
+  if (state_pages > 0) {
+    if (!state) return Status(ErrorCode::internal, "the prefill exported no sequence state");
+    DS_ASSIGN_OR_RETURN(std::vector<std::vector<std::byte>> pages,
+                        pack_state_pages(*state, identity_->block_bytes, state_pages));
+    for (std::vector<std::byte>& page : pages) {
+      TierEntry e;
+      e.bytes = std::move(page);
+      blocks->push_back(std::move(e));
+    }
+    outcome.state_bytes = static_cast<int64_t>(state->size());
+  }
 
   const auto t_transfer = Clock::now();
   DS_ASSIGN_OR_RETURN(transport::RemoteKey rkey, ep->unpack_remote_key(grant.packed_rkey));
@@ -254,7 +285,6 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
                                                grant, job.deadline));
   for (const TierEntry& b : *blocks) outcome.bytes += static_cast<int64_t>(b.bytes.size());
   outcome.transfer_ns = ns_since(t_transfer);
-  outcome.blocks = static_cast<int64_t>(blocks->size());
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
                   job.deadline));
   close_on_failure.done = true;

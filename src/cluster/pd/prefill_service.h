@@ -73,7 +73,8 @@ class PrefillService {
     int64_t bytes = 0;
     int64_t prefill_ns = 0;
     int64_t transfer_ns = 0;
-    int64_t puts = 0;  // UCX put calls (runs of consecutive granted blocks)
+    int64_t puts = 0;         // UCX put calls (runs of consecutive granted blocks)
+    int64_t state_bytes = 0;  // the sequence state sent with the blocks (V4), in their count
   };
   // One transfer, on the calling thread.
   Result<Outcome> run(const Job& job);

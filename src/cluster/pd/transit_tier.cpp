@@ -36,8 +36,25 @@ Result<TierEntry> TransitTier::read(uint64_t key) {
 
 Status TransitTier::write(const TierEntry& entry) {
   if (!config_.accept_engine_writes) return ok_status();
+  if (config_.only_expected) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!expected_.contains(entry.key)) return ok_status();
+  }
   add(entry);
   return ok_status();
+}
+
+void TransitTier::expect(const std::vector<uint64_t>& keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const uint64_t k : keys) ++expected_[k];
+}
+
+void TransitTier::unexpect(const std::vector<uint64_t>& keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const uint64_t k : keys) {
+    const auto it = expected_.find(k);
+    if (it != expected_.end() && --it->second <= 0) expected_.erase(it);
+  }
 }
 
 Result<int64_t> TransitTier::remove_matching(const TierScopeFilter& filter) {

@@ -1,9 +1,11 @@
 // TransitTier: the KV blocks of P/D transfers in flight (docs/pd.md), as a KvTier so the engine's
 // own tier paths move them in and out of its pool — no new engine entry point.
 //
-// - Prefill side (outbox): the engine's tier writer copies every committed prompt block here; the
-//   prefill service takes (and removes) the blocks a decode server granted room for, puts them over
-//   UCX, and drops them. Bounded: the oldest entries go first beyond max_bytes.
+// - Prefill side (outbox): the engine's tier writer copies the committed prompt blocks of P/D
+//   prefills here — only keys a transfer expects (`expect`), so client traffic a prefill server
+//   also serves never lands here; the prefill service takes (and removes) the blocks a decode server
+//   granted room for, puts them over UCX, and drops them. Bounded: the oldest entries go first
+//   beyond max_bytes.
 // - Decode side (landing): the decode service adds the blocks that arrived from P under the keys the
 //   engine will look up; the engine's restore path reads them into its pool (consumed on read), and
 //   the transfer's lease removes whatever was not read when the request ends.
@@ -29,6 +31,7 @@ namespace ds::pd {
 struct TransitTierConfig {
   std::string name;                  // "pd-outbox" / "pd-landing"
   bool accept_engine_writes = true;  // false: write() stores nothing (the landing side)
+  bool only_expected = false;        // write() stores only keys a transfer expects (the outbox)
   bool consume_on_read = false;      // read() removes the entry (the landing side)
   int64_t max_bytes = int64_t{1} << 30;
 };
@@ -52,6 +55,10 @@ class TransitTier final : public KvTier {
   std::optional<std::vector<TierEntry>> take_all(const std::vector<uint64_t>& keys,
                                                  std::chrono::steady_clock::time_point deadline);
   void drop(const std::vector<uint64_t>& keys);
+  // only_expected: the keys a running transfer waits for (counted: two transfers may share a
+  // prefix); unexpect after the transfer, before its drop.
+  void expect(const std::vector<uint64_t>& keys);
+  void unexpect(const std::vector<uint64_t>& keys);
   int64_t n_entries() const;
   int64_t bytes_held() const;
 
@@ -68,6 +75,7 @@ class TransitTier final : public KvTier {
     std::list<uint64_t>::iterator pos;
   };
   std::unordered_map<uint64_t, Slot> entries_;
+  std::unordered_map<uint64_t, int> expected_;
   int64_t bytes_ = 0;
   TierStats stats_;
 };

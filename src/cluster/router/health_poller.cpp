@@ -101,9 +101,8 @@ void HealthPoller::poll_once() {
           static_cast<int64_t>(sample(m->body, "deepinfer:num_requests_waiting").value_or(0)));
       w.reported_kv_usage.store(sample(m->body, "deepinfer:kv_cache_usage_perc").value_or(0));
       // The report covers what was sent before it (to within the scrape's own latency).
-      w.reported_prefill_tokens.store(
+      w.report_prefill_tokens(
           static_cast<int64_t>(sample(m->body, "deepinfer:num_prefill_tokens_pending").value_or(0)));
-      w.routed_prefill_tokens.store(0);
     }
     if (w.lost_cache.exchange(false) && router_ != nullptr) router_->forget_worker(id);
     w.healthy.store(true);

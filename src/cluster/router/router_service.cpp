@@ -193,9 +193,15 @@ std::optional<std::string> RouterService::prefill_peers(const std::vector<uint64
     if (config_.pd_max_prefill_open > 0 && now >= config_.pd_max_prefill_open) return std::nullopt;
     if (open->compare_exchange_weak(now, now + 1)) break;
   }
-  hold = std::shared_ptr<void>(nullptr, [open](void*) { open->fetch_sub(1); });
-  if (order[0] < prefill_pool_.size())
-    prefill_pool_.at(order[0])->routed_prefill_tokens.fetch_add(static_cast<int64_t>(n_prompt_tokens));
+  std::shared_ptr<WorkerState> picked =
+      order[0] < prefill_pool_.size() ? prefill_pool_.at(order[0]) : nullptr;
+  const auto tokens = static_cast<int64_t>(n_prompt_tokens);
+  const uint64_t epoch = picked ? picked->route_prefill(tokens) : 0;
+  // When the request ends its prefill is over: the open place and the routed tokens go back.
+  hold = std::shared_ptr<void>(nullptr, [open, picked, tokens, epoch](void*) {
+    open->fetch_sub(1);
+    if (picked) picked->end_prefill(tokens, epoch);
+  });
   std::string list;
   for (size_t k : order) list += (list.empty() ? "" : ", ") + config_.prefill_urls[k];
   return list;

@@ -4,6 +4,29 @@
 
 namespace ds::cluster {
 
+int64_t WorkerState::routed_prefill_tokens() const {
+  std::lock_guard lock(prefill_mu_);
+  return routed_prefill_;
+}
+
+uint64_t WorkerState::route_prefill(int64_t tokens) {
+  std::lock_guard lock(prefill_mu_);
+  routed_prefill_ += tokens;
+  return prefill_epoch_;
+}
+
+void WorkerState::end_prefill(int64_t tokens, uint64_t epoch) {
+  std::lock_guard lock(prefill_mu_);
+  if (epoch == prefill_epoch_) routed_prefill_ -= tokens;
+}
+
+void WorkerState::report_prefill_tokens(int64_t pending) {
+  std::lock_guard lock(prefill_mu_);
+  reported_prefill_tokens.store(pending, std::memory_order_relaxed);
+  routed_prefill_ = 0;
+  ++prefill_epoch_;
+}
+
 std::vector<size_t> WorkerPool::set_workers(const std::vector<WorkerAddress>& addresses) {
   std::lock_guard lock(mu_);
   std::unordered_set<std::string> wanted;

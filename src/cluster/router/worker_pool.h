@@ -29,9 +29,8 @@ struct WorkerState {
   std::atomic<int64_t> reported_waiting{0};
   std::atomic<double> reported_kv_usage{0.0};
   // Prefill servers (P/D): the prompt tokens the server reported pending (queued and in progress) at
-  // the last poll, and the prompt tokens this router sent it since (reset by each fresh report).
+  // the last poll.
   std::atomic<int64_t> reported_prefill_tokens{0};
-  std::atomic<int64_t> routed_prefill_tokens{0};
 
   // What the policies balance: the router's own count, or what the worker reports when other clients
   // load it too.
@@ -42,11 +41,25 @@ struct WorkerState {
     return own > reported ? own : reported;
   }
   bool usable() const { return configured.load() && healthy.load(); }
-  // A prefill server's queue in prompt tokens as this router can tell between two polls.
+  // A prefill server's queue in prompt tokens as this router can tell between two polls: the last
+  // report plus what was sent since and is still open.
   int64_t prefill_queue_tokens() const {
-    return reported_prefill_tokens.load(std::memory_order_relaxed) +
-           routed_prefill_tokens.load(std::memory_order_relaxed);
+    return reported_prefill_tokens.load(std::memory_order_relaxed) + routed_prefill_tokens();
   }
+  // Prompt tokens sent to this prefill server since its last report. `route_prefill` counts a request
+  // and returns the report epoch it was counted in; `end_prefill` takes it back when the request ends
+  // (its prefill is over by then) unless a report since has already replaced the count — so the count
+  // does not keep finished requests until the next poll.
+  int64_t routed_prefill_tokens() const;
+  uint64_t route_prefill(int64_t tokens);
+  void end_prefill(int64_t tokens, uint64_t epoch);
+  // A fresh report: the routed count starts again from 0.
+  void report_prefill_tokens(int64_t pending);
+
+ private:
+  mutable std::mutex prefill_mu_;
+  int64_t routed_prefill_ = 0;
+  uint64_t prefill_epoch_ = 0;
 };
 
 class WorkerPool {

@@ -1,0 +1,179 @@
+// A sequence handed from one engine to another at a block boundary (prefill/decode disaggregation,
+// docs/pd.md): the first engine prefills the prompt's leading blocks and exports the model's
+// sequence state (Request::export_state), the second holds the same blocks and continues from the
+// imported state (Request::state_import). On generated tiny DeepSeek-V3 and V4 checkpoints the
+// continuation is bit-identical to a run that computed the whole prompt itself — for V4, unlike a
+// plain prefix hit, which rebuilds the window by SWA bounded replay and changes the rows.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/engine.h"
+#include "modelgen/testing/tiny_model.h"
+
+namespace ds {
+namespace {
+
+modelgen::TinyModel& fixture(const std::string& arch) {
+  static std::map<std::string, std::unique_ptr<modelgen::TinyModel>> fixtures;
+  std::unique_ptr<modelgen::TinyModel>& f = fixtures[arch];
+  if (!f) {
+    f = std::make_unique<modelgen::TinyModel>(
+        modelgen::TinyModelSpec{.arch = arch,
+                                .seed = 11,
+                                .max_seq_len = 256,
+                                .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
+                                .tag = "engine_state_handover"});
+  }
+  return *f;
+}
+
+std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) {
+  std::vector<int32_t> p;
+  uint32_t x = salt * 2654435761u + 1;
+  for (int32_t i = 0; i < n; ++i) {
+    x = x * 1664525u + 1013904223u;
+    p.push_back(static_cast<int32_t>(x % 120000u));
+  }
+  return p;
+}
+
+std::unique_ptr<Engine> make_engine(ModelRunner& model, bool async, int32_t max_step_tokens) {
+  EngineConfig cfg;
+  cfg.scheduler.max_step_tokens = max_step_tokens;
+  cfg.block_size_tokens = 16;
+  cfg.n_kv_blocks = 64;
+  cfg.async_scheduling = async;
+  cfg.check_integrity = true;
+  Result<std::unique_ptr<Engine>> created = Engine::create(cfg, model, nullptr);
+  EXPECT_TRUE(created.ok()) << created.status().to_string();
+  return created.ok() ? std::move(created).value() : nullptr;
+}
+
+Request target() {
+  Request r;
+  r.prompt_tokens = prompt_of(45, 3);
+  r.stop.max_tokens = 8;
+  r.stop.ignore_eos = true;
+  r.sampling.logprobs = true;
+  r.detokenize = false;
+  return r;
+}
+
+TokenEvent run(Engine& engine, const Request& r) {
+  RequestStream s;
+  const Result<RequestId> id = engine.submit(r, s.sink());
+  EXPECT_TRUE(id.ok()) << id.status().to_string();
+  TokenEvent out = s.collect();
+  EXPECT_TRUE(out.error.ok()) << out.error.to_string();
+  return out;
+}
+
+// The prompt's first `n` tokens prefilled with export_state: the blocks stay in `engine`'s prefix
+// cache, the state comes back.
+std::shared_ptr<const std::vector<std::byte>> prefill_and_export(Engine& engine, const Request& r,
+                                                                 int64_t n) {
+  Request head;
+  head.prompt_tokens.assign(r.prompt_tokens.begin(), r.prompt_tokens.begin() + n);
+  head.stop.max_tokens = 1;
+  head.stop.ignore_eos = true;
+  head.detokenize = false;
+  head.export_state = true;
+  return run(engine, head).sequence_state;
+}
+
+std::vector<float> logprobs_of(const TokenEvent& e) {
+  std::vector<float> v;
+  for (const TokenLogprob& lp : e.chosen_logprobs) v.push_back(lp.logprob);
+  return v;
+}
+
+class StateHandover : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StateHandover, ContinuesBitIdenticallyToAColdRun) {
+  modelgen::TinyModel& f = fixture(GetParam());
+  ASSERT_NE(f.model, nullptr);
+  const bool keeps_state = f.model->kv_cache_layout().swa_replay_tokens > 0;
+  std::unique_ptr<Engine> cold_engine = make_engine(*f.model, false, 2048);
+  ASSERT_NE(cold_engine, nullptr);
+  const TokenEvent cold = run(*cold_engine, target());
+  ASSERT_EQ(cold.tokens.size(), 8u);
+  cold_engine.reset();
+
+  for (const bool async : {false, true}) {
+    SCOPED_TRACE(async ? "async, chunks of 7" : "sync, one chunk");
+    std::unique_ptr<Engine> engine = make_engine(*f.model, async, async ? 7 : 2048);
+    ASSERT_NE(engine, nullptr);
+    const std::shared_ptr<const std::vector<std::byte>> state = prefill_and_export(*engine, target(), 32);
+    ASSERT_NE(state, nullptr);
+    EXPECT_EQ(state->empty(), !keeps_state);
+    EXPECT_LE(static_cast<int64_t>(state->size()), f.model->sequence_state_bytes());
+    if (!async) std::cout << GetParam() << ": sequence state of " << state->size() << " bytes\n";
+    Request r = target();
+    r.state_import = SequenceStateImport{32, state};
+    const TokenEvent got = run(*engine, r);
+    EXPECT_EQ(got.usage.cached_prompt_tokens, 32);
+    EXPECT_EQ(got.tokens, cold.tokens);
+    const std::vector<float> want = logprobs_of(cold), have = logprobs_of(got);
+    ASSERT_EQ(have.size(), want.size());
+    EXPECT_EQ(std::memcmp(have.data(), want.data(), want.size() * sizeof(float)), 0)
+        << "chosen log-probabilities differ in their bits";
+  }
+
+  // The same 32 cached tokens without the state: V4 replays the window, and the rows change (so
+  // the comparison above can fail); V3's blocks are its whole state.
+  std::unique_ptr<Engine> engine = make_engine(*f.model, false, 2048);
+  ASSERT_NE(prefill_and_export(*engine, target(), 32), nullptr);
+  const TokenEvent replayed = run(*engine, target());
+  EXPECT_EQ(replayed.usage.cached_prompt_tokens, 32);
+  if (keeps_state) {
+    EXPECT_NE(logprobs_of(replayed), logprobs_of(cold));
+  } else {
+    EXPECT_EQ(logprobs_of(replayed), logprobs_of(cold));
+  }
+}
+
+TEST_P(StateHandover, AStateWithoutItsBlocksIsIgnoredAndMisuseIsRefused) {
+  modelgen::TinyModel& f = fixture(GetParam());
+  ASSERT_NE(f.model, nullptr);
+  std::unique_ptr<Engine> exporter = make_engine(*f.model, false, 2048);
+  const std::shared_ptr<const std::vector<std::byte>> state = prefill_and_export(*exporter, target(), 32);
+  ASSERT_NE(state, nullptr);
+  exporter.reset();
+  // Another engine that does not hold the blocks: the import is not adopted, the prompt is
+  // computed from scratch (as a cold run).
+  std::unique_ptr<Engine> engine = make_engine(*f.model, false, 2048);
+  const TokenEvent cold = run(*engine, target());
+  std::unique_ptr<Engine> other = make_engine(*f.model, false, 2048);
+  Request r = target();
+  r.state_import = SequenceStateImport{32, state};
+  const TokenEvent got = run(*other, r);
+  EXPECT_EQ(got.usage.cached_prompt_tokens, 0);
+  EXPECT_EQ(logprobs_of(got), logprobs_of(cold));
+
+  RequestStream s;
+  Request two = target();
+  two.export_state = true;
+  two.stop.max_tokens = 2;
+  EXPECT_EQ(other->submit(two, s.sink()).status().code(), ErrorCode::engine_bad_request);
+  if (!state->empty()) {
+    Request off = target();
+    off.state_import = SequenceStateImport{20, state};  // not a block boundary
+    RequestStream bad;
+    ASSERT_TRUE(other->submit(off, bad.sink()).ok());
+    const TokenEvent e = bad.collect();
+    EXPECT_EQ(e.finish_reason, FinishReason::error);
+    EXPECT_EQ(e.error.code(), ErrorCode::engine_bad_request);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Arch, StateHandover,
+                         ::testing::Values("deepseek_v3", "deepseek_v4", "deepseek_v41"));
+
+}  // namespace
+}  // namespace ds
