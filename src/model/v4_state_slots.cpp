@@ -78,7 +78,7 @@ int64_t V4StateSlots::encoded_bytes(const ModelConfig& cfg, const std::vector<La
   V4SequenceSlot slot;
   for (int l = 0; l < cfg.num_hidden_layers; ++l) slot.layers.push_back(fresh_layer(cfg, specs[l]));
   slot.engram_history.assign(static_cast<size_t>(std::max<int64_t>(0, engram_keep)), 0);
-  return static_cast<int64_t>(encode_v4_state(slot).size());
+  return max_encoded_v4_state_bytes(slot);
 }
 
 Status V4StateSlots::import(SequenceState& seq, std::span<const std::byte> state, const ModelConfig& cfg,

@@ -41,8 +41,8 @@ class V4StateSlots {
   // The sequence's slot taken over at seq.n_tokens from an exported state (v4_state_codec.h): the
   // main layers from `state`, the rest fresh as on a replay start. model_bad_input (the slot left as
   // it was) for a state of another shape or position.
-  // The encoded size of a slot of this model with a full Engram history of `engram_keep` ids: the
-  // most any export takes.
+  // The most bytes an exported state of this model takes (a full Engram history of `engram_keep`
+  // ids, every row kept in f32).
   static int64_t encoded_bytes(const ModelConfig& cfg, const std::vector<LayerSpec>& specs,
                                int64_t engram_keep);
 

@@ -528,8 +528,11 @@ def case_two_prefill():
         for k in range(4):
             want, _ = completion(s.url(), 40 + k, 200, GREEDY)
             check(completion(c.r.url(), 40 + k, 200, GREEDY)[0] == want, f"prompt {k} differs")
+        # Spread over both. Not exactly [2, 2]: among equally open servers the router ranks by queued
+        # prompt tokens, and a health poll that caught one mid-prefill reports tokens it has finished
+        # since (until the next poll), which may send the next request to the other one.
         sent = [metrics(p)["deepinfer:pd_prefill_transfers_total"] for p in c.ps]
-        check(sent == [2, 2], f"transfers per prefill server {sent}, expected [2, 2]")
+        check(sum(sent) == 4 and min(sent) >= 1, f"transfers per prefill server {sent}, expected both used")
         c.ps[0].proc.kill()
         c.ps[0].proc.wait(timeout=10)
         port = c.ps[0].url().rsplit(":", 1)[1]
