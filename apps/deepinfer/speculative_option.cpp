@@ -53,6 +53,9 @@ void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& en
   Gauge* draft_scale =
       &registry.gauge("deepinfer:spec_decode_draft_cost_scale",
                       "Adaptive policy: observed / start-up cost of the drafter (1 until observed).");
+  Gauge* step_overhead = &registry.gauge(
+      "deepinfer:spec_decode_step_overhead_seconds",
+      "Adaptive policy: a decode step's time besides its forwards (planning, sampling), paid once per step.");
   registry.add_collector([=, &engine] {
     const EngineStats s = engine.stats();
     drafts->set_total(static_cast<double>(s.spec_decode_num_drafts));
@@ -66,6 +69,7 @@ void add_spec_decode_metrics(server::MetricsRegistry& registry, const Engine& en
     verify_s->set_total(1e-9 * static_cast<double>(s.spec_decode_verify_ns_total));
     target_scale->set(s.spec_decode_target_cost_scale);
     draft_scale->set(s.spec_decode_draft_cost_scale);
+    step_overhead->set(1e-9 * s.spec_decode_step_overhead_ns);
   });
 }
 
@@ -84,13 +88,13 @@ void print_spec_decode_summary(const char* cmd, const EngineStats& s) {
       stderr,
       "%s: speculative decoding: %lld verifying steps, %lld draft tokens, %lld accepted, mean acceptance "
       "length %.2f (acceptance by position: %s); drafting %.3f s, target and verification %.3f s; cost "
-      "scales (observed / start-up) target %.2f, drafter %.2f\n",
+      "scales (observed / start-up) target %.2f, drafter %.2f; step overhead %.3f ms\n",
       cmd, static_cast<long long>(s.spec_decode_num_drafts),
       static_cast<long long>(s.spec_decode_num_draft_tokens),
       static_cast<long long>(s.spec_decode_num_accepted_tokens), mean_acceptance_length(s), per_pos.c_str(),
       1e-9 * static_cast<double>(s.spec_decode_draft_ns_total),
       1e-9 * static_cast<double>(s.spec_decode_verify_ns_total), s.spec_decode_target_cost_scale,
-      s.spec_decode_draft_cost_scale);
+      s.spec_decode_draft_cost_scale, 1e-6 * s.spec_decode_step_overhead_ns);
 }
 
 }  // namespace ds::cli

@@ -636,6 +636,11 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
   if (batch.decode_only) count_decode_only(batch, done_ns);
   if (spec_policy_ && batch.decode_only) {
     spec_policy_->observe_target(batch.forward_rows, static_cast<double>(batch.forward_ns));
+    // What the step took besides its forwards: the model's wait for the engine before it, and the
+    // executor's own work around them (sampling, masks).
+    const int64_t step_ns = batch.gap_ns + (done_ns - batch.launch_ns);
+    spec_policy_->observe_step_overhead(static_cast<double>(step_ns - batch.forward_ns - batch.draft_ns));
+    local_stats_.spec_decode_step_overhead_ns = spec_policy_->step_overhead_ns();
     local_stats_.spec_decode_target_cost_scale = spec_policy_->target_scale();
   }
   if (drafter_) {

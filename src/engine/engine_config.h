@@ -129,6 +129,8 @@ struct EngineStats {
   // the drafter (1 until observed, or without the policy). SpeculationPolicy, docs/speculative.md.
   double spec_decode_target_cost_scale = 1.0;
   double spec_decode_draft_cost_scale = 1.0;
+  // ... and its estimate of a decode step's time besides the forwards (0 until observed).
+  double spec_decode_step_overhead_ns = 0;
   // Request::cache_pin: blocks pinned now, leases now, requests refused for the quota.
   int32_t kv_pinned_blocks = 0;
   int32_t kv_pin_leases = 0;

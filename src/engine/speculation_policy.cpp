@@ -56,6 +56,11 @@ void SpeculationPolicy::observe_draft(int32_t n_seqs, int32_t k, double ns) {
   blend_cost_ratio(log_draft_scale_, ns, measured_draft_cost(n_seqs, k));
 }
 
+void SpeculationPolicy::observe_step_overhead(double ns) {
+  if (!(ns >= 0) || !std::isfinite(ns)) return;
+  step_overhead_ns_ = step_overhead_ns_ == 0 ? ns : (1 - kCostLearn) * step_overhead_ns_ + kCostLearn * ns;
+}
+
 double SpeculationPolicy::target_scale() const { return std::exp(log_target_scale_); }
 double SpeculationPolicy::draft_scale() const { return std::exp(log_draft_scale_); }
 
@@ -94,8 +99,8 @@ double SpeculationPolicy::measured_draft_cost(int32_t n_seqs, int32_t k) const {
 double SpeculationPolicy::expected_rate(int32_t n_seqs, int32_t k) const {
   const double b = std::max(1, n_seqs);
   const double tokens = expected_tokens(k);
-  const double cost =
-      target_scale() * interpolate(target_, b * (k + 1)) + draft_scale() * measured_draft_cost(n_seqs, k);
+  const double cost = step_overhead_ns_ + target_scale() * interpolate(target_, b * (k + 1)) +
+                      draft_scale() * measured_draft_cost(n_seqs, k);
   return cost > 0 ? b * tokens / cost : 0.0;
 }
 
@@ -112,6 +117,15 @@ int32_t SpeculationPolicy::best_k(int32_t n_seqs) const {
     }
   }
   return best;
+}
+
+bool SpeculationPolicy::would_pay_at(double acceptance, int32_t n_seqs) const {
+  SpeculationPolicy assumed(k_max_, acceptance);  // nothing recorded: every position at `acceptance`
+  assumed.set_costs(target_, draft_);
+  assumed.log_target_scale_ = log_target_scale_;
+  assumed.log_draft_scale_ = log_draft_scale_;
+  assumed.step_overhead_ns_ = step_overhead_ns_;
+  return assumed.best_k(n_seqs) > 0;
 }
 
 int32_t SpeculationPolicy::choose(int32_t n_seqs) {
@@ -131,15 +145,12 @@ int32_t SpeculationPolicy::choose(int32_t n_seqs) {
     --probe_left_;
     return 1;
   }
+  if (reached_[0] < kLearnEvidence && would_pay_at(1.0, n_seqs)) return 1;  // learn a_1 first
   if (++steps_off_ >= kProbeEvery) {
     // Would speculation pay at the prior's acceptance? Then acceptance, not cost, turned it off:
     // look again (a drafter restarts its state on the first step, drafts on the next ones).
-    SpeculationPolicy optimistic(k_max_, prior_);
-    optimistic.set_costs(target_, draft_);
-    optimistic.log_target_scale_ = log_target_scale_;
-    optimistic.log_draft_scale_ = log_draft_scale_;
     steps_off_ = 0;
-    if (optimistic.best_k(n_seqs) > 0) {
+    if (would_pay_at(prior_, n_seqs)) {
       probe_left_ = kProbeSteps - 1;
       return 1;
     }

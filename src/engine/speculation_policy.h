@@ -11,10 +11,17 @@
 // and picks, for a step with B speculating sequences, the k in [0, k_max] that maximises expected
 // tokens per second:
 //     tokens(k) = B · (1 + a_1 + a_1 a_2 + ... + a_1..a_k)
-//     cost(0)   = target(B)                                     (no drafter, async scheduling)
-//     cost(k)   = target(B (k + 1)) + draft(B (1 + accepted)) + (k - 1) · draft(B)
+//     cost(0)   = step + target(B)                              (no drafter, async scheduling)
+//     cost(k)   = step + target(B (k + 1)) + draft(B (1 + accepted)) + (k - 1) · draft(B)
+// where `step` is what a decode step takes besides its forwards (planning, sampling, events: the
+// engine reports it, observe_step_overhead) — paid once per step whatever k, so it favours fewer,
+// longer steps: on a small model it is a third of a step.
 // keeping k = 0 unless speculation wins by a margin. With k = 0 chosen, the engine runs the step
 // without the drafter, so a step that does not speculate costs what it would without speculation.
+// Until the first position has been verified kLearnEvidence times, its acceptance is mostly the
+// prior: if drafting would pay with every draft accepted, the policy drafts k = 1 to learn it rather
+// than judge by the prior alone (a prior below the break-even would otherwise keep drafting off for
+// good on a model whose drafts are nearly always right — the demo model on arithmetic: 0.97).
 // While speculation is off for low acceptance, one step in `probe_every` drafts again (its MTP
 // state warms up first), so a change in traffic is noticed. While it drafts k < k_max, acceptance at
 // position k + 1 is only ever seen if it drafts that far: one step in kDeeperEvery drafts k + 1
@@ -57,6 +64,9 @@ class SpeculationPolicy {
   void observe_target(int64_t rows, double ns);
   // The drafter's work in a step where n_seqs sequences drafted up to k tokens took `ns`.
   void observe_draft(int32_t n_seqs, int32_t k, double ns);
+  // A decode step's time besides its target forward and drafter (the step period minus both).
+  void observe_step_overhead(double ns);
+  double step_overhead_ns() const { return step_overhead_ns_; }
   // Observed / measured cost, as the policy now scales each curve (1 until observed).
   double target_scale() const;
   double draft_scale() const;
@@ -74,7 +84,9 @@ class SpeculationPolicy {
   static constexpr int32_t kProbeSteps = 8;
   static constexpr int32_t kDeeperEvery = 16;
   static constexpr double kDeeperEvidence = 8.0;
-  static constexpr double kDecay = 0.995;     // per recorded chunk
+  static constexpr double kLearnEvidence =
+      8.0;                                 // verified chunks (decayed) at position 1 before the prior yields
+  static constexpr double kDecay = 0.995;  // per recorded chunk
   static constexpr double kCostLearn = 0.05;  // weight of one observed step in the cost scales
   static constexpr double kMaxScale = 8.0;    // the scales stay within [1/8, 8] of the measured curves
 
@@ -84,6 +96,7 @@ class SpeculationPolicy {
 
  private:
   int32_t best_k(int32_t n_seqs) const;
+  bool would_pay_at(double acceptance, int32_t n_seqs) const;  // best_k > 0 at that acceptance everywhere
   // The measured curves' prediction, unscaled: the drafter's cost for k drafts per sequence.
   double measured_draft_cost(int32_t n_seqs, int32_t k) const;
   double expected_tokens(int32_t k) const;  // 1 + a_1 + a_1 a_2 + ... per sequence
@@ -98,6 +111,7 @@ class SpeculationPolicy {
   int32_t steps_since_deeper_ = 0;  // drafting steps since the last one that drafted k + 1
   double log_target_scale_ = 0;     // log(observed / measured), exponentially weighted
   double log_draft_scale_ = 0;
+  double step_overhead_ns_ = 0;  // exponentially weighted (kCostLearn), 0 until observed
 };
 
 }  // namespace ds

@@ -1,6 +1,7 @@
 // SpeculationPolicy on synthetic cost curves: drafts when rows are cheap and acceptance high, turns
 // down to fewer drafts and then none as the step becomes compute-bound or acceptance falls, and
-// probes again after a while when acceptance (not cost) turned it off.
+// probes again after a while when acceptance (not cost) turned it off; learns the acceptance first
+// when the prior alone would keep it off.
 #include "engine/speculation_policy.h"
 
 #include <gtest/gtest.h>
@@ -114,6 +115,48 @@ TEST(SpeculationPolicy, LowAcceptanceTurnsItOffAndAProbeLooksAgain) {
   // Acceptance back: speculation resumes.
   for (int i = 0; i < 2000; ++i) p.record(1, 1);
   EXPECT_GT(p.choose(1), 0);
+}
+
+TEST(SpeculationPolicy, LearnsTheAcceptanceBeforeJudgingByThePrior) {
+  // The demo model's start-up curve (1 thread): a 2-row verify costs 1.4x a step, a draft row 0.28x.
+  // At the prior (0.7) k = 1 is below the break-even; with every draft accepted it pays.
+  const auto costs = [](SpeculationPolicy& p) {
+    p.set_costs({{1, 143e3}, {2, 202e3}, {3, 268e3}, {4, 315e3}},
+                {{1, 40e3}, {2, 48e3}, {3, 59e3}, {4, 72e3}});
+  };
+  SpeculationPolicy good(3, 0.7);
+  costs(good);
+  ASSERT_LT(good.expected_rate(1, 1), good.expected_rate(1, 0));  // judged by the prior: off
+  EXPECT_EQ(good.choose(1), 1);                                   // but it drafts to learn
+  for (int i = 0; i < 12; ++i) good.record(1, 1);                 // nearly every draft right
+  EXPECT_GT(good.choose(1), 0);                                   // now by the estimate: on
+  EXPECT_GT(good.acceptance(0), 0.85);
+
+  SpeculationPolicy bad(3, 0.7);
+  costs(bad);
+  EXPECT_EQ(bad.choose(1), 1);
+  for (int i = 0; i < 12; ++i) bad.record(1, 0);  // drafts rejected: off once learnt
+  EXPECT_EQ(bad.choose(1), 0);
+
+  // Where even accepted drafts do not pay (cost proportional to rows), nothing is tried.
+  SpeculationPolicy bound(3, 0.7);
+  bound.set_costs(curve(0, 1e5, 512), curve(0, 2.5e4, 512));
+  EXPECT_EQ(bound.choose(1), 0);
+}
+
+TEST(SpeculationPolicy, AStepsFixedOverheadFavoursFewerLongerSteps) {
+  // Forward cost proportional to rows: never worth it on forwards alone. A fixed overhead per step
+  // (planning, sampling) as large as a row changes that at high acceptance: 2 tokens for 1 overhead.
+  SpeculationPolicy p(3, 0.95);
+  p.set_costs(curve(0, 1e5, 512), curve(0, 1e4, 512));
+  EXPECT_EQ(p.choose(1), 0);
+  EXPECT_EQ(p.step_overhead_ns(), 0);
+  for (int i = 0; i < 200; ++i) p.observe_step_overhead(1e5);
+  EXPECT_NEAR(p.step_overhead_ns(), 1e5, 1);
+  EXPECT_GT(p.expected_rate(1, 1), 1.05 * p.expected_rate(1, 0));
+  EXPECT_GT(p.choose(1), 0);
+  p.observe_step_overhead(-5);  // a clock oddity: ignored
+  EXPECT_NEAR(p.step_overhead_ns(), 1e5, 1);
 }
 
 TEST(SpeculationPolicy, DraftsOneDeeperNowAndThenToMeasureTheNextPosition) {

@@ -281,6 +281,8 @@ def serve_metrics(spec):
         check(values["deepinfer:spec_decode_mean_acceptance_length"] >= 1.0, str(values))
         for name in ("deepinfer:spec_decode_target_cost_scale", "deepinfer:spec_decode_draft_cost_scale"):
             check(0.125 <= values.get(name, 0) <= 8, f"{name}: {values}")  # the policy's bounds
+        # The policy's per-step overhead: observed on decode steps, a fraction of a second on any host.
+        check(0 < values.get("deepinfer:spec_decode_step_overhead_seconds", -1) < 1, str(values))
         print("serve /metrics:", values)
     finally:
         proc.terminate()
