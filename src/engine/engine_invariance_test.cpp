@@ -17,6 +17,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/testing/seeded_prompt.h"
 #include "model/model_registry.h"
 #include "modelgen/testing/tiny_model.h"
 
@@ -61,15 +62,7 @@ Fixture& fixture(const std::string& arch) {
   return *f;
 }
 
-std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) {
-  std::vector<int32_t> p;
-  uint32_t x = salt * 2654435761u + 1;
-  for (int32_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    p.push_back(static_cast<int32_t>(x % 120000u));
-  }
-  return p;
-}
+std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) { return ds::testing::seeded_prompt(n, salt); }
 
 struct Scenario {
   const char* name;

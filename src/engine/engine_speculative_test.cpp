@@ -25,6 +25,7 @@
 #include "engine/engine.h"
 #include "engine/mtp_drafter.h"
 #include "engine/speculation_policy.h"
+#include "engine/testing/seeded_prompt.h"
 #include "model/model_registry.h"
 #include "modelgen/testing/tiny_model.h"
 
@@ -59,15 +60,7 @@ Fixture& v4_fixture() {
   return f;
 }
 
-std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) {
-  std::vector<int32_t> p;
-  uint32_t x = salt * 2654435761u + 1;
-  for (int32_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    p.push_back(static_cast<int32_t>(x % 120000u));
-  }
-  return p;
-}
+std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) { return ds::testing::seeded_prompt(n, salt); }
 
 // Proposes the reference continuation of the sequence (looked up by its context), with the guess at
 // about one position in four (a hash of position and sequence) replaced by a wrong token: accepted

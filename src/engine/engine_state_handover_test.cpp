@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/engine.h"
+#include "engine/testing/seeded_prompt.h"
 #include "modelgen/testing/tiny_model.h"
 
 namespace ds {
@@ -33,15 +34,7 @@ modelgen::TinyModel& fixture(const std::string& arch) {
   return *f;
 }
 
-std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) {
-  std::vector<int32_t> p;
-  uint32_t x = salt * 2654435761u + 1;
-  for (int32_t i = 0; i < n; ++i) {
-    x = x * 1664525u + 1013904223u;
-    p.push_back(static_cast<int32_t>(x % 120000u));
-  }
-  return p;
-}
+std::vector<int32_t> prompt_of(int32_t n, uint32_t salt) { return ds::testing::seeded_prompt(n, salt); }
 
 std::unique_ptr<Engine> make_engine(ModelRunner& model, bool async, int32_t max_step_tokens) {
   EngineConfig cfg;
