@@ -34,7 +34,7 @@ import urllib.request
 DEEPINFER, WORKDIR, CASE = sys.argv[1], sys.argv[2], sys.argv[3]
 MODEL = os.path.join(WORKDIR, "tiny_v3")
 BLOCK = 64
-MODEL_OVERRIDE = None  # case v4: the tiny V4 checkpoint
+MODEL_OVERRIDE = None  # cases v4 and v41: their tiny checkpoint
 
 
 def fail(msg):
@@ -483,19 +483,18 @@ def case_prefill_busy():
         s.stop()
 
 
-def case_v4():
-    """Tiny V4: P/D equals a plain server's answer computed without any cache. The prefill server
+def expect_pd_equals_uncached(model_dir, lengths, label):
+    """P/D answers equal a plain server's answer computed without any cache: the prefill server
     prefills the transfer blocks' tokens and sends its sequence state (window rings, compressor
-    partial groups) with the blocks, so the decode server continues exactly where P stopped instead
-    of rebuilding the window by SWA bounded replay — which is what a plain server's prefix-cache hit
-    does, and which changes the answer on this model for most lengths (counted, for reference)."""
+    partial groups) with the blocks, so the decode server continues exactly where P stopped instead of
+    rebuilding the window by SWA bounded replay — which is what a plain server's prefix-cache hit does,
+    and which changes the answer on these models for most lengths (counted, for reference)."""
     global MODEL_OVERRIDE
-    MODEL_OVERRIDE = os.path.join(WORKDIR, "tiny_v4")
-    check(os.path.exists(os.path.join(MODEL_OVERRIDE, "config.json")), "tiny_v4 missing (server_tiny_v4_model)")
+    MODEL_OVERRIDE = model_dir
     c = Cluster(secret("a", 1), secret("a", 1))
     try:
         n_cached_equal = n = 0
-        for j, length in enumerate([200, 300, 520]):
+        for j, length in enumerate(lengths):
             for q, sampling in enumerate((GREEDY, SEEDED)):
                 i = 2 * j + q  # a prompt of its own: nothing is cached on the decode server yet
                 s = serve("single")
@@ -505,16 +504,33 @@ def case_v4():
                 got, d_usage = completion(c.r.url(), i, length, sampling)
                 check(d_usage["prompt_tokens_details"]["cached_tokens"] == usage["prompt_tokens_details"]["cached_tokens"],
                       f"decode server restored {d_usage} tokens, the plain server hit {usage}")
-                check(got == uncached, f"V4 prompt {i} ({length} tokens) {sampling}: P/D {got!r} != uncached {uncached!r}")
+                check(got == uncached,
+                      f"{label} prompt {i} ({length} tokens) {sampling}: P/D {got!r} != uncached {uncached!r}")
                 n += 1
                 n_cached_equal += got == cached
         dm = metrics(c.d)
         check(dm["deepinfer:pd_imports_total"] == n, f"{dm['deepinfer:pd_imports_total']} imports, expected {n}")
-        print(f"v4: {n} P/D answers equal the plain server's uncached answers (the window state moved with the "
-              f"blocks); {n_cached_equal} of them also equal its prefix-cache-hit answer (SWA bounded replay)")
+        print(f"{label}: {n} P/D answers equal the plain server's uncached answers (the window state moved with "
+              f"the blocks); {n_cached_equal} of them also equal its prefix-cache-hit answer (SWA bounded replay)")
         expect_nothing_held(c.p, c.d)
     finally:
         c.stop()
+
+
+def case_v4():
+    """Tiny V4 (the server_tiny_v4_model fixture): P/D equals a plain server computing the prompt cold."""
+    model = os.path.join(WORKDIR, "tiny_v4")
+    check(os.path.exists(os.path.join(model, "config.json")), "tiny_v4 missing (server_tiny_v4_model)")
+    expect_pd_equals_uncached(model, [200, 300, 520], "v4")
+
+
+def case_v41():
+    """Tiny V4.1 (Engram, CSA2 layer roles; made here): the same, its Engram history moving too."""
+    model = os.path.join(WORKDIR, "tiny_v41_pd")
+    if not os.path.exists(os.path.join(model, "config.json")):
+        subprocess.run([DEEPINFER, "make-model", "--arch", "deepseek_v41", "--preset", "tiny", "--seed", "0",
+                        "--out", model], check=True, stdout=subprocess.DEVNULL, timeout=300)
+    expect_pd_equals_uncached(model, [200, 330], "v41")
 
 
 def case_two_prefill():
@@ -745,7 +761,7 @@ def case_disk_tiers():
         s.stop()
 
 
-CASES = {"v4": case_v4, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
+CASES = {"v4": case_v4, "v41": case_v41, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
          "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity,
          "disk_tiers": case_disk_tiers, "prefill_busy": case_prefill_busy,
