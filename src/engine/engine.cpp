@@ -277,8 +277,13 @@ Status Engine::validate(const Request& r) const {
   }
   // The state is taken when the first token is sampled; a later step would already move it on.
   if (r.export_state && r.stop.max_tokens != 1) return bad_request("export_state needs max_tokens 1");
-  if (r.state_import && (!r.state_import->bytes || r.state_import->n_tokens < 0))
-    return bad_request("state_import needs its bytes and a position >= 0");
+  if (r.state_import) {
+    if (!r.state_import->bytes || r.state_import->n_tokens < 0)
+      return bad_request("state_import needs its bytes and a position >= 0");
+    // Checked here, not in the step: bytes this model cannot take are this request's error only.
+    if (Status st = model_.check_sequence_state(*r.state_import->bytes, r.state_import->n_tokens); !st.ok())
+      return bad_request("state_import: " + st.message());
+  }
   return ok_status();
 }
 
@@ -545,10 +550,12 @@ Status Engine::plan_step(StepBatch& batch) {
   if (!state_slots_) return ok_status();
   state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
   DS_TRY(batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); }));
+  // The step holds an imported state until its forward took it: the request keeps none after (a
+  // V4-Flash state is megabytes; the scheduler never adopts an import twice).
   batch.set_state_imports([this](SeqId seq) -> std::shared_ptr<const std::vector<std::byte>> {
     const auto it = active_.find(seq);
     if (it == active_.end() || !it->second->request.state_import) return nullptr;
-    return it->second->request.state_import->bytes;
+    return std::move(it->second->request.state_import->bytes);
   });
   return ok_status();
 }

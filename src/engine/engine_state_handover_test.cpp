@@ -155,13 +155,31 @@ TEST_P(StateHandover, AStateWithoutItsBlocksIsIgnoredAndMisuseIsRefused) {
   two.stop.max_tokens = 2;
   EXPECT_EQ(other->submit(two, s.sink()).status().code(), ErrorCode::engine_bad_request);
   if (!state->empty()) {
+    // A state exported after 20 tokens: a valid state, but not at a block boundary.
     Request off = target();
-    off.state_import = SequenceStateImport{20, state};  // not a block boundary
+    off.state_import = SequenceStateImport{20, prefill_and_export(*other, target(), 20)};
     RequestStream bad;
     ASSERT_TRUE(other->submit(off, bad.sink()).ok());
     const TokenEvent e = bad.collect();
     EXPECT_EQ(e.finish_reason, FinishReason::error);
     EXPECT_EQ(e.error.code(), ErrorCode::engine_bad_request);
+    // Bytes this model cannot take (cut short, or at another position) are refused at submit, so
+    // no step — and no other request in it — ever sees them.
+    RequestStream refused;
+    Request cut = target();
+    cut.state_import = SequenceStateImport{
+        32, std::make_shared<const std::vector<std::byte>>(state->begin(), state->end() - 1)};
+    const Result<RequestId> id = other->submit(cut, refused.sink());
+    EXPECT_EQ(id.status().code(), ErrorCode::engine_bad_request);
+    EXPECT_NE(id.status().message().find("sequence state"), std::string::npos) << id.status().to_string();
+    Request moved = target();
+    moved.state_import = SequenceStateImport{16, state};  // exported at 32
+    EXPECT_EQ(other->submit(moved, refused.sink()).status().code(), ErrorCode::engine_bad_request);
+  } else {
+    Request junk = target();
+    junk.state_import = SequenceStateImport{32, std::make_shared<const std::vector<std::byte>>(4)};
+    RequestStream refused;
+    EXPECT_EQ(other->submit(junk, refused.sink()).status().code(), ErrorCode::engine_bad_request);
   }
 }
 

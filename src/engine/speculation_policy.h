@@ -84,9 +84,9 @@ class SpeculationPolicy {
   static constexpr int32_t kProbeSteps = 8;
   static constexpr int32_t kDeeperEvery = 16;
   static constexpr double kDeeperEvidence = 8.0;
-  static constexpr double kLearnEvidence =
-      8.0;                                 // verified chunks (decayed) at position 1 before the prior yields
-  static constexpr double kDecay = 0.995;  // per recorded chunk
+  // Verified chunks (decayed) at position 1 before the estimate, not the prior, decides.
+  static constexpr double kLearnEvidence = 8.0;
+  static constexpr double kDecay = 0.995;     // per recorded chunk
   static constexpr double kCostLearn = 0.05;  // weight of one observed step in the cost scales
   static constexpr double kMaxScale = 8.0;    // the scales stay within [1/8, 8] of the measured curves
 

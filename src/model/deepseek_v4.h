@@ -82,6 +82,7 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   int64_t sequence_state_bytes() const override;
   Result<std::vector<std::byte>> export_sequence_state(const SequenceState& seq) const override;
   Status import_sequence_state(SequenceState& seq, std::span<const std::byte> state) override;
+  Status check_sequence_state(std::span<const std::byte> state, int64_t n_tokens) const override;
   std::vector<RoutedExpertSet*> routed_expert_sets() override;
   bool has_mtp() const override { return mtp_.has_value(); }
   // Journaled chunks (model/v4_chunk_undo.h); not with the release's index-key publishing, whose

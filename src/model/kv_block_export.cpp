@@ -110,6 +110,10 @@ Result<std::vector<std::byte>> DeepSeekV4::export_sequence_state(const SequenceS
   return encode_v4_state(slot);
 }
 
+Status DeepSeekV4::check_sequence_state(std::span<const std::byte> state, int64_t n_tokens) const {
+  return V4StateSlots::decode(state, n_tokens, cfg_, specs_).status();
+}
+
 Status DeepSeekV4::import_sequence_state(SequenceState& seq, std::span<const std::byte> state) {
   return slots_.import(seq, state, cfg_, specs_, keeps_mtp_state());
 }

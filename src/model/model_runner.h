@@ -139,6 +139,11 @@ class ModelRunner {
     return std::vector<std::byte>{};
   }
   virtual Status import_sequence_state(SequenceState& /*seq*/, std::span<const std::byte> state) {
+    return check_sequence_state(state, 0);
+  }
+  // Whether import_sequence_state would take `state` at n_tokens (its shapes and position); changes
+  // nothing, safe beside a running forward.
+  virtual Status check_sequence_state(std::span<const std::byte> state, int64_t /*n_tokens*/) const {
     return state.empty() ? ok_status()
                          : Status(ErrorCode::model_bad_input, "this model keeps no sequence state to import");
   }

@@ -81,21 +81,27 @@ int64_t V4StateSlots::encoded_bytes(const ModelConfig& cfg, const std::vector<La
   return max_encoded_v4_state_bytes(slot);
 }
 
+Result<V4SequenceSlot> V4StateSlots::decode(std::span<const std::byte> state, int64_t n_tokens,
+                                            const ModelConfig& cfg, const std::vector<LayerSpec>& specs) {
+  V4SequenceSlot fresh;
+  for (int l = 0; l < cfg.num_hidden_layers; ++l) fresh.layers.push_back(fresh_layer(cfg, specs[l]));
+  DS_TRY(decode_v4_state(state, fresh));
+  if (fresh.n_tokens != n_tokens) {
+    return bad_input("import: the state is at " + std::to_string(fresh.n_tokens) +
+                     " tokens, the sequence at " + std::to_string(n_tokens));
+  }
+  return fresh;
+}
+
 Status V4StateSlots::import(SequenceState& seq, std::span<const std::byte> state, const ModelConfig& cfg,
                             const std::vector<LayerSpec>& specs, bool keep_mtp) {
   if (seq.state_slot < 0 || seq.state_slot >= static_cast<int32_t>(slots_.size()))
     return bad_input("import: state_slot " + std::to_string(seq.state_slot) + " out of range");
-  V4SequenceSlot fresh;
-  for (int l = 0; l < cfg.num_hidden_layers; ++l) fresh.layers.push_back(fresh_layer(cfg, specs[l]));
-  DS_TRY(decode_v4_state(state, fresh));
-  if (fresh.n_tokens != seq.n_tokens) {
-    return bad_input("import: the state is at " + std::to_string(fresh.n_tokens) +
-                     " tokens, the sequence at " + std::to_string(seq.n_tokens));
-  }
+  DS_ASSIGN_OR_RETURN(V4SequenceSlot decoded, decode(state, seq.n_tokens, cfg, specs));
   V4SequenceSlot& slot = take(seq, /*replay=*/true, seq.n_tokens, cfg, specs, keep_mtp);
-  slot.layers = std::move(fresh.layers);
-  slot.engram_history = std::move(fresh.engram_history);
-  slot.published_index_keys = fresh.published_index_keys;
+  slot.layers = std::move(decoded.layers);
+  slot.engram_history = std::move(decoded.engram_history);
+  slot.published_index_keys = decoded.published_index_keys;
   return ok_status();
 }
 

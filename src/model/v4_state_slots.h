@@ -46,6 +46,9 @@ class V4StateSlots {
   static int64_t encoded_bytes(const ModelConfig& cfg, const std::vector<LayerSpec>& specs,
                                int64_t engram_keep);
 
+  // `state` decoded against this model's fresh layer shapes; model_bad_input unless it is at n_tokens.
+  static Result<V4SequenceSlot> decode(std::span<const std::byte> state, int64_t n_tokens,
+                                       const ModelConfig& cfg, const std::vector<LayerSpec>& specs);
   Status import(SequenceState& seq, std::span<const std::byte> state, const ModelConfig& cfg,
                 const std::vector<LayerSpec>& specs, bool keep_mtp);
 
