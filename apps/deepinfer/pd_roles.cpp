@@ -33,8 +33,8 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
                 "A decode server's wait for a transfer; past it the request is prefilled here")
       ->capture_default_str();
   g->add_option("--kv-transit-mib", o.transit_mib,
-                "Blocks in transit kept at most (outbox / landing; the decode server's registered landing "
-                "region is this size too)")
+                "Prefill: the outbox of blocks in transit, at most; decode: the registered landing region "
+                "of V4/V4.1 sequence states (the KV pages go straight into the pool)")
       ->capture_default_str();
   g->add_option("--kv-transport", o.transport,
                 "UCX transports for the KV transfer, UCX_TLS syntax (docs/pd.md, Transports): e.g. tcp "
@@ -75,13 +75,14 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   DS_ASSIGN_OR_RETURN(r->identity_->secret, pd::load_transfer_secret(o.secret_file));
   DS_ASSIGN_OR_RETURN(r->identity_->model_fingerprint, checkpoint_fingerprint(model_dir));
   const bool prefill = r->role_ == pd::PdRole::prefill;
-  r->tier_ = std::make_shared<pd::TransitTier>(pd::TransitTierConfig{
-      .name = prefill ? "pd-outbox" : "pd-landing",
-      .accept_engine_writes = prefill,
-      .only_expected = prefill,
-      .consume_on_read = !prefill,
-      .max_bytes = o.transit_mib << 20,
-  });
+  // The prefill server's outbox (its tier writer copies the prompt blocks there for the puts); the
+  // decode server takes the pages straight into its pool and has no transit tier.
+  if (prefill)
+    r->tier_ = std::make_shared<pd::TransitTier>(pd::TransitTierConfig{
+        .name = "pd-outbox",
+        .only_expected = true,
+        .max_bytes = o.transit_mib << 20,
+    });
   // The engine keys its prefix cache with the tier seed: the same secret and model give both sides
   // the same block keys. With --kv-disk-dir / --kv-redis the transfer secret keys those tiers too.
   KvTierConfig& t = engine_config.kv_tiers;
@@ -89,7 +90,7 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   t.model_fingerprint = r->identity_->model_fingerprint;
   t.secret.clear();
   for (char c : r->identity_->secret) t.secret.push_back(static_cast<std::byte>(c));
-  // The decode server writes only to its own tiers (the landing tier takes no engine writes).
+  // The decode server writes only to its own tiers, if it has any.
   t.writes = prefill || (open_local && t.writes);
   if (!prefill) {
     // The decode server's own cached blocks (its KV events), so only the rest is asked for.
@@ -102,11 +103,12 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   }
   r->namespace_id_ = std::make_shared<uint64_t>(0);
   r->local_tiers_ = std::make_shared<std::vector<std::shared_ptr<KvTier>>>();
-  // Read in this order: the blocks in transit first, then this server's SSD and Redis tiers.
+  // Read in this order: the outbox first (prefill), then this server's SSD and Redis tiers.
   t.open = [tier = r->tier_, ns = r->namespace_id_, local = r->local_tiers_,
             open_local](uint64_t namespace_id) -> Result<std::vector<std::shared_ptr<KvTier>>> {
     *ns = namespace_id;
-    std::vector<std::shared_ptr<KvTier>> tiers{tier};
+    std::vector<std::shared_ptr<KvTier>> tiers;
+    if (tier) tiers.push_back(tier);
     if (open_local) {
       DS_ASSIGN_OR_RETURN(*local, open_local(namespace_id));
       tiers.insert(tiers.end(), local->begin(), local->end());
@@ -188,7 +190,8 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       return count_prefix_across_tiers(*local, keys);
     };
   }
-  decode_ = std::make_unique<pd::DecodeService>(tier_, identity_, pool_, dc, log);
+  lender_ = std::make_shared<pd::PoolLender>(engine);
+  decode_ = std::make_unique<pd::DecodeService>(lender_, identity_, pool_, dc, log);
   Counter* unknown_peers = &registry.counter(
       "deepinfer:pd_unknown_peers_total",
       "Requests naming a prefill server not in --kv-prefill-peer (prefilled here, no connection made).");
@@ -238,10 +241,12 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   Counter* local_tier = &registry.counter(
       "deepinfer:pd_local_tier_blocks_total",
       "Prompt blocks of P/D requests found in this server's SSD / Redis tiers (not transferred).");
-  Gauge* leased = &registry.gauge("deepinfer:pd_leased_blocks", "KV blocks held by transfer leases now.");
-  Gauge* landing =
-      &registry.gauge("deepinfer:pd_landing_blocks", "Landed blocks not yet read by the engine.");
-  registry.add_collector([=, s = decode_.get(), tier = tier_] {
+  Gauge* leased = &registry.gauge("deepinfer:pd_leased_blocks",
+                                  "Pool blocks held by transfers and by the requests they landed for, now.");
+  Gauge* lent = &registry.gauge("deepinfer:pd_lent_blocks",
+                                "Pool blocks the engine has lent out now (reserved for puts, landed and not "
+                                "yet released, or held after a failed transfer until its put deadline).");
+  registry.add_collector([=, s = decode_.get(), e = &engine] {
     const pd::DecodeStats& st = s->stats();
     imports->set_total(static_cast<double>(st.imports.load()));
     retries->set_total(static_cast<double>(st.retries.load()));
@@ -252,14 +257,15 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     local->set_total(static_cast<double>(st.local_blocks.load()));
     local_tier->set_total(static_cast<double>(st.local_tier_blocks.load()));
     leased->set(static_cast<double>(st.leased_blocks.load()));
-    landing->set(static_cast<double>(tier->n_entries()));
+    lent->set(static_cast<double>(e->stats().kv_blocks_lent));
   });
   return ok_status();
 }
 
 void PdRole::stop() {
   prefill_.reset();
-  decode_.reset();
+  decode_.reset();                 // its transfers end; its UCX registrations of the pool go
+  if (lender_) lender_->detach();  // leases still in requests' sinks stop calling the engine
 }
 
 }  // namespace ds::cli

@@ -1,6 +1,6 @@
-// `deepinfer serve --role prefill|decode|both` (docs/pd.md): the flags, the KV tier the role adds to
-// the engine (prefill: the outbox its tier writer fills; decode: the landing tier its restore path
-// reads), and the role's service, its route and its metrics once the engine exists.
+// `deepinfer serve --role prefill|decode|both` (docs/pd.md): the flags, the KV tier the prefill role
+// adds to the engine (the outbox its tier writer fills; the decode role takes the pages straight into
+// its pool), and the role's service, its route and its metrics once the engine exists.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -13,6 +13,7 @@
 #include "base/status.h"
 #include "cluster/pd/decode_service.h"
 #include "cluster/pd/pd_identity.h"
+#include "cluster/pd/pool_lender.h"
 #include "cluster/pd/prefill_service.h"
 #include "cluster/pd/transit_tier.h"
 #include "engine/engine.h"
@@ -65,6 +66,7 @@ class PdRole {
   // --kv-disk-dir / --kv-redis tiers under the transit tier (filled by the tier open callback).
   std::shared_ptr<std::vector<std::shared_ptr<KvTier>>> local_tiers_;
   std::unique_ptr<pd::PrefillService> prefill_;
+  std::shared_ptr<pd::PoolLender> lender_;  // decode role: the engine's pool, lent to the transfers
   std::unique_ptr<pd::DecodeService> decode_;
 };
 

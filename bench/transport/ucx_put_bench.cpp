@@ -62,9 +62,11 @@ void die(const ds::Status& s) {
 void serve_decode(UcxWorker& w, std::vector<char>& region, size_t page_bytes, int rounds) {
   auto mem = w.register_memory(region.data(), region.size());
   die(mem.status());
-  KvGrant grant{
-      (*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey(), static_cast<uint32_t>(page_bytes), {}};
-  for (uint32_t i = 0; i < region.size() / page_bytes; ++i) grant.block_ids.push_back(i);
+  KvGrant grant;
+  grant.regions = {{(*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey()}};
+  grant.arrays = {{(*mem)->address(), page_bytes}};
+  grant.n_blocks = static_cast<uint32_t>(region.size() / page_bytes);
+  for (uint32_t i = 0; i < grant.n_blocks; ++i) grant.block_ids.push_back(i);
   const std::string grant_frame =
       encode_control_message({ControlType::kv_grant, 1, encode_kv_grant(grant)}, kSecret);
   for (int r = 0; r < 2 * rounds; ++r) {  // a hello and a kv_written per round
@@ -146,12 +148,12 @@ int main(int argc, char** argv) {
           if (lanes) ucp_ep_print_info(put_ep->handle(), stdout);
         }
       }
-      auto key = put_ep->unpack_remote_key(grant->packed_rkey);
+      auto key = put_ep->unpack_remote_key(grant->regions.at(0).packed_rkey);
       die(key.status());
       const auto t0 = Clock::now();
       for (uint32_t id : grant->block_ids)
-        die(put_ep->put(src.data() + size_t{id} * page, page, grant->remote_address + uint64_t{id} * page,
-                        *key));
+        die(put_ep->put(src.data() + size_t{id} * page, page,
+                        grant->arrays.at(0).address + uint64_t{id} * page, *key));
       die(put_ep->flush(in_s(60)));
       if (r > 0) rates.push_back(static_cast<double>(bytes) / seconds_since(t0) / 1e9);
       die((*ep)->send(encode_control_message({ControlType::kv_written, 1, ""}, kSecret), in_s(30)));

@@ -230,6 +230,12 @@ void Engine::shutdown() {
   inbox_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   executor_.reset();
+  {
+    // Tasks the loop never ran: their waiters get engine_shutting_down (broken promises).
+    std::vector<std::function<void()>> never_run;
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    never_run.swap(tasks_);
+  }
   // After the loop nothing submits any more; queued writes still reach the tiers, so a server
   // stopped cleanly leaves its prefixes for the next one.
   if (tiers_) {
@@ -314,6 +320,57 @@ void Engine::cancel(RequestId id) {
   inbox_cv_.notify_all();
 }
 
+bool Engine::post(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(inbox_mu_);
+    if (stop_requested_) return false;
+    tasks_.push_back(std::move(task));
+  }
+  inbox_cv_.notify_all();
+  return true;
+}
+
+namespace {
+
+// Runs `work` on the engine thread through `post` and waits for its result.
+template <typename T, typename Post, typename Work>
+Result<T> on_engine_thread(Post&& post, Work work) {
+  auto promise = std::make_shared<std::promise<Result<T>>>();
+  std::future<Result<T>> done = promise->get_future();
+  if (!post([promise, work = std::move(work)]() mutable { promise->set_value(work()); }))
+    return Status(ErrorCode::engine_shutting_down, "the engine is shutting down");
+  try {
+    return done.get();
+  } catch (const std::future_error&) {  // the engine stopped before it got to it
+    return Status(ErrorCode::engine_shutting_down, "the engine shut down first");
+  }
+}
+
+}  // namespace
+
+Result<std::vector<BlockId>> Engine::reserve_kv_blocks(int32_t n) {
+  return on_engine_thread<std::vector<BlockId>>([this](auto task) { return post(std::move(task)); },
+                                                [this, n] { return outside_blocks_.reserve(kv_, n); });
+}
+
+Result<int32_t> Engine::adopt_kv_blocks(std::vector<BlockId> blocks, std::vector<int32_t> tokens,
+                                        std::string cache_salt, int64_t first_block) {
+  return on_engine_thread<int32_t>(
+      [this](auto task) { return post(std::move(task)); },
+      [this, blocks = std::move(blocks), tokens = std::move(tokens), salt = std::move(cache_salt),
+       first_block] {
+        drain_kv_events();  // the steps' events first: the adoption's are the only ones with no request
+        Result<int32_t> n = outside_blocks_.adopt(kv_, blocks, tokens, salt, first_block);
+        drain_kv_events(salt);
+        return n;
+      });
+}
+
+void Engine::release_kv_blocks(std::vector<BlockId> blocks, std::optional<SteadyTime> not_before) {
+  (void)post(
+      [this, blocks = std::move(blocks), not_before] { outside_blocks_.release(kv_, blocks, not_before); });
+}
+
 Result<CacheClearResult> Engine::clear_cache(const CacheClearFilter& filter) {
   std::future<CacheClearResult> done;
   {
@@ -370,19 +427,27 @@ CacheClearResult Engine::apply_clear(const CacheClearFilter& filter) {
   return result;
 }
 
-void Engine::drain_kv_events() {
+void Engine::drain_kv_events(std::optional<std::string> outside_salt) {
   std::vector<KvCacheEvent> events = kv_.take_events();
   if (events.empty()) return;
-  cache_scopes_.on_events(events, [this](SeqId seq) -> std::optional<std::pair<std::string, std::string>> {
+  // Blocks stored by no request (seq 0, adopted outside blocks) belong to outside_salt's prefix.
+  const auto salt_of = [&](SeqId seq) -> const std::string* {
     auto it = active_.find(seq);
-    if (it == active_.end()) return std::nullopt;
-    return std::pair<std::string, std::string>{it->second->request.cache_salt, it->second->request.cache_key};
+    if (it != active_.end()) return &it->second->request.cache_salt;
+    return seq == 0 && outside_salt ? &*outside_salt : nullptr;
+  };
+  cache_scopes_.on_events(events, [&](SeqId seq) -> std::optional<std::pair<std::string, std::string>> {
+    auto it = active_.find(seq);
+    if (it != active_.end())
+      return std::pair<std::string, std::string>{it->second->request.cache_salt,
+                                                 it->second->request.cache_key};
+    if (const std::string* salt = salt_of(seq)) return std::pair<std::string, std::string>{*salt, ""};
+    return std::nullopt;
   });
   for (KvCacheEvent& ev : events) {  // the salt tag a router needs to keep tenants apart
     if (ev.kind != KvCacheEvent::Kind::stored) continue;
-    auto it = active_.find(ev.seq_id);
-    if (it != active_.end() && !it->second->request.cache_salt.empty())
-      ev.salt_tag = tier_salt_tag(it->second->request.cache_salt);
+    const std::string* salt = salt_of(ev.seq_id);
+    if (salt != nullptr && !salt->empty()) ev.salt_tag = tier_salt_tag(*salt);
   }
   if (config_.kv_event_sink) config_.kv_event_sink(std::move(events));
 }
@@ -402,17 +467,21 @@ bool Engine::take_inbox(bool idle) {
   std::vector<Submission> submissions;
   std::vector<RequestId> cancels;
   std::vector<std::pair<CacheClearFilter, std::promise<CacheClearResult>>> clears;
+  std::vector<std::function<void()>> tasks;
   {
     std::unique_lock<std::mutex> lock(inbox_mu_);
     const auto has_input = [this] {
-      return stop_requested_ || !inbox_.empty() || !cancels_.empty() || !clears_.empty();
+      return stop_requested_ || !inbox_.empty() || !cancels_.empty() || !clears_.empty() || !tasks_.empty();
     };
     if (idle && !has_input()) {
       // Restores and tier writes in flight complete on other threads: poll for them too.
       const bool blocked = scheduler_.n_waiting() > 0 || scheduler_.n_running() > 0 || !unadmitted_.empty() ||
                            scheduler_.n_restoring() > 0 || n_tier_writes_pending_ > 0;
+      const std::optional<SteadyTime> held_until = outside_blocks_.next_expiry();
       if (blocked) {
         inbox_cv_.wait_for(lock, kBlockedPoll, has_input);
+      } else if (held_until) {
+        inbox_cv_.wait_until(lock, *held_until, has_input);
       } else {
         inbox_cv_.wait(lock, has_input);
       }
@@ -422,6 +491,7 @@ bool Engine::take_inbox(bool idle) {
     submissions.swap(inbox_);
     cancels.swap(cancels_);
     clears.swap(clears_);
+    tasks.swap(tasks_);
     // They leave the inbox for the scheduler's queue: keep submit()'s count right until the next
     // publish_stats().
     n_scheduler_waiting_ += static_cast<int32_t>(submissions.size());
@@ -430,6 +500,8 @@ bool Engine::take_inbox(bool idle) {
   for (Submission& s : submissions) admit(std::move(s));
   for (RequestId id : cancels) apply_cancel(id);
   for (auto& [filter, promise] : clears) promise.set_value(apply_clear(filter));
+  for (std::function<void()>& task : tasks) task();
+  outside_blocks_.expire(kv_, std::chrono::steady_clock::now());
   return true;
 }
 
@@ -869,6 +941,7 @@ void Engine::publish_stats() {
   }
   local_stats_.kv_blocks_total = kv.n_blocks_total;
   local_stats_.kv_blocks_free = kv.n_blocks_free;
+  local_stats_.kv_blocks_lent = outside_blocks_.n_lent();
   local_stats_.kv_usage =
       kv.n_blocks_total > 0 ? 1.0 - static_cast<double>(kv.n_blocks_free) / kv.n_blocks_total : 0.0;
   local_stats_.prefix_queries_tokens = kv.prefix_queries_tokens;

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <map>
 #include <memory>
@@ -34,6 +35,7 @@
 #include "base/status.h"
 #include "engine/cache_scopes.h"
 #include "engine/engine_config.h"
+#include "engine/outside_kv_blocks.h"
 #include "engine/pin_leases.h"
 #include "engine/request.h"
 #include "engine/request_output.h"
@@ -79,6 +81,22 @@ class Engine {
   // tokenizer; otherwise the grammar compilers' errors (docs/grammar.md).
   Result<std::shared_ptr<const grammar::CompiledGrammar>> compile_grammar(const grammar::GrammarSpec& spec);
 
+  // Pool blocks written from outside the engine (P/D: a prefill server puts a prompt's KV pages
+  // straight into them, docs/pd.md; engine/outside_kv_blocks.h). Any thread; reserve and adopt wait
+  // for the engine thread (at most one step), release does not. reserve_kv_blocks: n fresh blocks,
+  // pinned, whose pages (kv_page_arrays) the caller may write until it releases them
+  // (kvcache_out_of_blocks when fewer are free). adopt_kv_blocks: they now hold blocks
+  // [first_block, first_block + blocks.size()) of `tokens` under `cache_salt`: registered in the
+  // prefix cache, so a request with that prompt hits them (returns how many were registered).
+  // release_kv_blocks: the pins go, now or not before `not_before` (a writer that may still be
+  // putting). engine_shutting_down once the engine stopped.
+  Result<std::vector<BlockId>> reserve_kv_blocks(int32_t n);
+  Result<int32_t> adopt_kv_blocks(std::vector<BlockId> blocks, std::vector<int32_t> tokens,
+                                  std::string cache_salt, int64_t first_block);
+  void release_kv_blocks(std::vector<BlockId> blocks, std::optional<SteadyTime> not_before = std::nullopt);
+  // The model's paged KV storage (ModelRunner::kv_page_arrays), fixed for the engine's lifetime.
+  std::vector<KvPageArray> kv_page_arrays() const { return model_.kv_page_arrays(); }
+
   EngineStats stats() const;
   // Drops the cached pool prefixes that `filter` matches (admin deletion; docs/kvcache.md): matching
   // pin leases end first, blocks in use are kept and counted. Any thread; waits for the engine thread
@@ -122,6 +140,8 @@ class Engine {
   void loop();
   // Moves the inbox into the engine; blocks when idle. false once shutdown was requested.
   bool take_inbox(bool idle);
+  // Runs `task` on the engine thread at its next inbox pass; false once shutdown was requested.
+  bool post(std::function<void()> task);
   void admit(Submission&& s);
   void try_add_to_scheduler(RequestId id, ActiveRequest& r);
   void retry_unadmitted();
@@ -158,7 +178,8 @@ class Engine {
   void write_to_tiers(RequestId id, ActiveRequest& r);
   void write_long_output(RequestId id, ActiveRequest& r);
   // The pool's index changes: scopes for clear_cache(), then the KV event sink.
-  void drain_kv_events();
+  // outside_salt: the cache salt of blocks stored by no request (adopt_kv_blocks).
+  void drain_kv_events(std::optional<std::string> outside_salt = std::nullopt);
   CacheClearResult apply_clear(const CacheClearFilter& filter);
   Result<int64_t> clear_tiers(const CacheClearFilter& filter);
   // The first token was sampled: tier writes and Request::cache_pin's lease.
@@ -190,6 +211,7 @@ class Engine {
   std::optional<SequenceSlots> state_slots_;  // models with per-sequence state (V4) only
   std::unordered_map<RequestId, std::unique_ptr<ActiveRequest>> active_;
   PinLeases pin_leases_;
+  OutsideKvBlocks outside_blocks_;
   CacheScopes cache_scopes_;
   std::vector<RequestId> unadmitted_;           // accepted, waiting for room in the scheduler's queue
   std::vector<RequestId> touched_;              // requests with something to report this iteration
@@ -211,6 +233,7 @@ class Engine {
   std::vector<Submission> inbox_;
   std::vector<RequestId> cancels_;
   std::vector<std::pair<CacheClearFilter, std::promise<CacheClearResult>>> clears_;
+  std::vector<std::function<void()>> tasks_;  // run on the engine thread (outside KV blocks)
   bool stop_requested_ = false;
   int32_t n_scheduler_waiting_ = 0;  // last value published by the engine thread
 

@@ -84,7 +84,8 @@ struct EngineStats {
   int64_t prefill_tokens_pending = 0;
   int32_t kv_blocks_total = 0;
   int32_t kv_blocks_free = 0;
-  double kv_usage = 0.0;  // 1 - free / total
+  int32_t kv_blocks_lent = 0;  // lent to outside writers (reserve_kv_blocks), held ones included
+  double kv_usage = 0.0;       // 1 - free / total
   int64_t prefix_queries_tokens = 0;
   int64_t prefix_hit_tokens = 0;
   int64_t prompt_tokens_total = 0;        // of finished requests

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "engine/engine.h"
@@ -24,12 +25,14 @@ modelgen::TinyModel& fixture(const std::string& arch) {
   static std::map<std::string, std::unique_ptr<modelgen::TinyModel>> fixtures;
   std::unique_ptr<modelgen::TinyModel>& f = fixtures[arch];
   if (!f) {
+    // "ARCH/decode": a second instance of the same checkpoint (a decode server's model).
+    const std::string base = arch.substr(0, arch.find('/'));
     f = std::make_unique<modelgen::TinyModel>(
-        modelgen::TinyModelSpec{.arch = arch,
+        modelgen::TinyModelSpec{.arch = base,
                                 .seed = 11,
                                 .max_seq_len = 256,
                                 .tokenizer_dir = DS_DEFAULT_TOKENIZER_DIR,
-                                .tag = "engine_state_handover"});
+                                .tag = base == arch ? "engine_state_handover" : "engine_state_handover_d"});
   }
   return *f;
 }
@@ -181,6 +184,105 @@ TEST_P(StateHandover, AStateWithoutItsBlocksIsIgnoredAndMisuseIsRefused) {
     RequestStream refused;
     EXPECT_EQ(other->submit(junk, refused.sink()).status().code(), ErrorCode::engine_bad_request);
   }
+}
+
+// Copies block `from` of `src`'s pool into block `to` of `dst`'s through dst's page arrays: what a
+// prefill server's puts do to the decode server's pool (docs/pd.md).
+void put_block(ModelRunner& src, int32_t from, const std::vector<KvPageArray>& dst, int32_t to) {
+  std::vector<std::byte> bytes(static_cast<size_t>(src.kv_block_bytes()));
+  ASSERT_TRUE(src.export_kv_block(from, bytes).ok());
+  size_t at = 0;
+  for (const KvPageArray& a : dst) {
+    std::memcpy(a.base + int64_t{to} * a.block_bytes, bytes.data() + at, static_cast<size_t>(a.block_bytes));
+    at += static_cast<size_t>(a.block_bytes);
+  }
+  ASSERT_EQ(at, bytes.size());
+}
+
+bool wait_for_free_blocks(Engine& engine, int32_t n) {
+  for (int i = 0; i < 500; ++i) {
+    if (engine.stats().kv_blocks_free == n) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// The decode side's pool written from outside: one engine (the prefill server) computes the
+// prompt's first blocks and exports the state; the other reserves pool blocks, has the pages put
+// straight into them, adopts them as the prompt's cached blocks and continues — bit-identical to
+// a cold run, with no landing copy in between.
+TEST_P(StateHandover, BlocksPutStraightIntoReservedPoolBlocksContinueBitIdentically) {
+  modelgen::TinyModel& f = fixture(GetParam());
+  modelgen::TinyModel& g = fixture(GetParam() + "/decode");
+  ASSERT_NE(f.model, nullptr);
+  ASSERT_NE(g.model, nullptr);
+  std::unique_ptr<Engine> cold_engine = make_engine(*g.model, false, 2048);
+  const TokenEvent cold = run(*cold_engine, target());
+  cold_engine.reset();
+
+  for (const bool write_pages : {true, false}) {
+    SCOPED_TRACE(write_pages ? "pages put" : "pages zeroed");
+    std::unique_ptr<Engine> prefill = make_engine(*f.model, false, 2048);
+    // A fresh pool hands out blocks 0, 1, ... in order: the prompt's first two blocks are 0 and 1.
+    const std::shared_ptr<const std::vector<std::byte>> state = prefill_and_export(*prefill, target(), 32);
+    ASSERT_NE(state, nullptr);
+    std::unique_ptr<Engine> decode = make_engine(*g.model, true, 7);
+    const int32_t n_free = decode->stats().kv_blocks_free;
+    Result<std::vector<BlockId>> blocks = decode->reserve_kv_blocks(2);
+    ASSERT_TRUE(blocks.ok()) << blocks.status().to_string();
+    ASSERT_EQ(blocks->size(), 2u);
+    const std::vector<KvPageArray> pages = decode->kv_page_arrays();
+    if (write_pages) {
+      put_block(*f.model, 0, pages, (*blocks)[0]);
+      put_block(*f.model, 1, pages, (*blocks)[1]);
+    } else {
+      // Whatever the pool held there (possibly this prompt's rows from an earlier engine): zeros.
+      for (const KvPageArray& a : pages)
+        for (BlockId b : *blocks)
+          std::memset(a.base + int64_t{b} * a.block_bytes, 0, static_cast<size_t>(a.block_bytes));
+    }
+    const Request r0 = target();
+    Result<int32_t> adopted = decode->adopt_kv_blocks(*blocks, r0.prompt_tokens, r0.cache_salt, 0);
+    ASSERT_TRUE(adopted.ok()) << adopted.status().to_string();
+    EXPECT_EQ(*adopted, 2);
+    Request r = target();
+    r.state_import = SequenceStateImport{32, state};
+    const TokenEvent got = run(*decode, r);
+    EXPECT_EQ(got.usage.cached_prompt_tokens, 32);
+    if (write_pages) {
+      EXPECT_EQ(got.tokens, cold.tokens);
+      const std::vector<float> want = logprobs_of(cold), have = logprobs_of(got);
+      ASSERT_EQ(have.size(), want.size());
+      EXPECT_EQ(std::memcmp(have.data(), want.data(), want.size() * sizeof(float)), 0)
+          << "chosen log-probabilities differ in their bits";
+    } else {
+      EXPECT_NE(logprobs_of(got), logprobs_of(cold));  // the blocks are what the answer stands on
+    }
+    // The lent blocks stay out of the free pool until released — here held 200 ms longer.
+    EXPECT_TRUE(wait_for_free_blocks(*decode, n_free - 2));
+    EXPECT_EQ(decode->stats().kv_blocks_lent, 2);
+    const auto t0 = std::chrono::steady_clock::now();
+    decode->release_kv_blocks(*blocks, t0 + std::chrono::milliseconds(200));
+    EXPECT_TRUE(wait_for_free_blocks(*decode, n_free));
+    EXPECT_GE(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(200));
+    EXPECT_EQ(decode->stats().kv_blocks_lent, 0);
+  }
+
+  // Misuse: blocks never lent, too few tokens, more blocks than the pool has.
+  std::unique_ptr<Engine> decode = make_engine(*g.model, false, 2048);
+  const Request r = target();
+  EXPECT_EQ(decode->adopt_kv_blocks({3}, r.prompt_tokens, "", 0).status().code(),
+            ErrorCode::engine_bad_request);
+  Result<std::vector<BlockId>> two = decode->reserve_kv_blocks(2);
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(decode->adopt_kv_blocks(*two, std::vector<int32_t>(20, 1), "", 1).status().code(),
+            ErrorCode::engine_bad_request);
+  EXPECT_EQ(decode->reserve_kv_blocks(1000).status().code(), ErrorCode::kvcache_out_of_blocks);
+  decode->release_kv_blocks(*two);
+  decode->release_kv_blocks(*two);  // a second release of the same ids changes nothing
+  EXPECT_TRUE(wait_for_free_blocks(*decode, decode->stats().kv_blocks_total));
+  decode->shutdown();
+  EXPECT_EQ(decode->reserve_kv_blocks(1).status().code(), ErrorCode::engine_shutting_down);
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, StateHandover,

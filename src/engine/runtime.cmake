@@ -13,6 +13,7 @@ add_library(ds_engine
   speculation_policy.cpp
   speculation_costs.cpp
   pin_leases.cpp
+  outside_kv_blocks.cpp
   cache_scopes.cpp
   engine.cpp
   model_loader.cpp

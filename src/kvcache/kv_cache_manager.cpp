@@ -272,6 +272,58 @@ std::vector<uint64_t> KvCacheManager::chain_hashes(std::span<const TokenId> toke
                           cfg_.block_size_tokens);
 }
 
+std::optional<std::vector<BlockId>> KvCacheManager::reserve_fresh(int32_t n) {
+  if (n < 0 || n > pool_.n_free()) return std::nullopt;
+  std::vector<BlockId> blocks;
+  blocks.reserve(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) {
+    Result<BlockId> block_id = pool_.allocate();
+    DS_ASSERT(block_id.ok(), "kv cache: allocation failed after the free count said it would not");
+    if (index_.is_registered(*block_id)) {
+      record_removed(index_.hash_of(*block_id));
+      index_.erase_block(*block_id);
+      ++n_evictions_;
+    }
+    ++pins_[*block_id];
+    blocks.push_back(*block_id);
+  }
+  return blocks;
+}
+
+int32_t KvCacheManager::adopt(std::span<const BlockId> block_ids, std::span<const TokenId> tokens,
+                              std::string_view cache_salt, int64_t first_block) {
+  if (!cfg_.enable_prefix_caching || block_ids.empty()) return 0;
+  const auto block_size = static_cast<size_t>(cfg_.block_size_tokens);
+  const auto first = static_cast<size_t>(first_block);
+  DS_ASSERT(first_block >= 0 && tokens.size() >= (first + block_ids.size()) * block_size,
+            "kv cache: adopt of blocks beyond the tokens given");
+  const std::vector<uint64_t> hashes =
+      chain_hashes(tokens, cache_salt, static_cast<int64_t>(first + block_ids.size()));
+  int32_t n_registered = 0;
+  KvCacheEvent* run = nullptr;
+  for (size_t i = 0; i < block_ids.size(); ++i) {
+    const BlockId block_id = block_ids[i];
+    DS_ASSERT(pins_.contains(block_id), "kv cache: adopt of a block that is not reserved");
+    const size_t block_idx = first + i;
+    const bool registered = !index_.is_registered(block_id) && index_.insert(hashes[block_idx], block_id);
+    if (!registered) {
+      run = nullptr;
+      continue;
+    }
+    ++n_registered;
+    if (!cfg_.record_events) continue;
+    if (run == nullptr) {
+      run = &events_.emplace_back();
+      run->kind = KvCacheEvent::Kind::stored;
+      if (block_idx > 0) run->parent_hash = hashes[block_idx - 1];
+    }
+    run->block_hashes.push_back(hashes[block_idx]);
+    const auto block_tokens = tokens.subspan(block_idx * block_size, block_size);
+    run->token_ids.insert(run->token_ids.end(), block_tokens.begin(), block_tokens.end());
+  }
+  return n_registered;
+}
+
 void KvCacheManager::pin(BlockId block_id) {
   DS_ASSERT(block_id >= 0 && block_id < pool_.n_blocks(), "kv cache: pin of an out-of-range block");
   if (pool_.ref_count(block_id) == 0) {

@@ -151,6 +151,17 @@ class KvCacheManager {
   // forget() of every cached block; when nothing stays cached the event is all_cleared.
   int32_t forget_all(int32_t* n_in_use);
 
+  // Blocks for bytes written from outside the engine (P/D: a prefill server puts a prompt's KV
+  // straight into them, docs/pd.md): n fresh blocks taken off the free list (whatever they cached is
+  // evicted), each held by a pin until unpin(). None (nothing taken) when fewer than n are free.
+  std::optional<std::vector<BlockId>> reserve_fresh(int32_t n);
+  // The reserved blocks `block_ids` now hold blocks [first_block, first_block + block_ids.size())
+  // of `tokens` under `cache_salt` (tokens covers at least those blocks): registers each in the
+  // prefix index (stored events), so a request with that prefix hits them. A block whose prefix is
+  // already cached elsewhere is left private. Returns how many were registered. The pins stay.
+  int32_t adopt(std::span<const BlockId> block_ids, std::span<const TokenId> tokens,
+                std::string_view cache_salt, int64_t first_block);
+
   // Pins keep a block out of reuse while a KV tier copies it (the tier writer): each pin is a
   // reference (a cached free block is revived). check_integrity() counts them with the tables.
   void pin(BlockId block_id);

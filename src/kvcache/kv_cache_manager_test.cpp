@@ -221,6 +221,60 @@ TEST(KvCacheManager, DisabledPrefixCachingNeverHits) {
   EXPECT_EQ(kv.open(2, prompt, ""), 0);
 }
 
+// P/D: a decode server reserves fresh pool blocks, a prefill server writes a prompt's blocks into
+// them, the decode server adopts them as that prompt's cached blocks.
+TEST(KvCacheManager, ReservedBlocksAreFreshPinnedAndAdoptedAsThePromptsCachedBlocks) {
+  KvCacheManagerConfig cfg = small_config(4, 8);
+  cfg.record_events = true;
+  KvCacheManager kv(cfg);
+  const std::vector<TokenId> old_prompt = iota_tokens(9, 500);
+  compute_and_close(kv, 1, old_prompt, "");  // 2 cached free blocks
+  (void)kv.take_events();
+
+  // Six fresh blocks: the LRU free blocks first, cached ones evicted; none reusable until unpinned.
+  EXPECT_FALSE(kv.reserve_fresh(9).has_value());
+  std::optional<std::vector<BlockId>> reserved = kv.reserve_fresh(6);
+  ASSERT_TRUE(reserved.has_value());
+  EXPECT_EQ(reserved->size(), 6u);
+  EXPECT_EQ(kv.n_free_blocks(), 2);
+  EXPECT_EQ(kv.n_pins(), 6);
+  for (BlockId b : *reserved) EXPECT_FALSE(kv.is_block_cached(b));
+  EXPECT_TRUE(kv.check_integrity().ok());
+
+  // Blocks 1..3 of a 17-token prompt (block 0 is cached already by another sequence's compute).
+  const std::vector<TokenId> prompt = iota_tokens(17, 7);
+  std::vector<TokenId> first_block(prompt.begin(), prompt.begin() + 5);
+  compute_and_close(kv, 2, first_block, "");
+  (void)kv.take_events();
+  const std::vector<BlockId> adopted(reserved->begin(), reserved->begin() + 3);
+  EXPECT_EQ(kv.adopt(adopted, prompt, "", 1), 3);
+  const std::vector<KvCacheEvent> events = kv.take_events();
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, KvCacheEvent::Kind::stored);
+  const std::vector<uint64_t> hashes = kv.chain_hashes(prompt, "", 4);
+  EXPECT_EQ(events[0].block_hashes, std::vector<uint64_t>(hashes.begin() + 1, hashes.end()));
+  EXPECT_EQ(events[0].parent_hash, hashes[0]);
+  EXPECT_EQ(events[0].token_ids, std::vector<TokenId>(prompt.begin() + 4, prompt.begin() + 16));
+
+  // A request with that prompt hits all four blocks (one computed, three adopted), the adopted
+  // ones in order; another salt hits nothing.
+  EXPECT_EQ(kv.probe(prompt, "other").n_hit_tokens, 0);
+  EXPECT_EQ(kv.open(3, prompt, ""), 16);
+  EXPECT_EQ(std::vector<BlockId>(kv.block_table(3).begin() + 1, kv.block_table(3).end()), adopted);
+  // Adopting the same prefix again leaves the second copy private.
+  const std::vector<BlockId> again(reserved->begin() + 3, reserved->end());
+  EXPECT_EQ(kv.adopt(again, prompt, "", 1), 0);
+  EXPECT_TRUE(kv.check_integrity().ok());
+
+  // Unpinned, the adopted blocks stay cached while the sequence holds them and after.
+  for (BlockId b : *reserved) kv.unpin(b);
+  EXPECT_EQ(kv.n_pins(), 0);
+  kv.close(3);
+  EXPECT_TRUE(kv.check_integrity().ok());
+  EXPECT_EQ(kv.n_free_blocks(), 8);
+  EXPECT_EQ(kv.probe(prompt, "").n_hit_tokens, 16);
+}
+
 TEST(KvCacheManager, CheckIntegrityDetectsCorruption) {
   KvCacheManager kv(small_config(4, 8));
   const std::vector<TokenId> prompt = iota_tokens(9, 0);

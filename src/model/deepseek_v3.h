@@ -45,6 +45,7 @@ class DeepSeekV3 final : public ModelRunner {
   std::string kv_layout_tag() const override;
   Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override;
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
+  std::vector<KvPageArray> kv_page_arrays() override;
   std::vector<RoutedExpertSet*> routed_expert_sets() override;
   bool has_mtp() const override { return mtp_.has_value(); }
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;

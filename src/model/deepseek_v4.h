@@ -79,6 +79,7 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   std::string kv_layout_tag() const override;
   Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override;
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
+  std::vector<KvPageArray> kv_page_arrays() override;
   int64_t sequence_state_bytes() const override;
   Result<std::vector<std::byte>> export_sequence_state(const SequenceState& seq) const override;
   Status import_sequence_state(SequenceState& seq, std::span<const std::byte> state) override;

@@ -51,6 +51,13 @@ Status DeepSeekV3::import_kv_block(int32_t block_id, std::span<const std::byte> 
   return ok_status();
 }
 
+std::vector<KvPageArray> DeepSeekV3::kv_page_arrays() {
+  std::vector<KvPageArray> arrays;
+  if (!kv_.empty())
+    kv_.append_page_arrays(cfg_.num_hidden_layers + (has_mtp() && kv_config_.mtp_layer ? 1 : 0), arrays);
+  return arrays;
+}
+
 // V4: per layer slot in order, its compressed entries then (CSA) its indexer keys.
 int64_t DeepSeekV4::kv_block_bytes() const {
   if (kv_config_.n_blocks == 0) return 0;
@@ -91,6 +98,16 @@ Status DeepSeekV4::import_kv_block(int32_t block_id, std::span<const std::byte> 
     }
   }
   return ok_status();
+}
+
+std::vector<KvPageArray> DeepSeekV4::kv_page_arrays() {
+  std::vector<KvPageArray> arrays;
+  if (kv_config_.n_blocks == 0) return arrays;
+  for (size_t layer = 0; layer < comp_pages_.size(); ++layer) {
+    for (const PagedLatentCache* pages : {&comp_pages_[layer], &idx_pages_[layer]})
+      if (!pages->empty()) pages->append_page_arrays(1, arrays);
+  }
+  return arrays;
 }
 
 int64_t DeepSeekV4::sequence_state_bytes() const {

@@ -3,6 +3,7 @@
 // ids or buffer sizes are refused.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <vector>
 
 #include "model/deepseek_v3.h"
@@ -53,6 +54,37 @@ TEST(KvBlockExport, ImportedBlocksContinueBitIdentically) {
   EXPECT_EQ(m->export_kv_block(m->kv_cache_config().n_blocks, bytes).code(), ErrorCode::model_bad_input);
   std::vector<std::byte> short_buffer(bytes.size() - 1);
   EXPECT_EQ(m->import_kv_block(1, short_buffer).code(), ErrorCode::model_bad_input);
+}
+
+// The page arrays are the pool itself, in the export order: a block written through them (P/D's
+// direct puts) is what import_kv_block would have written.
+TEST(KvBlockExport, PageArraysAreTheExportedBytesInPlace) {
+  auto m = load(false);
+  ASSERT_TRUE(m);
+  (void)run(*m, kIds, {12});
+  const std::vector<KvPageArray> arrays = m->kv_page_arrays();
+  ASSERT_GE(arrays.size(), static_cast<size_t>(m->config().num_hidden_layers));  // (+ the MTP layer)
+  int64_t sum = 0;
+  for (const KvPageArray& a : arrays) sum += a.block_bytes;
+  ASSERT_EQ(sum, m->kv_block_bytes());
+  std::vector<std::byte> bytes(static_cast<size_t>(sum));
+  for (int32_t b : {0, 1, 2}) {
+    ASSERT_TRUE(m->export_kv_block(b, bytes).ok());
+    size_t at = 0;
+    for (const KvPageArray& a : arrays) {
+      EXPECT_EQ(
+          std::memcmp(a.base + b * a.block_bytes, bytes.data() + at, static_cast<size_t>(a.block_bytes)), 0)
+          << "block " << b;
+      at += static_cast<size_t>(a.block_bytes);
+    }
+  }
+  // Writing block 0's pages into block 30 through the arrays = importing them there.
+  ASSERT_TRUE(m->export_kv_block(0, bytes).ok());
+  for (const KvPageArray& a : arrays)
+    std::memcpy(a.base + 30 * a.block_bytes, a.base, static_cast<size_t>(a.block_bytes));
+  std::vector<std::byte> got(bytes.size());
+  ASSERT_TRUE(m->export_kv_block(30, got).ok());
+  EXPECT_TRUE(got == bytes);
 }
 
 }  // namespace

@@ -116,6 +116,12 @@ void PagedLatentCache::import_block(int32_t block_id, int n_slots, const std::by
   for (int s = 0; s < n_slots; ++s) std::memcpy(slot(s).block(block_id), in + s * slot_bytes, slot_bytes);
 }
 
+void PagedLatentCache::append_page_arrays(int n_slots, std::vector<KvPageArray>& out) const {
+  DS_ASSERT(n_slots <= n_slots_, "page arrays out of range");
+  for (int s = 0; s < n_slots; ++s)
+    out.push_back({reinterpret_cast<std::byte*>(slot(s).blocks), block_bytes(1)});
+}
+
 int64_t physical_memory_bytes() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page_size = ::sysconf(_SC_PAGE_SIZE);

@@ -88,6 +88,13 @@ SequenceState make_standalone_sequence(const KvCacheConfig& cfg);
 // Rollback: forgets positions >= n_tokens (main and MTP). Precondition: 0 <= n_tokens <= seq.n_tokens.
 void truncate_sequence(SequenceState& seq, int64_t n_tokens);
 
+// One array of a model's paged KV storage (ModelRunner::kv_page_arrays): block b's page is
+// block_bytes bytes at base + b·block_bytes.
+struct KvPageArray {
+  std::byte* base = nullptr;
+  int64_t block_bytes = 0;
+};
+
 // One layer slot of the paged storage: block b is [block_size, row_dim] f32 at
 // blocks + b·block_size·row_dim.
 struct LatentLayerView {
@@ -123,6 +130,8 @@ class PagedLatentCache {
   int64_t block_bytes(int n_slots) const;
   void export_block(int32_t block_id, int n_slots, std::byte* out) const;
   void import_block(int32_t block_id, int n_slots, const std::byte* in);
+  // Slots [0, n_slots) as page arrays (the block order of export_block), appended to `out`.
+  void append_page_arrays(int n_slots, std::vector<KvPageArray>& out) const;
 
  private:
   struct FreeDeleter {

@@ -126,6 +126,13 @@ class ModelRunner {
   virtual Status import_kv_block(int32_t /*block_id*/, std::span<const std::byte> /*in*/) {
     return Status(ErrorCode::model_unsupported, "this model cannot import KV blocks");
   }
+  // The paged KV storage itself, for writers outside the engine (P/D: a prefill server puts a
+  // prompt's blocks straight into the decode server's pool, docs/pd.md): per page array, in
+  // export_kv_block's order, the address of block 0 and the bytes of one block. Block b of array a
+  // is at base + b·block_bytes, and export_kv_block(b) is the arrays' pages of block b in turn.
+  // Empty before init_kv_cache or for a model that cannot export; the memory stays where it is
+  // until the next init_kv_cache.
+  virtual std::vector<KvPageArray> kv_page_arrays() { return {}; }
 
   // P/D (docs/pd.md): a sequence's unpaged state after its last forward — V4/V4.1: window rings,
   // compressor partial groups, entry counts (model/v4_state_codec.h); empty for a model whose state

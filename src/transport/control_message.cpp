@@ -4,6 +4,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include <cstdint>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -161,35 +162,82 @@ Status check_peer_identity(const PeerIdentity& mine, const PeerIdentity& theirs)
   return ok_status();
 }
 
+uint64_t KvGrant::block_bytes() const {
+  uint64_t sum = 0;
+  for (const RemotePageArray& a : arrays) sum += a.block_bytes;
+  return sum;
+}
+
+const RemoteRegion* KvGrant::region_of(uint64_t address, uint64_t bytes) const {
+  for (const RemoteRegion& r : regions)
+    if (address >= r.address && bytes <= r.bytes && address - r.address <= r.bytes - bytes) return &r;
+  return nullptr;
+}
+
 std::string encode_kv_grant(const KvGrant& grant) {
   std::string out;
-  put_u64(out, grant.remote_address);
-  put_u64(out, grant.region_bytes);
-  put_bytes(out, grant.packed_rkey);
-  put_u32(out, grant.block_bytes);
+  put_u32(out, static_cast<uint32_t>(grant.regions.size()));
+  for (const RemoteRegion& r : grant.regions) {
+    put_u64(out, r.address);
+    put_u64(out, r.bytes);
+    put_bytes(out, r.packed_rkey);
+  }
+  put_u32(out, static_cast<uint32_t>(grant.arrays.size()));
+  for (const RemotePageArray& a : grant.arrays) {
+    put_u64(out, a.address);
+    put_u64(out, a.block_bytes);
+  }
+  put_u32(out, grant.n_blocks);
   put_u32(out, static_cast<uint32_t>(grant.block_ids.size()));
   for (uint32_t id : grant.block_ids) put_u32(out, id);
-  put_u32(out, grant.state_blocks);
+  put_u64(out, grant.state_page_bytes);
+  put_u32(out, static_cast<uint32_t>(grant.state_pages.size()));
+  for (uint64_t a : grant.state_pages) put_u64(out, a);
   return out;
 }
 
 Result<KvGrant> decode_kv_grant(std::string_view payload) {
   Reader r(payload);
   KvGrant g;
+  // Every count is bounded by the payload's size before anything is allocated for it.
+  const auto count = [&](uint32_t& n, size_t min_item_bytes) {
+    return r.u32(n) && n <= payload.size() / min_item_bytes;
+  };
   uint32_t n = 0;
-  if (!r.u64(g.remote_address) || !r.u64(g.region_bytes) || !r.bytes(g.packed_rkey) ||
-      !r.u32(g.block_bytes) || !r.u32(n) || n > payload.size() / 4)
-    return bad("kv_grant payload is malformed");
+  if (!count(n, 20)) return bad("kv_grant payload is malformed (regions)");
+  g.regions.resize(n);
+  for (RemoteRegion& reg : g.regions)
+    if (!r.u64(reg.address) || !r.u64(reg.bytes) || !r.bytes(reg.packed_rkey))
+      return bad("kv_grant payload is truncated (regions)");
+  if (!count(n, 16)) return bad("kv_grant payload is malformed (arrays)");
+  g.arrays.resize(n);
+  for (RemotePageArray& a : g.arrays)
+    if (!r.u64(a.address) || !r.u64(a.block_bytes)) return bad("kv_grant payload is truncated (arrays)");
+  if (!r.u32(g.n_blocks) || !count(n, 4)) return bad("kv_grant payload is malformed (blocks)");
   g.block_ids.resize(n);
   for (uint32_t& id : g.block_ids)
-    if (!r.u32(id)) return bad("kv_grant payload is truncated");
-  if (!r.u32(g.state_blocks)) return bad("kv_grant payload is truncated");
+    if (!r.u32(id)) return bad("kv_grant payload is truncated (blocks)");
+  if (!r.u64(g.state_page_bytes) || !count(n, 8)) return bad("kv_grant payload is malformed (state pages)");
+  g.state_pages.resize(n);
+  for (uint64_t& a : g.state_pages)
+    if (!r.u64(a)) return bad("kv_grant payload is truncated (state pages)");
   if (!r.done()) return bad("kv_grant payload has trailing bytes");
-  if (g.state_blocks > g.block_ids.size()) return bad("kv_grant has more state blocks than blocks");
-  if (g.block_bytes == 0) return bad("kv_grant has a zero block size");
+
+  if (!g.block_ids.empty() && g.arrays.empty()) return bad("kv_grant names blocks but no page arrays");
+  for (const RemotePageArray& a : g.arrays) {
+    if (a.block_bytes == 0) return bad("kv_grant has a page array with a zero block size");
+    if (g.n_blocks > 0 && (a.block_bytes > UINT64_MAX / g.n_blocks ||
+                           g.region_of(a.address, a.block_bytes * g.n_blocks) == nullptr))
+      return bad(fmt::format("kv_grant page array at {:#x} ({} blocks of {} bytes) lies outside every region",
+                             a.address, g.n_blocks, a.block_bytes));
+  }
   for (uint32_t id : g.block_ids)
-    if ((static_cast<uint64_t>(id) + 1) * g.block_bytes > g.region_bytes)
-      return bad(fmt::format("kv_grant block {} lies outside the {}-byte region", id, g.region_bytes));
+    if (id >= g.n_blocks)
+      return bad(fmt::format("kv_grant block {} is outside the {} blocks", id, g.n_blocks));
+  if (!g.state_pages.empty() && g.state_page_bytes < 8) return bad("kv_grant state pages are too small");
+  for (uint64_t a : g.state_pages)
+    if (g.region_of(a, g.state_page_bytes) == nullptr)
+      return bad(fmt::format("kv_grant state page at {:#x} lies outside every region", a));
   return g;
 }
 

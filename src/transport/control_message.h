@@ -18,7 +18,8 @@
 
 namespace ds::transport {
 
-inline constexpr uint16_t kControlProtocolVersion = 2;  // 2: kv_grant carries state_blocks
+// 2: kv_grant carries state_blocks; 3: kv_grant names the decode side's pool pages (no landing region).
+inline constexpr uint16_t kControlProtocolVersion = 3;
 inline constexpr size_t kControlHeaderBytes = 4 + 2 + 2 + 8 + 4;
 inline constexpr size_t kControlTagBytes = 32;
 // Control messages carry ids and keys, never KV data: a bigger frame is refused unread.
@@ -60,17 +61,37 @@ Result<PeerIdentity> decode_peer_identity(std::string_view payload);
 // ok, or transport_peer_mismatch naming what differs.
 Status check_peer_identity(const PeerIdentity& mine, const PeerIdentity& theirs);
 
-// Where a request's KV goes: the decode side's registered region (address + packed UCX remote key)
-// and the block ids it reserved, in sequence order.
-struct KvGrant {
-  uint64_t remote_address = 0;
-  uint64_t region_bytes = 0;
+// A range of the decode side's memory registered for one-sided puts (address + packed UCX remote key).
+struct RemoteRegion {
+  uint64_t address = 0;
+  uint64_t bytes = 0;
   std::string packed_rkey;
-  uint32_t block_bytes = 0;
+};
+// One array of KV pages on the decode side (its pool's storage of one cache kind and layer):
+// block b's page is block_bytes bytes at address + b·block_bytes.
+struct RemotePageArray {
+  uint64_t address = 0;
+  uint64_t block_bytes = 0;
+};
+
+// Where a request's KV goes: straight into the decode side's pool. A block's bytes (the model's
+// export_kv_block order) are its page in each array in turn; block_ids are the decode side's pool
+// blocks for the request's blocks, in sequence order. Every page the grant names lies inside one
+// of the regions (checked by decode_kv_grant).
+struct KvGrant {
+  std::vector<RemoteRegion> regions;
+  std::vector<RemotePageArray> arrays;
+  uint32_t n_blocks = 0;  // the arrays' length: every block id is below it
   std::vector<uint32_t> block_ids;
-  // The last state_blocks of block_ids receive the sequence state (V4: window rings, compressor
-  // partial groups): a u64 byte count, then the bytes, across those blocks in order.
-  uint32_t state_blocks = 0;
+  // The sequence state (V4: window rings, compressor partial groups): a u64 byte count, then the
+  // bytes, across pages of state_page_bytes at these addresses in order (none for V3).
+  uint64_t state_page_bytes = 0;
+  std::vector<uint64_t> state_pages;
+
+  // Bytes of one block (the sum of the arrays' block_bytes).
+  uint64_t block_bytes() const;
+  // The region holding [address, address + bytes), or null.
+  const RemoteRegion* region_of(uint64_t address, uint64_t bytes) const;
 };
 std::string encode_kv_grant(const KvGrant& grant);
 Result<KvGrant> decode_kv_grant(std::string_view payload);

@@ -71,19 +71,41 @@ TEST(ControlMessage, PeerIdentityAndGrantPayloads) {
   EXPECT_EQ(check_peer_identity(a, {"deepseek_v3:abcd", 43}).code(), ErrorCode::transport_peer_mismatch);
   EXPECT_FALSE(decode_peer_identity("xx").ok());
 
-  const KvGrant g{0x7f0000001000ULL, 64 * 4096, std::string("rkey\0bytes", 10), 4096, {3, 0, 63, 7}, 1};
+  // Two page arrays in one region (V3's layers), a second region for the state pages.
+  KvGrant g;
+  g.regions = {{0x7f0000000000ULL, 2 * 64 * 4096, std::string("rkey\0bytes", 10)},
+               {0x7f0000800000ULL, 4 * 4096, "rkey2"}};
+  g.arrays = {{0x7f0000000000ULL, 4096}, {0x7f0000000000ULL + 64 * 4096, 4096}};
+  g.n_blocks = 64;
+  g.block_ids = {3, 0, 63, 7};
+  g.state_page_bytes = 4096;
+  g.state_pages = {0x7f0000800000ULL + 4096, 0x7f0000800000ULL};
   Result<KvGrant> gb = decode_kv_grant(encode_kv_grant(g));
   ASSERT_TRUE(gb.ok()) << gb.status().to_string();
-  EXPECT_EQ(gb->remote_address, g.remote_address);
-  EXPECT_EQ(gb->packed_rkey, g.packed_rkey);
+  ASSERT_EQ(gb->regions.size(), 2u);
+  EXPECT_EQ(gb->regions[0].packed_rkey, g.regions[0].packed_rkey);
+  EXPECT_EQ(gb->arrays[1].address, g.arrays[1].address);
   EXPECT_EQ(gb->block_ids, g.block_ids);
-  EXPECT_EQ(gb->state_blocks, 1u);
-  KvGrant too_many = g;
-  too_many.state_blocks = 5;  // more than the 4 blocks
-  EXPECT_EQ(decode_kv_grant(encode_kv_grant(too_many)).status().code(), ErrorCode::transport_bad_message);
+  EXPECT_EQ(gb->state_pages, g.state_pages);
+  EXPECT_EQ(gb->block_bytes(), 8192u);
+  EXPECT_EQ(gb->region_of(0x7f0000800000ULL + 4096, 4096), &gb->regions[1]);
+  EXPECT_EQ(gb->region_of(0x7f0000800000ULL + 3 * 4096 + 1, 4096), nullptr);
+
+  const auto refused = [](const KvGrant& bad_grant) {
+    return decode_kv_grant(encode_kv_grant(bad_grant)).status().code() == ErrorCode::transport_bad_message;
+  };
   KvGrant outside = g;
-  outside.block_ids.push_back(64);  // one past the region
-  EXPECT_EQ(decode_kv_grant(encode_kv_grant(outside)).status().code(), ErrorCode::transport_bad_message);
+  outside.block_ids.push_back(64);  // one past the arrays
+  EXPECT_TRUE(refused(outside));
+  KvGrant long_array = g;
+  long_array.n_blocks = 65;  // the second array would run past its region
+  EXPECT_TRUE(refused(long_array));
+  KvGrant stray_state = g;
+  stray_state.state_pages.push_back(0x7f0000800000ULL + 3 * 4096 + 1);
+  EXPECT_TRUE(refused(stray_state));
+  KvGrant no_arrays = g;
+  no_arrays.arrays.clear();
+  EXPECT_TRUE(refused(no_arrays));
   const std::string enc = encode_kv_grant(g);
   for (size_t cut = 0; cut < enc.size(); ++cut) EXPECT_FALSE(decode_kv_grant(enc.substr(0, cut)).ok()) << cut;
 }

@@ -55,7 +55,11 @@ DecodeResult run_decode(UcxWorker& w, const std::vector<uint32_t>& granted) {
     (void)(*ep)->send(encode_control_message({ControlType::abort, 0, s.message()}, "secret"), in(5));
     return fail(s);
   }
-  const KvGrant grant{(*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey(), kBlockBytes, granted};
+  KvGrant grant;
+  grant.regions = {{(*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey()}};
+  grant.arrays = {{(*mem)->address(), kBlockBytes}};
+  grant.n_blocks = kBlocks;
+  grant.block_ids = granted;
   if (Status s = (*ep)->send(
           encode_control_message({ControlType::kv_grant, 9, encode_kv_grant(grant)}, "secret"), in(20));
       !s.ok())
@@ -78,10 +82,10 @@ Status run_prefill(UcxWorker& w, uint16_t port, const std::string& secret, const
   DS_ASSIGN_OR_RETURN(ControlMessage m, decode_control_message(frame, secret));
   if (m.type == ControlType::abort) return {ErrorCode::transport_peer_mismatch, "refused: " + m.payload};
   DS_ASSIGN_OR_RETURN(KvGrant grant, decode_kv_grant(m.payload));
-  DS_ASSIGN_OR_RETURN(RemoteKey key, ep->unpack_remote_key(grant.packed_rkey));
+  DS_ASSIGN_OR_RETURN(RemoteKey key, ep->unpack_remote_key(grant.regions.at(0).packed_rkey));
   for (size_t i = 0; i < grant.block_ids.size(); ++i)
     DS_TRY(ep->put(pages[i].data(), pages[i].size(),
-                   grant.remote_address + uint64_t{grant.block_ids[i]} * kBlockBytes, key));
+                   grant.arrays.at(0).address + uint64_t{grant.block_ids[i]} * kBlockBytes, key));
   DS_TRY(ep->flush(in(20)));
   return ep->send(encode_control_message({ControlType::kv_written, m.request_id, ""}, secret), in(20));
 }
@@ -180,11 +184,11 @@ TEST(UcxTransfer, OneKeptConnectionCarriesManyTransfers) {
         DS_ASSIGN_OR_RETURN(std::string frame, w->receive(in(20)));
         DS_ASSIGN_OR_RETURN(ControlMessage m, decode_control_message(frame, "secret"));
         DS_ASSIGN_OR_RETURN(KvGrant grant, decode_kv_grant(m.payload));
-        DS_ASSIGN_OR_RETURN(RemoteKey key, ep->unpack_remote_key(grant.packed_rkey));
+        DS_ASSIGN_OR_RETURN(RemoteKey key, ep->unpack_remote_key(grant.regions.at(0).packed_rkey));
         std::vector<uint8_t> page(size_t{kBlockBytes} * grant.block_ids.size(), static_cast<uint8_t>(r + 1));
         // The granted blocks are consecutive: one put for all of them.
         DS_TRY(ep->put(page.data(), page.size(),
-                       grant.remote_address + uint64_t{grant.block_ids[0]} * kBlockBytes, key));
+                       grant.arrays.at(0).address + uint64_t{grant.block_ids[0]} * kBlockBytes, key));
         DS_TRY(ep->flush(in(20)));
         DS_TRY(ep->send(encode_control_message({ControlType::kv_written, id, ""}, "secret"), in(20)));
       }
@@ -204,7 +208,11 @@ TEST(UcxTransfer, OneKeptConnectionCarriesManyTransfers) {
     ASSERT_TRUE(hello.ok()) << hello.status().to_string();
     UcxEndpoint* ep = d.find(hello->from);
     ASSERT_NE(ep, nullptr) << "the hello came on an endpoint the decode side did not accept";
-    const KvGrant grant{(*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey(), kBlockBytes, granted};
+    KvGrant grant;
+    grant.regions = {{(*mem)->address(), (*mem)->bytes(), (*mem)->packed_rkey()}};
+    grant.arrays = {{(*mem)->address(), kBlockBytes}};
+    grant.n_blocks = kBlocks;
+    grant.block_ids = granted;
     ASSERT_TRUE(
         ep->send(encode_control_message(
                      {ControlType::kv_grant, static_cast<uint64_t>(r), encode_kv_grant(grant)}, "secret"),

@@ -163,7 +163,7 @@ def expect_nothing_held(*procs):
         def idle():
             m = metrics(p)
             return (m.get("deepinfer:kv_cache_usage_perc", 0) == 0 and m.get("deepinfer:pd_leased_blocks", 0) == 0
-                    and m.get("deepinfer:pd_landing_blocks", 0) == 0 and m.get("deepinfer:num_requests_running", 0) == 0
+                    and m.get("deepinfer:pd_lent_blocks", 0) == 0 and m.get("deepinfer:num_requests_running", 0) == 0
                     and m.get('deepinfer:kv_tier_entries{tier="pd-outbox"}', 0) == 0
                     and m.get("deepinfer:pd_prefill_transfers_running", 0) == 0)
         wait_for(idle, f"{p.name} to hold no KV",
@@ -239,14 +239,19 @@ def case_equal():
         check(dm["deepinfer:pd_imports_total"] == n_transfers,
               f"decode imported {dm['deepinfer:pd_imports_total']} requests, expected {n_transfers}")
         check(dm["deepinfer:pd_fallbacks_total"] == 0, "a transfer fell back")
-        check(dm["deepinfer:kv_tier_restored_tokens_total"] > 0, "no token restored from the landed blocks")
+        # The pages went straight into the decode server's pool: no transit tier there.
+        check(not any('tier="pd-landing"' in k for k in dm), "the decode server has a landing tier")
         check(pm["deepinfer:pd_transfer_bytes_total"] == dm["deepinfer:pd_received_bytes_total"] > 0,
               "the prefill server's bytes put and the decode server's bytes received differ")
         n_blocks = sum((n - 1) // BLOCK for n in [200, 130, 64, 65, 300]) * 4
         block_bytes = dm["deepinfer:pd_received_bytes_total"] / n_blocks
         check(block_bytes == int(block_bytes), f"received bytes are not {n_blocks} whole blocks")
+        # Each request hit its landed blocks in the pool (adopted as its prompt's cached blocks).
+        check(dm["deepinfer:prefix_cache_hits_total"] >= n_blocks * BLOCK,
+              f"{dm['deepinfer:prefix_cache_hits_total']} prompt tokens hit in the decode server's pool, "
+              f"expected the {n_blocks * BLOCK} that landed")
         print(f"equal: {n_transfers} transfers, {n_blocks} blocks of {int(block_bytes)} bytes, "
-              f"{int(dm['deepinfer:kv_tier_restored_tokens_total'])} prompt tokens restored on the decode server; "
+              f"{int(dm['deepinfer:prefix_cache_hits_total'])} prompt tokens hit in the decode server's pool; "
               f"put {pm['deepinfer:pd_transfer_bytes_total'] / max(pm['deepinfer:pd_transfer_seconds_total'], 1e-9) / 1e9:.3f} GB/s")
         # The decode server's own cache counts: a longer prompt with a cached 3-block prefix moves only
         # its 2 new blocks.
@@ -736,8 +741,11 @@ def case_disk_tiers():
                   f"{m['deepinfer:pd_imports_total']} imports")
             check(m["deepinfer:pd_received_bytes_total"] == 2 * block_bytes,
                   f"split prompt moved {m['deepinfer:pd_received_bytes_total']} bytes, not 2 blocks")
-            check(m["deepinfer:kv_tier_restored_tokens_total"] == 7 * BLOCK,
-                  f"restored {m['deepinfer:kv_tier_restored_tokens_total']} tokens, not 7 blocks (SSD + landed)")
+            # 5 blocks restored from the SSD, then the whole prefix hit in the pool (the 2 from P adopted).
+            check(m["deepinfer:kv_tier_restored_tokens_total"] == 5 * BLOCK,
+                  f"restored {m['deepinfer:kv_tier_restored_tokens_total']} tokens, not the SSD's 5 blocks")
+            check(m["deepinfer:prefix_cache_hits_total"] >= 7 * BLOCK,
+                  f"{m['deepinfer:prefix_cache_hits_total']} tokens hit in the pool, not 7 blocks (SSD + P's)")
             # A prompt whose blocks are all on the SSD: nothing is asked of P.
             want, _ = completion(s.url(), 70, 331, GREEDY)
             fresh = serve("decode3", "--role", "decode", "--kv-transfer-secret-file", key, "--kv-prefill-peer",

@@ -52,37 +52,47 @@ bool DecodeService::answer_stale(transport::UcxWorker& worker, const transport::
   return true;
 }
 
-// The landed blocks of one request: removed from the landing tier (whatever the engine did not read)
-// when the request ends.
+// The pool blocks of one landed request, adopted as its prompt's cached blocks: unpinned when the
+// request ends (the lease lives in its event sink); by then its own table holds the ones it uses.
 struct DecodeService::Lease {
-  std::shared_ptr<TransitTier> landing;
+  std::shared_ptr<PoolLender> lender;
   std::shared_ptr<DecodeStats> stats;
-  std::vector<uint64_t> keys;
+  std::vector<int32_t> blocks;
   ~Lease() {
-    if (landing) landing->drop(keys);
-    stats->leased_blocks.fetch_sub(static_cast<int64_t>(keys.size()));
+    lender->release(blocks);
+    stats->leased_blocks.fetch_sub(static_cast<int64_t>(blocks.size()));
   }
 };
 
-DecodeService::DecodeService(std::shared_ptr<TransitTier> landing, std::shared_ptr<const PdIdentity> identity,
+DecodeService::DecodeService(std::shared_ptr<PoolLender> lender, std::shared_ptr<const PdIdentity> identity,
                              std::shared_ptr<const PoolIndex> pool, DecodeServiceConfig config,
                              const Logger* log)
-    : landing_(std::move(landing)),
+    : lender_(std::move(lender)),
       identity_(std::move(identity)),
       pool_(std::move(pool)),
       config_(std::move(config)),
       log_(log),
       stats_(std::make_shared<DecodeStats>()),
       next_request_id_(std::random_device{}() | (uint64_t{std::random_device{}()} << 32)) {
-  const auto block_bytes = static_cast<size_t>(std::max<int64_t>(identity_->block_bytes, 1));
-  region_ = std::make_unique<LandingRegion>(
-      block_bytes, std::max<size_t>(1, static_cast<size_t>(config_.landing_bytes) / block_bytes));
+  if (identity_->state_bytes > 0) {
+    // The states' pages are as big as a KV block (both sides size them with state_pages_for).
+    const auto page_bytes = static_cast<size_t>(std::max<int64_t>(identity_->block_bytes, 1));
+    region_ = std::make_unique<LandingRegion>(
+        page_bytes, std::max<size_t>(1, static_cast<size_t>(config_.landing_bytes) / page_bytes));
+  }
   slots_ = std::make_unique<TransferSlots>(
       [this]() -> Result<std::unique_ptr<TransferSlot>> {
         auto slot = std::make_unique<TransferSlot>();
         DS_ASSIGN_OR_RETURN(slot->worker, transport::UcxWorker::create(config_.ucx));
         DS_TRY(slot->worker->listen(config_.transfer_host, 0));
-        DS_ASSIGN_OR_RETURN(slot->memory, slot->worker->register_memory(region_->data(), region_->bytes()));
+        for (const PoolExtent& e : lender_->extents()) {
+          DS_ASSIGN_OR_RETURN(std::unique_ptr<transport::RegisteredMemory> m,
+                              slot->worker->register_memory(e.address, e.bytes));
+          slot->pool_memory.push_back(std::move(m));
+        }
+        if (region_) {
+          DS_ASSIGN_OR_RETURN(slot->memory, slot->worker->register_memory(region_->data(), region_->bytes()));
+        }
         return slot;
       },
       [this](TransferSlot& slot) {
@@ -97,7 +107,7 @@ DecodeService::DecodeService(std::shared_ptr<TransitTier> landing, std::shared_p
         }
       },
       config_.max_transfers);
-  // The first slot now: its UCX setup and the region's registration are not paid by a request.
+  // The first slot now: its UCX setup and the memory's registration are not paid by a request.
   if (Status st = slots_->prewarm(1); !st.ok() && log_ != nullptr)
     log_->log(LogLevel::warn, "pd decode: no UCX transfer slot at start ({}); P/D requests prefill here",
               st.to_string());
@@ -168,35 +178,54 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   const auto t0 = Clock::now();
   const Clock::time_point deadline = t0 + config_.lease_timeout;
   const std::vector<uint64_t> all_keys = identity_->transfer_keys(request.prompt_tokens, request.cache_salt);
-  const std::vector<uint64_t> keys(all_keys.begin() + static_cast<std::ptrdiff_t>(first), all_keys.end());
-  const auto n_blocks = static_cast<int64_t>(keys.size());
+  const auto n_blocks = static_cast<int64_t>(all_keys.size() - first);
   const auto block_bytes = static_cast<size_t>(identity_->block_bytes);
-  // V4/V4.1: room for the sequence state after the blocks (the prefill server's window rings and
-  // compressor partial groups at the last transferred block, state_pages.h).
-  const int64_t n_state = state_pages_for(identity_->state_bytes, identity_->block_bytes);
+  // V4/V4.1: room for the sequence state (the prefill server's window rings and compressor partial
+  // groups at the last transferred block, state_pages.h) in the landing region.
+  const int64_t n_state = region_ ? state_pages_for(identity_->state_bytes, identity_->block_bytes) : 0;
   const transport::SharedSecret& secret = identity_->secret;
 
-  // The lease: blocks of the landing region, from here; given back on every path (quarantined when
-  // the prefill server had the grant but the transfer did not complete: it may still be writing).
-  std::optional<std::vector<uint32_t>> ids = region_->allocate(static_cast<size_t>(n_blocks + n_state));
-  if (!ids)
-    return Status(ErrorCode::engine_overloaded, "no room in the landing region for the prompt's blocks");
+  // The lease: fresh pool blocks and state pages, from here; given back on every path — after a
+  // failure once the prefill server cannot be writing any more (its HTTP call ended or its endpoint
+  // failed), else not before its put deadline.
+  Result<std::vector<int32_t>> reserved = lender_->reserve(static_cast<int32_t>(n_blocks));
+  if (!reserved.ok())
+    return Status(ErrorCode::engine_overloaded,
+                  "no free KV blocks for the prompt's blocks here: " + reserved.status().message());
   struct Blocks {
-    LandingRegion& region;
-    std::vector<uint32_t> ids;
-    std::optional<Clock::time_point> quarantine_until;  // set once the grant went out
+    PoolLender& lender;
+    LandingRegion* region;
+    std::vector<int32_t> pool_ids;
+    std::vector<uint32_t> state_ids;
+    std::optional<Clock::time_point> hold_until;  // set once the grant went out
     bool landed = false;
     ~Blocks() {
-      if (quarantine_until && !landed)
-        region.quarantine(ids, *quarantine_until);
-      else
-        region.release(ids);
+      if (landed) {
+        if (region) region->release(state_ids);
+        return;  // the pool blocks are the lease's now
+      }
+      lender.release(std::move(pool_ids), hold_until);
+      if (region && hold_until)
+        region->quarantine(state_ids, *hold_until);
+      else if (region)
+        region->release(state_ids);
     }
-  } blocks{*region_, std::move(*ids), std::nullopt, false};
-  stats_->leased_blocks.fetch_add(n_blocks);  // the landing tier entries the lease holds
-  auto lease = std::make_shared<Lease>();
-  lease->stats = stats_;
-  lease->keys = keys;
+  } blocks{*lender_, region_.get(), std::move(reserved).value(), {}, std::nullopt, false};
+  if (n_state > 0) {
+    std::optional<std::vector<uint32_t>> ids = region_->allocate(static_cast<size_t>(n_state));
+    if (!ids)
+      return Status(ErrorCode::engine_overloaded, "no room in the landing region for the sequence state");
+    blocks.state_ids = std::move(*ids);
+  }
+  stats_->leased_blocks.fetch_add(n_blocks);
+  struct LeaseCount {  // the gauge follows the blocks: into the lease on success, down otherwise
+    DecodeStats& stats;
+    int64_t n;
+    bool moved = false;
+    ~LeaseCount() {
+      if (!moved) stats.leased_blocks.fetch_sub(n);
+    }
+  } lease_count{*stats_, n_blocks};
 
   DS_ASSIGN_OR_RETURN(TransferSlots::Checkout slot, slots_->checkout());
   transport::UcxWorker& worker = *slot->worker;
@@ -257,8 +286,13 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
           transport::encode_control_message({ControlType::abort, request_id, why.message()}, secret),
           Clock::now() + std::chrono::seconds(1));
     // Once the grant went out, the connection goes too: nothing the prefill server still had in
-    // flight lands (the blocks stay quarantined until its put deadline regardless).
-    if (ep != nullptr && blocks.quarantine_until) worker.close(ep);
+    // flight lands. A prefill server whose call ended (it answered: done or failed, its endpoint to
+    // us closed first) or whose endpoint failed puts nothing more: the blocks go back now; else they
+    // are held until its put deadline.
+    if (ep != nullptr && blocks.hold_until) {
+      if (call->done.load() || ep->failed()) blocks.hold_until = std::nullopt;
+      worker.close(ep);
+    }
     return why;
   };
   const auto next_frame = [&]() -> Result<ControlMessage> {
@@ -299,9 +333,21 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
       return abort_with(st);
     }
   }
-  transport::KvGrant grant{
-      reinterpret_cast<uint64_t>(region_->data()), region_->bytes(), slot->memory->packed_rkey(),
-      static_cast<uint32_t>(block_bytes),          blocks.ids,       static_cast<uint32_t>(n_state)};
+  transport::KvGrant grant;
+  for (size_t e = 0; e < lender_->extents().size(); ++e)
+    grant.regions.push_back({reinterpret_cast<uint64_t>(lender_->extents()[e].address),
+                             lender_->extents()[e].bytes, slot->pool_memory[e]->packed_rkey()});
+  for (const KvPageArray& a : lender_->arrays())
+    grant.arrays.push_back({reinterpret_cast<uint64_t>(a.base), static_cast<uint64_t>(a.block_bytes)});
+  grant.n_blocks = static_cast<uint32_t>(lender_->n_blocks());
+  grant.block_ids.assign(blocks.pool_ids.begin(), blocks.pool_ids.end());
+  if (n_state > 0) {
+    grant.regions.push_back(
+        {reinterpret_cast<uint64_t>(region_->data()), region_->bytes(), slot->memory->packed_rkey()});
+    grant.state_page_bytes = region_->block_bytes();
+    for (uint32_t id : blocks.state_ids)
+      grant.state_pages.push_back(reinterpret_cast<uint64_t>(region_->block(id)));
+  }
   DS_TRY(ep->send(
       transport::encode_control_message({ControlType::hello_accept, request_id,
                                          transport::encode_peer_identity(identity_->peer_identity())},
@@ -309,7 +355,7 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
       deadline));
   // The prefill server puts until its own deadline at the latest: its receipt of the call (before
   // its hello, so before ours) + the lease.
-  blocks.quarantine_until = deadline + config_.lease_timeout + std::chrono::seconds(1);
+  blocks.hold_until = deadline + config_.lease_timeout + std::chrono::seconds(1);
   if (Status st =
           ep->send(transport::encode_control_message(
                        {ControlType::kv_grant, request_id, transport::encode_kv_grant(grant)}, secret),
@@ -322,23 +368,19 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     return abort_with(
         Status(ErrorCode::transport_bad_message, "expected kv_written from the prefill server"));
 
-  // Landed: into the landing tier under the engine's keys, with the tokens its restore checks.
+  // Landed in the pool: the engine adopts the blocks as the prompt's (blocks [first, n) of its full
+  // blocks), so the request's admission hits them.
   const auto bs = static_cast<size_t>(identity_->block_size_tokens);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const size_t block = first + i;  // in the prompt
-    TierEntry e;
-    e.key = all_keys[block];
-    e.prev_key = block == 0 ? 0 : all_keys[block - 1];
-    e.tokens.assign(request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>(block * bs),
-                    request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>((block + 1) * bs));
-    const std::byte* page = region_->block(blocks.ids[i]);
-    e.bytes.assign(page, page + block_bytes);
-    landing_->add(std::move(e));
-  }
+  std::vector<int32_t> head(
+      request.prompt_tokens.begin(),
+      request.prompt_tokens.begin() + static_cast<std::ptrdiff_t>(all_keys.size() * bs));
+  if (Result<int32_t> adopted =
+          lender_->adopt(blocks.pool_ids, std::move(head), request.cache_salt, static_cast<int64_t>(first));
+      !adopted.ok())
+    return abort_with(adopted.status());
   if (n_state > 0) {
     std::vector<const std::byte*> pages;
-    for (int64_t p = 0; p < n_state; ++p)
-      pages.push_back(region_->block(blocks.ids[static_cast<size_t>(n_blocks + p)]));
+    for (uint32_t id : blocks.state_ids) pages.push_back(region_->block(id));
     Result<std::vector<std::byte>> state =
         unpack_state_pages(pages, identity_->block_bytes, identity_->state_bytes);
     if (!state.ok()) return abort_with(state.status());
@@ -348,7 +390,11 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
                             std::make_shared<const std::vector<std::byte>>(std::move(state).value())};
   }
   blocks.landed = true;
-  lease->landing = landing_;
+  auto lease = std::make_shared<Lease>();
+  lease->lender = lender_;
+  lease->stats = stats_;
+  lease->blocks = std::move(blocks.pool_ids);
+  lease_count.moved = true;
   const int64_t transfer_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
   // The prefill server answers the call right after kv_written; a moment for it before the joiner
   // cancels the call.

@@ -1,17 +1,20 @@
 // The decode role (`deepinfer serve --role decode`, docs/pd.md). For a generation request the router
 // sent with a prefill peer (header X-DeepInfer-Prefill-Peer), on a thread of its own:
-//   1. lease: room for the prompt's blocks in a landing region, for at most lease_timeout;
+//   1. lease: fresh blocks of this server's KV pool for the prompt's blocks it does not hold
+//      (PoolLender: the engine reserves and pins them), plus pages of a small landing region for
+//      the sequence state (V4/V4.1), for at most lease_timeout;
 //   2. a transfer slot (transfer_slots.h: a UCX worker kept for the server's lifetime, listening on
-//      its own port, the landing region registered with it once), free blocks of the landing region
-//      (landing_region.h), and POST /v1/pd/prefill to the prefill server naming the prompt and the
-//      slot's port (the prefill server keeps its connection to that port between transfers);
+//      its own port, the pool's memory and the landing region registered with it once), and
+//      POST /v1/pd/prefill to the prefill server naming the prompt and the slot's port (the prefill
+//      server keeps its connection to that port between transfers);
 //   3. the prefill server's hello is checked (HMAC of the shared secret, model fingerprint, KV layout
-//      hash; a refusal is logged with the reason), then hello_accept and a kv_grant of the region's
-//      blocks go back; the pages arrive by one-sided puts; kv_written ends the transfer;
-//   4. the landed blocks go into the landing tier under the keys the engine will look up, and the
-//      request is submitted: the engine's restore path copies them into its pool (its own prefix
-//      hits first), computes the rest of the prompt (at least its last token) and samples the first
-//      token here, so sampling and the stream live on this server.
+//      hash; a refusal is logged with the reason), then hello_accept and a kv_grant naming the pool's
+//      page arrays and the reserved block ids go back; the pages arrive by one-sided puts straight
+//      into the pool; kv_written ends the transfer;
+//   4. the engine adopts the blocks as the prompt's cached blocks and the request is submitted: its
+//      admission hits them like any prefix (its own cached blocks and SSD / Redis tier restores
+//      first), computes the rest of the prompt (at least its last token) and samples the first token
+//      here, so sampling and the stream live on this server. The pins go when the request ends.
 // Any failure (prefill server down, refused, killed mid-transfer, the lease ran out) drops the lease
 // and submits the request anyway: it is prefilled here. A client that goes away aborts the transfer.
 #pragma once
@@ -34,8 +37,8 @@
 #include "cluster/pd/landing_region.h"
 #include "cluster/pd/pd_identity.h"
 #include "cluster/pd/pool_index.h"
+#include "cluster/pd/pool_lender.h"
 #include "cluster/pd/transfer_slots.h"
-#include "cluster/pd/transit_tier.h"
 #include "engine/request.h"
 
 namespace ds::pd {
@@ -49,7 +52,7 @@ struct DecodeStats {
   std::atomic<int64_t> blocks_received{0};
   std::atomic<int64_t> bytes_received{0};
   std::atomic<int64_t> transfer_ns{0};        // lease start to kv_written, summed over imports
-  std::atomic<int64_t> leased_blocks{0};      // blocks held by leases now (landing region + tier)
+  std::atomic<int64_t> leased_blocks{0};      // pool blocks held by transfers and landed requests now
   std::atomic<int64_t> local_blocks{0};       // prompt blocks found in this server's pool (not asked for)
   std::atomic<int64_t> local_tier_blocks{0};  // found in this server's SSD / Redis tiers (not asked for)
   std::atomic<int64_t> local_only{0};         // P/D requests whose blocks were all cached here
@@ -60,8 +63,9 @@ struct DecodeStats {
 struct DecodeServiceConfig {
   std::string transfer_host = "127.0.0.1";  // where prefill servers reach this server's UCX listener
   std::chrono::milliseconds lease_timeout{30'000};
-  int64_t landing_bytes =
-      int64_t{1} << 30;  // the landing region (blocks in flight at most; beyond: prefill here)
+  // The landing region for sequence states (V4/V4.1; none for a model without state): states in
+  // flight at most; beyond, requests prefill here.
+  int64_t landing_bytes = int64_t{1} << 30;
   int max_transfers = 64;
   transport::UcxOptions ucx;  // the UCX transports (--kv-transport)
   std::chrono::milliseconds failure_cooldown{5'000};
@@ -76,9 +80,9 @@ struct DecodeServiceConfig {
 
 class DecodeService {
  public:
-  // `pool` (may be null): this server's cached blocks; only the blocks after its longest cached
-  // prefix are asked for.
-  DecodeService(std::shared_ptr<TransitTier> landing, std::shared_ptr<const PdIdentity> identity,
+  // `lender`: this server's KV pool. `pool` (may be null): its cached blocks; only the blocks after
+  // its longest cached prefix are asked for.
+  DecodeService(std::shared_ptr<PoolLender> lender, std::shared_ptr<const PdIdentity> identity,
                 std::shared_ptr<const PoolIndex> pool, DecodeServiceConfig config, const Logger* log);
   ~DecodeService();  // joins the transfers (each bounded by its lease)
 
@@ -91,20 +95,22 @@ class DecodeService {
              Resume resume);
 
   const DecodeStats& stats() const { return *stats_; }
-  const LandingRegion& region() const { return *region_; }
+  // The landing region of the sequence states (null for a model without state).
+  const LandingRegion* region() const { return region_.get(); }
   int n_slots() const { return slots_->n_slots(); }
 
  private:
   struct Lease;
-  // The transfer of one request; ok = the blocks are in the landing tier under the returned lease
-  // and, for a model with sequence state (V4), `request.state_import` holds the prefill server's.
-  // Blocks [first, n) of the prompt's transfer keys; [0, first) are cached here.
+  // The transfer of one request; ok = the blocks are in this server's pool, adopted as the prompt's
+  // cached blocks and held by the returned lease, and, for a model with sequence state (V4),
+  // `request.state_import` holds the prefill server's. Blocks [first, n) of the prompt's transfer
+  // keys; [0, first) are cached here.
   Result<std::shared_ptr<void>> transfer(const std::string& prefill_url, Request& request, size_t first,
                                          const std::function<bool()>& client_gone);
   bool answer_stale(transport::UcxWorker& worker, const transport::Frame& frame,
                     std::optional<uint64_t> current);
 
-  std::shared_ptr<TransitTier> landing_;
+  std::shared_ptr<PoolLender> lender_;
   std::shared_ptr<const PdIdentity> identity_;
   std::shared_ptr<const PoolIndex> pool_;
   const DecodeServiceConfig config_;
@@ -114,7 +120,7 @@ class DecodeService {
   std::mutex failed_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> failed_until_;  // prefill url -> cooldown end
   std::unique_ptr<LandingRegion> region_;
-  std::unique_ptr<TransferSlots> slots_;  // after region_: unregistered before it goes
+  std::unique_ptr<TransferSlots> slots_;  // after region_: unregistered before it goes (and before the pool)
   JobThreads jobs_;                       // last: joined first
 };
 

@@ -1,4 +1,4 @@
-// cluster/pd's pieces without processes: the transit tier (outbox / landing semantics), the pool
+// cluster/pd's pieces without processes: the transit tier (the outbox), the pool
 // index kept from KV events, the transfer keys, which must be the engine's own chain hashes, the
 // landing region's block allocation (with quarantine) and the transfer slots' reuse.
 #include <gtest/gtest.h>
@@ -29,26 +29,6 @@ TierEntry entry(uint64_t key, size_t bytes) {
   e.tokens = {1, 2, 3};
   e.bytes.assign(bytes, std::byte{static_cast<unsigned char>(key)});
   return e;
-}
-
-TEST(TransitTier, LandingIsConsumedOnReadAndIgnoresEngineWrites) {
-  TransitTier landing({.name = "pd-landing", .accept_engine_writes = false, .consume_on_read = true});
-  ASSERT_TRUE(landing.write(entry(7, 16)).ok());
-  EXPECT_EQ(landing.n_entries(), 0);
-  landing.add(entry(1, 16));
-  landing.add(entry(2, 16));
-  const std::vector<uint64_t> keys = {1, 2, 3};
-  EXPECT_EQ(landing.count_prefix(keys), 2);
-  Result<TierEntry> got = landing.read(1);
-  ASSERT_TRUE(got.ok());
-  EXPECT_EQ(got->bytes.size(), 16u);
-  EXPECT_EQ(got->bytes[0], std::byte{1});
-  EXPECT_EQ(landing.read(1).status().code(), ErrorCode::kvcache_tier_miss);
-  EXPECT_EQ(landing.count_prefix(keys), 0);
-  EXPECT_EQ(landing.bytes_held(), 16);
-  landing.drop({2});
-  EXPECT_EQ(landing.n_entries(), 0);
-  EXPECT_EQ(landing.bytes_held(), 0);
 }
 
 TEST(TransitTier, OutboxTakeAllWaitsForEveryKeyAndRemovesThem) {
@@ -91,7 +71,7 @@ TEST(TransitTier, OutboxKeepsOnlyWhatATransferExpects) {
 
 TEST(TransitTier, EvictsTheOldestBeyondItsCapacity) {
   TransitTier t({.name = "t", .max_bytes = 32});
-  for (uint64_t k = 1; k <= 5; ++k) t.add(entry(k, 10));
+  for (uint64_t k = 1; k <= 5; ++k) ASSERT_TRUE(t.write(entry(k, 10)).ok());
   EXPECT_EQ(t.n_entries(), 3);
   EXPECT_FALSE(t.contains(1));
   EXPECT_FALSE(t.contains(2));

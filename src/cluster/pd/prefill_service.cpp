@@ -81,36 +81,78 @@ Result<ControlMessage> receive_from_decode(transport::UcxWorker& worker, const t
   }
 }
 
-// Copies the granted blocks into the slot's registered staging buffer and puts them in runs of
-// consecutive block ids, one flush per buffer-full; every step bounded by the deadline.
-Result<int64_t> put_blocks(transport::UcxEndpoint& ep, const transport::RemoteKey& rkey, std::byte* staging,
-                           size_t staging_bytes, const std::vector<TierEntry>& blocks,
+// The remote keys of the grant's regions, unpacked once per transfer (index = region index).
+Result<std::vector<transport::RemoteKey>> unpack_keys(transport::UcxEndpoint& ep,
+                                                      const transport::KvGrant& grant) {
+  std::vector<transport::RemoteKey> keys;
+  keys.reserve(grant.regions.size());
+  for (const transport::RemoteRegion& r : grant.regions) {
+    DS_ASSIGN_OR_RETURN(transport::RemoteKey k, ep.unpack_remote_key(r.packed_rkey));
+    keys.push_back(std::move(k));
+  }
+  return keys;
+}
+
+const transport::RemoteKey& key_for(const transport::KvGrant& grant,
+                                    const std::vector<transport::RemoteKey>& keys, uint64_t address,
+                                    uint64_t bytes) {
+  // decode_kv_grant checked that every page of the grant lies inside a region.
+  const transport::RemoteRegion* r = grant.region_of(address, bytes);
+  return keys[static_cast<size_t>(r - grant.regions.data())];
+}
+
+// Puts the granted blocks straight into the decode server's pool pages: per buffer-full of blocks,
+// their pages are copied into the slot's registered staging buffer array by array (a block's bytes
+// are its page in each array in turn), and each run of consecutive block ids goes with one put per
+// array; one flush per buffer-full. Every step bounded by the deadline.
+Result<int64_t> put_blocks(transport::UcxEndpoint& ep, const std::vector<transport::RemoteKey>& keys,
+                           std::byte* staging, size_t staging_bytes, const std::vector<TierEntry>& blocks,
                            const transport::KvGrant& grant, Clock::time_point deadline) {
-  const size_t bb = grant.block_bytes;
+  const size_t bb = grant.block_bytes();
   const size_t per_fill = std::max<size_t>(1, staging_bytes / bb);
   int64_t puts = 0;
   for (size_t i = 0; i < blocks.size();) {
     const size_t end = std::min(blocks.size(), i + per_fill);
-    for (size_t k = i; k < end; ++k) {
-      if (blocks[k].bytes.size() != bb)
-        return Status(ErrorCode::internal,
-                      fmt::format("outbox block of {} bytes, expected {}", blocks[k].bytes.size(), bb));
-      std::memcpy(staging + (k - i) * bb, blocks[k].bytes.data(), bb);
-    }
-    for (size_t k = i; k < end;) {
-      size_t run = 1;
-      while (k + run < end && grant.block_ids[k + run] == grant.block_ids[k] + run) ++run;
-      if (Clock::now() >= deadline)
-        return Status(ErrorCode::transport_timeout, "the transfer's deadline passed during the puts");
-      DS_TRY(ep.put(staging + (k - i) * bb, run * bb,
-                    grant.remote_address + uint64_t{grant.block_ids[k]} * bb, rkey));
-      ++puts;
-      k += run;
+    const size_t n = end - i;
+    size_t array_at = 0;   // the array's offset in a block's bytes
+    size_t staged_at = 0;  // the array's first page in the staging buffer
+    for (const transport::RemotePageArray& a : grant.arrays) {
+      const auto ab = static_cast<size_t>(a.block_bytes);
+      for (size_t k = i; k < end; ++k) {
+        if (blocks[k].bytes.size() != bb)
+          return Status(ErrorCode::internal,
+                        fmt::format("outbox block of {} bytes, expected {}", blocks[k].bytes.size(), bb));
+        std::memcpy(staging + staged_at + (k - i) * ab, blocks[k].bytes.data() + array_at, ab);
+      }
+      for (size_t k = i; k < end;) {
+        size_t run = 1;
+        while (k + run < end && grant.block_ids[k + run] == grant.block_ids[k] + run) ++run;
+        if (Clock::now() >= deadline)
+          return Status(ErrorCode::transport_timeout, "the transfer's deadline passed during the puts");
+        const uint64_t remote = a.address + uint64_t{grant.block_ids[k]} * a.block_bytes;
+        DS_TRY(ep.put(staging + staged_at + (k - i) * ab, run * ab, remote,
+                      key_for(grant, keys, remote, run * ab)));
+        ++puts;
+        k += run;
+      }
+      array_at += ab;
+      staged_at += n * ab;
     }
     DS_TRY(ep.flush(deadline));  // the staging buffer is reused by the next fill
     i = end;
   }
   return puts;
+}
+
+// The sequence state's pages into the decode server's landing pages, one put each.
+Result<int64_t> put_state(transport::UcxEndpoint& ep, const std::vector<transport::RemoteKey>& keys,
+                          const std::vector<std::vector<std::byte>>& pages, const transport::KvGrant& grant,
+                          Clock::time_point deadline) {
+  for (size_t p = 0; p < pages.size(); ++p)
+    DS_TRY(ep.put(pages[p].data(), pages[p].size(), grant.state_pages[p],
+                  key_for(grant, keys, grant.state_pages[p], grant.state_page_bytes)));
+  DS_TRY(ep.flush(deadline));  // the pages are local vectors: flushed before they go
+  return static_cast<int64_t>(pages.size());
 }
 
 }  // namespace
@@ -181,20 +223,21 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
     return Status(ErrorCode::transport_bad_message, "expected kv_grant from the decode server");
   DS_ASSIGN_OR_RETURN(transport::KvGrant grant, transport::decode_kv_grant(grant_msg.payload));
   const std::vector<uint64_t> all_keys = identity_->transfer_keys(job.tokens, job.cache_salt);
-  // The grant covers the last (block_ids.size() - state_blocks) transfer blocks — the ones before
-  // are the decode server's own prefix-cache hits — then the state's blocks.
+  // The grant covers the last block_ids.size() transfer blocks — the ones before are the decode
+  // server's own prefix-cache hits — in pages of the same layout as ours, and the state's pages.
+  // State pages are as big as a KV block on both sides (state_pages.h).
   const int64_t state_pages = state_pages_for(identity_->state_bytes, identity_->block_bytes);
-  const size_t n_kv = grant.block_ids.size() - grant.state_blocks;  // decode_kv_grant: state_blocks <= size
-  if (grant.block_bytes != static_cast<uint64_t>(identity_->block_bytes) || n_kv > all_keys.size() ||
-      static_cast<int64_t>(grant.state_blocks) != state_pages)
+  const size_t n_kv = grant.block_ids.size();
+  if (grant.block_bytes() != static_cast<uint64_t>(identity_->block_bytes) || n_kv > all_keys.size() ||
+      static_cast<int64_t>(grant.state_pages.size()) != state_pages ||
+      (state_pages > 0 && grant.state_page_bytes != static_cast<uint64_t>(identity_->block_bytes)))
     return Status(
         ErrorCode::transport_peer_mismatch,
-        fmt::format("grant of {} blocks of {} bytes ({} for the state); this prompt has {} blocks of {} "
-                    "bytes (and {} for the state)",
-                    grant.block_ids.size(), grant.block_bytes, grant.state_blocks, all_keys.size(),
+        fmt::format("grant of {} blocks of {} bytes and {} state pages; this prompt has {} blocks of {} "
+                    "bytes (and {} state pages)",
+                    grant.block_ids.size(), grant.block_bytes(), grant.state_pages.size(), all_keys.size(),
                     identity_->block_bytes, state_pages));
   const std::vector<uint64_t> keys(all_keys.end() - static_cast<std::ptrdiff_t>(n_kv), all_keys.end());
-
   // Prefill of the transfer blocks' tokens only (the decode server computes the rest, at least the
   // last token, and samples): one sampled token (dropped), the blocks go to the outbox tier, and
   // the model's state after them (V4: window rings, compressor partial groups) comes back, so the
@@ -267,23 +310,21 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
     return Status(ErrorCode::transport_timeout, "the prefilled blocks did not reach the outbox in time");
   outcome.prefill_ns = ns_since(t_prefill);
   outcome.blocks = static_cast<int64_t>(blocks->size());
+  std::vector<std::vector<std::byte>> state_page_bytes;
   if (state_pages > 0) {
     if (!state) return Status(ErrorCode::internal, "the prefill exported no sequence state");
-    DS_ASSIGN_OR_RETURN(std::vector<std::vector<std::byte>> pages,
-                        pack_state_pages(*state, identity_->block_bytes, state_pages));
-    for (std::vector<std::byte>& page : pages) {
-      TierEntry e;
-      e.bytes = std::move(page);
-      blocks->push_back(std::move(e));
-    }
+    DS_ASSIGN_OR_RETURN(state_page_bytes, pack_state_pages(*state, identity_->block_bytes, state_pages));
     outcome.state_bytes = static_cast<int64_t>(state->size());
   }
 
   const auto t_transfer = Clock::now();
-  DS_ASSIGN_OR_RETURN(transport::RemoteKey rkey, ep->unpack_remote_key(grant.packed_rkey));
-  DS_ASSIGN_OR_RETURN(outcome.puts, put_blocks(*ep, rkey, slot->staging.data(), slot->staging.size(), *blocks,
-                                               grant, job.deadline));
+  DS_ASSIGN_OR_RETURN(std::vector<transport::RemoteKey> rkeys, unpack_keys(*ep, grant));
+  DS_ASSIGN_OR_RETURN(outcome.puts, put_blocks(*ep, rkeys, slot->staging.data(), slot->staging.size(),
+                                               *blocks, grant, job.deadline));
+  DS_ASSIGN_OR_RETURN(const int64_t state_puts, put_state(*ep, rkeys, state_page_bytes, grant, job.deadline));
+  outcome.puts += state_puts;
   for (const TierEntry& b : *blocks) outcome.bytes += static_cast<int64_t>(b.bytes.size());
+  for (const std::vector<std::byte>& p : state_page_bytes) outcome.bytes += static_cast<int64_t>(p.size());
   outcome.transfer_ns = ns_since(t_transfer);
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
                   job.deadline));

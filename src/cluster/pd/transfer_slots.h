@@ -1,8 +1,8 @@
 // TransferSlots: the UCX workers of a P/D service (docs/pd.md, "Transport"), each a UCX context +
 // worker that lives as long as the server, with what it keeps between transfers: its endpoints (one
 // per peer, made once), its listener (decode side: the port prefill servers connect to) and its
-// registered memory (decode side: the landing region; prefill side: a staging buffer). A transfer
-// checks a slot out, so a worker is only ever driven by one thread at a time (UCX single-thread
+// registered memory (decode side: the KV pool and the landing region; prefill side: a staging buffer). A
+// transfer checks a slot out, so a worker is only ever driven by one thread at a time (UCX single-thread
 // mode); a new slot is made only when every one is busy, up to max_slots.
 //
 // Between transfers a janitor thread progresses the idle slots every 20 ms (a peer that connects or
@@ -27,9 +27,12 @@ namespace ds::pd {
 struct TransferSlot {
   std::unique_ptr<transport::UcxWorker> worker;
   std::unique_ptr<transport::RegisteredMemory> memory;  // registered once, with this slot's context
-  std::vector<std::byte> staging;                       // prefill side: the registered staging buffer
+  // Decode side: the KV pool's extents (pool_lender.h), registered once, in PoolLender::extents order.
+  std::vector<std::unique_ptr<transport::RegisteredMemory>> pool_memory;
+  std::vector<std::byte> staging;  // prefill side: the registered staging buffer
   ~TransferSlot() {
-    memory.reset();  // before the worker (and its context) go
+    pool_memory.clear();  // before the worker (and its context) go
+    memory.reset();
     worker.reset();
   }
 };

@@ -28,19 +28,18 @@ Result<TierEntry> TransitTier::read(uint64_t key) {
   }
   ++stats_.n_hits;
   stats_.bytes_read += static_cast<int64_t>(it->second.entry.bytes.size());
-  if (!config_.consume_on_read) return it->second.entry;
-  TierEntry out = it->second.entry;  // a copy: erase_locked counts the bytes it frees
-  erase_locked(key);
-  return out;
+  return it->second.entry;
 }
 
 Status TransitTier::write(const TierEntry& entry) {
-  if (!config_.accept_engine_writes) return ok_status();
-  if (config_.only_expected) {
+  {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!expected_.contains(entry.key)) return ok_status();
+    if (config_.only_expected && !expected_.contains(entry.key)) return ok_status();
+    ++stats_.n_writes;
+    stats_.bytes_written += static_cast<int64_t>(entry.bytes.size());
+    insert_locked(entry);
   }
-  add(entry);
+  arrived_.notify_all();
   return ok_status();
 }
 
@@ -73,16 +72,6 @@ TierStats TransitTier::stats() const {
   s.n_entries = static_cast<int64_t>(entries_.size());
   s.bytes_stored = bytes_;
   return s;
-}
-
-void TransitTier::add(TierEntry entry) {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    ++stats_.n_writes;
-    stats_.bytes_written += static_cast<int64_t>(entry.bytes.size());
-    insert_locked(std::move(entry));
-  }
-  arrived_.notify_all();
 }
 
 std::optional<std::vector<TierEntry>> TransitTier::take_all(const std::vector<uint64_t>& keys,

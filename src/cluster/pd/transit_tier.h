@@ -1,17 +1,13 @@
-// TransitTier: the KV blocks of P/D transfers in flight (docs/pd.md), as a KvTier so the engine's
-// own tier paths move them in and out of its pool — no new engine entry point.
+// TransitTier: the prefill server's outbox of KV blocks for P/D transfers in flight (docs/pd.md), as
+// a KvTier so the engine's own tier writer copies them out of its pool — no new engine entry point.
+// The engine's tier writer copies the committed prompt blocks of P/D prefills here — only keys a
+// transfer expects (`expect`), so client traffic a prefill server also serves never lands here; the
+// prefill service takes (and removes) the blocks a decode server granted room for, puts them over
+// UCX straight into the decode server's pool, and drops the rest. Bounded: the oldest entries go
+// first beyond max_bytes.
 //
-// - Prefill side (outbox): the engine's tier writer copies the committed prompt blocks of P/D
-//   prefills here — only keys a transfer expects (`expect`), so client traffic a prefill server
-//   also serves never lands here; the prefill service takes (and removes) the blocks a decode server
-//   granted room for, puts them over UCX, and drops them. Bounded: the oldest entries go first
-//   beyond max_bytes.
-// - Decode side (landing): the decode service adds the blocks that arrived from P under the keys the
-//   engine will look up; the engine's restore path reads them into its pool (consumed on read), and
-//   the transfer's lease removes whatever was not read when the request ends.
-//
-// Thread-safe (the engine thread looks up, the tier store's threads read and write, the P/D services
-// add and take).
+// Thread-safe (the engine thread looks up, the tier store's threads read and write, the prefill
+// service takes and drops).
 #pragma once
 
 #include <chrono>
@@ -29,10 +25,8 @@
 namespace ds::pd {
 
 struct TransitTierConfig {
-  std::string name;                  // "pd-outbox" / "pd-landing"
-  bool accept_engine_writes = true;  // false: write() stores nothing (the landing side)
-  bool only_expected = false;        // write() stores only keys a transfer expects (the outbox)
-  bool consume_on_read = false;      // read() removes the entry (the landing side)
+  std::string name;            // "pd-outbox"
+  bool only_expected = false;  // write() stores only keys a transfer expects (the prefill server's)
   int64_t max_bytes = int64_t{1} << 30;
 };
 
@@ -49,8 +43,7 @@ class TransitTier final : public KvTier {
   Result<int64_t> remove_matching(const TierScopeFilter& filter) override;
   TierStats stats() const override;
 
-  // The P/D services' side: add (landing), wait for and take (outbox), drop (a lease ending).
-  void add(TierEntry entry);
+  // The prefill service's side: wait for and take, drop.
   // The entries of `keys`, removed, once all are present; nullopt at the deadline (none removed).
   std::optional<std::vector<TierEntry>> take_all(const std::vector<uint64_t>& keys,
                                                  std::chrono::steady_clock::time_point deadline);
