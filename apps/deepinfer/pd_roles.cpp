@@ -153,6 +153,9 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
         &registry.counter("deepinfer:pd_prefill_failures_total", "KV transfers that failed (prefill side).");
     Counter* bytes =
         &registry.counter("deepinfer:pd_transfer_bytes_total", "KV bytes put to decode servers.");
+    Counter* puts =
+        &registry.counter("deepinfer:pd_puts_total",
+                          "One-sided puts to decode servers (one per page array and run of blocks).");
     Counter* prefill_s =
         &registry.counter("deepinfer:pd_prefill_seconds_total", "Prefill time of the transfers.");
     Counter* transfer_s =
@@ -167,6 +170,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       transfers->set_total(static_cast<double>(st.transfers.load()));
       failures->set_total(static_cast<double>(st.failures.load()));
       bytes->set_total(static_cast<double>(st.bytes_sent.load()));
+      puts->set_total(static_cast<double>(st.puts.load()));
       prefill_s->set_total(static_cast<double>(st.prefill_ns.load()) * 1e-9);
       transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
       refused_hosts->set_total(static_cast<double>(st.refused_hosts.load()));

@@ -99,7 +99,8 @@ def main():
         transfers = max(pm["deepinfer:pd_prefill_transfers_total"], 1)
         print(f"per transfer (all lengths): P prefill (queue + compute + outbox) "
               f"{pm['deepinfer:pd_prefill_seconds_total'] / transfers * 1e3:.1f} ms, P puts + flush "
-              f"{put_s / transfers * 1e3:.2f} ms, D import (lease start to kv_written) "
+              f"{put_s / transfers * 1e3:.2f} ms ({pm.get('deepinfer:pd_puts_total', 0) / transfers:.1f} puts), "
+              f"D import (lease start to kv_written) "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms")
         print(f"prefill side: {put_bytes / 1e6:.1f} MB put in {put_s * 1e3:.1f} ms of put + flush = "
               f"{put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "

@@ -378,12 +378,14 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
           lender_->adopt(blocks.pool_ids, std::move(head), request.cache_salt, static_cast<int64_t>(first));
       !adopted.ok())
     return abort_with(adopted.status());
+  int64_t state_pages_received = 0;  // the pages the state filled (the rest of the grant's are padding)
   if (n_state > 0) {
     std::vector<const std::byte*> pages;
     for (uint32_t id : blocks.state_ids) pages.push_back(region_->block(id));
     Result<std::vector<std::byte>> state =
         unpack_state_pages(pages, identity_->block_bytes, identity_->state_bytes);
     if (!state.ok()) return abort_with(state.status());
+    state_pages_received = state_pages_for(static_cast<int64_t>(state->size()), identity_->block_bytes);
     // The engine continues from it once the blocks are in its pool (Request::state_import).
     request.state_import =
         SequenceStateImport{static_cast<int64_t>(all_keys.size()) * identity_->block_size_tokens,
@@ -404,7 +406,7 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
   stats_->blocks_received.fetch_add(n_blocks);
-  stats_->bytes_received.fetch_add((n_blocks + n_state) * static_cast<int64_t>(block_bytes));
+  stats_->bytes_received.fetch_add((n_blocks + state_pages_received) * static_cast<int64_t>(block_bytes));
   stats_->transfer_ns.fetch_add(transfer_ns);
   if (config_.observe_import) config_.observe_import(static_cast<double>(transfer_ns) * 1e-9);
   return std::shared_ptr<void>(std::move(lease));

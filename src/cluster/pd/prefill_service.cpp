@@ -93,66 +93,94 @@ Result<std::vector<transport::RemoteKey>> unpack_keys(transport::UcxEndpoint& ep
   return keys;
 }
 
-const transport::RemoteKey& key_for(const transport::KvGrant& grant,
-                                    const std::vector<transport::RemoteKey>& keys, uint64_t address,
-                                    uint64_t bytes) {
-  // decode_kv_grant checked that every page of the grant lies inside a region.
-  const transport::RemoteRegion* r = grant.region_of(address, bytes);
-  return keys[static_cast<size_t>(r - grant.regions.data())];
-}
+// One-sided puts of staged bytes into the decode server's memory: the bytes are copied into the
+// slot's registered staging buffer, the puts are pipelined, and the buffer is flushed only when it
+// must be reused (and once at the end). Every step bounded by the deadline.
+class StagedPuts {
+ public:
+  StagedPuts(transport::UcxEndpoint& ep, const transport::KvGrant& grant,
+             const std::vector<transport::RemoteKey>& keys, std::span<std::byte> staging,
+             Clock::time_point deadline)
+      : ep_(ep), grant_(grant), keys_(keys), staging_(staging), deadline_(deadline) {}
 
-// Puts the granted blocks straight into the decode server's pool pages: per buffer-full of blocks,
-// their pages are copied into the slot's registered staging buffer array by array (a block's bytes
-// are its page in each array in turn), and each run of consecutive block ids goes with one put per
-// array; one flush per buffer-full. Every step bounded by the deadline.
-Result<int64_t> put_blocks(transport::UcxEndpoint& ep, const std::vector<transport::RemoteKey>& keys,
-                           std::byte* staging, size_t staging_bytes, const std::vector<TierEntry>& blocks,
-                           const transport::KvGrant& grant, Clock::time_point deadline) {
+  // `bytes` of the staging buffer to fill (flushing the earlier puts first when it is full).
+  Result<std::byte*> stage(size_t bytes) {
+    if (bytes > staging_.size()) return Status(ErrorCode::internal, "a put larger than the staging buffer");
+    if (used_ + bytes > staging_.size()) {
+      DS_TRY(ep_.flush(deadline_));
+      used_ = 0;
+    }
+    std::byte* at = staging_.data() + used_;
+    used_ += bytes;
+    return at;
+  }
+  // Puts staged bytes to `remote` (inside one of the grant's regions: decode_kv_grant checked it).
+  Status put(const std::byte* staged, size_t bytes, uint64_t remote) {
+    if (Clock::now() >= deadline_)
+      return Status(ErrorCode::transport_timeout, "the transfer's deadline passed during the puts");
+    const transport::RemoteRegion* r = grant_.region_of(remote, bytes);
+    if (r == nullptr) return Status(ErrorCode::internal, "a put outside the grant's regions");
+    DS_TRY(ep_.put(staged, bytes, remote, keys_[static_cast<size_t>(r - grant_.regions.data())]));
+    ++puts_;
+    return ok_status();
+  }
+  Status finish() { return ep_.flush(deadline_); }
+  int64_t puts() const { return puts_; }
+
+ private:
+  transport::UcxEndpoint& ep_;
+  const transport::KvGrant& grant_;
+  const std::vector<transport::RemoteKey>& keys_;
+  std::span<std::byte> staging_;
+  Clock::time_point deadline_;
+  size_t used_ = 0;
+  int64_t puts_ = 0;
+};
+
+// The granted blocks straight into the decode server's pool pages: per buffer-full of blocks, their
+// pages are staged array by array (a block's bytes are its page in each array in turn), and each run
+// of consecutive block ids goes with one put per array.
+Status put_blocks(StagedPuts& puts, size_t staging_bytes, const std::vector<TierEntry>& blocks,
+                  const transport::KvGrant& grant) {
   const size_t bb = grant.block_bytes();
   const size_t per_fill = std::max<size_t>(1, staging_bytes / bb);
-  int64_t puts = 0;
   for (size_t i = 0; i < blocks.size();) {
     const size_t end = std::min(blocks.size(), i + per_fill);
-    const size_t n = end - i;
-    size_t array_at = 0;   // the array's offset in a block's bytes
-    size_t staged_at = 0;  // the array's first page in the staging buffer
+    size_t array_at = 0;  // the array's offset in a block's bytes
     for (const transport::RemotePageArray& a : grant.arrays) {
       const auto ab = static_cast<size_t>(a.block_bytes);
+      DS_ASSIGN_OR_RETURN(std::byte * staged, puts.stage((end - i) * ab));
       for (size_t k = i; k < end; ++k) {
         if (blocks[k].bytes.size() != bb)
           return Status(ErrorCode::internal,
                         fmt::format("outbox block of {} bytes, expected {}", blocks[k].bytes.size(), bb));
-        std::memcpy(staging + staged_at + (k - i) * ab, blocks[k].bytes.data() + array_at, ab);
+        std::memcpy(staged + (k - i) * ab, blocks[k].bytes.data() + array_at, ab);
       }
       for (size_t k = i; k < end;) {
         size_t run = 1;
         while (k + run < end && grant.block_ids[k + run] == grant.block_ids[k] + run) ++run;
-        if (Clock::now() >= deadline)
-          return Status(ErrorCode::transport_timeout, "the transfer's deadline passed during the puts");
-        const uint64_t remote = a.address + uint64_t{grant.block_ids[k]} * a.block_bytes;
-        DS_TRY(ep.put(staging + staged_at + (k - i) * ab, run * ab, remote,
-                      key_for(grant, keys, remote, run * ab)));
-        ++puts;
+        DS_TRY(puts.put(staged + (k - i) * ab, run * ab,
+                        a.address + uint64_t{grant.block_ids[k]} * a.block_bytes));
         k += run;
       }
       array_at += ab;
-      staged_at += n * ab;
     }
-    DS_TRY(ep.flush(deadline));  // the staging buffer is reused by the next fill
     i = end;
   }
-  return puts;
+  return ok_status();
 }
 
-// The sequence state's pages into the decode server's landing pages, one put each.
-Result<int64_t> put_state(transport::UcxEndpoint& ep, const std::vector<transport::RemoteKey>& keys,
-                          const std::vector<std::vector<std::byte>>& pages, const transport::KvGrant& grant,
-                          Clock::time_point deadline) {
-  for (size_t p = 0; p < pages.size(); ++p)
-    DS_TRY(ep.put(pages[p].data(), pages[p].size(), grant.state_pages[p],
-                  key_for(grant, keys, grant.state_pages[p], grant.state_page_bytes)));
-  DS_TRY(ep.flush(deadline));  // the pages are local vectors: flushed before they go
-  return static_cast<int64_t>(pages.size());
+// The sequence state's pages into the decode server's landing pages, one put each: only the first
+// n_used (the ones that carry the state; the rest of the grant's pages are the bound's padding and
+// the decode side reads as many as the count says).
+Status put_state(StagedPuts& puts, const std::vector<std::vector<std::byte>>& pages, size_t n_used,
+                 const transport::KvGrant& grant) {
+  for (size_t p = 0; p < n_used; ++p) {
+    DS_ASSIGN_OR_RETURN(std::byte * staged, puts.stage(pages[p].size()));
+    std::memcpy(staged, pages[p].data(), pages[p].size());
+    DS_TRY(puts.put(staged, pages[p].size(), grant.state_pages[p]));
+  }
+  return ok_status();
 }
 
 }  // namespace
@@ -319,12 +347,19 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
 
   const auto t_transfer = Clock::now();
   DS_ASSIGN_OR_RETURN(std::vector<transport::RemoteKey> rkeys, unpack_keys(*ep, grant));
-  DS_ASSIGN_OR_RETURN(outcome.puts, put_blocks(*ep, rkeys, slot->staging.data(), slot->staging.size(),
-                                               *blocks, grant, job.deadline));
-  DS_ASSIGN_OR_RETURN(const int64_t state_puts, put_state(*ep, rkeys, state_page_bytes, grant, job.deadline));
-  outcome.puts += state_puts;
+  StagedPuts puts(*ep, grant, rkeys, slot->staging, job.deadline);
+  DS_TRY(put_blocks(puts, slot->staging.size(), *blocks, grant));
+  const int64_t kv_puts = puts.puts();
+  const size_t used_pages =
+      state
+          ? static_cast<size_t>(state_pages_for(static_cast<int64_t>(state->size()), identity_->block_bytes))
+          : 0;
+  DS_TRY(put_state(puts, state_page_bytes, std::min(used_pages, state_page_bytes.size()), grant));
+  DS_TRY(puts.finish());
+  outcome.puts = puts.puts();
+  const int64_t state_puts = puts.puts() - kv_puts;
   for (const TierEntry& b : *blocks) outcome.bytes += static_cast<int64_t>(b.bytes.size());
-  for (const std::vector<std::byte>& p : state_page_bytes) outcome.bytes += static_cast<int64_t>(p.size());
+  outcome.bytes += state_puts * identity_->block_bytes;
   outcome.transfer_ns = ns_since(t_transfer);
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
                   job.deadline));
@@ -362,6 +397,7 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
               stats_.transfers.fetch_add(1);
               stats_.blocks_sent.fetch_add(r->blocks);
               stats_.bytes_sent.fetch_add(r->bytes);
+              stats_.puts.fetch_add(r->puts);
               stats_.prefill_ns.fetch_add(r->prefill_ns);
               stats_.transfer_ns.fetch_add(r->transfer_ns);
               if (config_.observe)

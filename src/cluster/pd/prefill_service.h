@@ -30,6 +30,7 @@ struct PrefillStats {
   std::atomic<int64_t> failures{0};
   std::atomic<int64_t> blocks_sent{0};
   std::atomic<int64_t> bytes_sent{0};
+  std::atomic<int64_t> puts{0};  // one-sided puts (one per page array and run of blocks, per state page)
   std::atomic<int64_t> prefill_ns{0};     // engine time of the transfers' prefills
   std::atomic<int64_t> transfer_ns{0};    // puts + flush
   std::atomic<int64_t> refused_hosts{0};  // requests naming a decode_host outside the allowlist
@@ -73,7 +74,7 @@ class PrefillService {
     int64_t bytes = 0;
     int64_t prefill_ns = 0;
     int64_t transfer_ns = 0;
-    int64_t puts = 0;         // UCX put calls (runs of consecutive granted blocks)
+    int64_t puts = 0;         // UCX put calls (per page array and run of consecutive blocks; state pages)
     int64_t state_bytes = 0;  // the sequence state sent with the blocks (V4), in their count
   };
   // One transfer, on the calling thread.
