@@ -36,6 +36,10 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
                 "Prefill: the outbox of blocks in transit, at most; decode: the registered landing region "
                 "of V4/V4.1 sequence states (the KV pages go straight into the pool)")
       ->capture_default_str();
+  g->add_option("--kv-stream-puts", o.stream_puts,
+                "Prefill: put each block to the decode server as soon as the prefill chunk that completes it "
+                "is done, overlapping the puts with the rest of the prefill (false: after the whole prefill)")
+      ->capture_default_str();
   g->add_option("--kv-transport", o.transport,
                 "UCX transports for the KV transfer, UCX_TLS syntax (docs/pd.md, Transports): e.g. tcp "
                 "(any hosts), sm,tcp (same-host peers over shared memory), rc,sm,tcp (RDMA); default: "
@@ -135,12 +139,13 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     server::Histogram* prefill_h =
         &registry.histogram("deepinfer:pd_prefill_seconds",
                             "Per transfer: queue + prefill here until the blocks are ready.", kBuckets);
-    server::Histogram* put_h =
-        &registry.histogram("deepinfer:pd_put_seconds",
-                            "Per transfer: UCX puts + flush into the decode server's blocks.", kBuckets);
+    server::Histogram* put_h = &registry.histogram(
+        "deepinfer:pd_put_seconds",
+        "Per transfer: UCX puts + flush into the decode server's blocks after the prefill ended.", kBuckets);
     pd::PrefillServiceConfig pc;
     pc.allowed_decode_hosts = options_.decode_peers;
     pc.ucx.tls = options_.transport;
+    pc.stream_puts = options_.stream_puts;
     pc.observe = [prefill_h, put_h](double prefill_s, double put_s) {
       prefill_h->observe(prefill_s);
       put_h->observe(put_s);
@@ -153,13 +158,17 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
         &registry.counter("deepinfer:pd_prefill_failures_total", "KV transfers that failed (prefill side).");
     Counter* bytes =
         &registry.counter("deepinfer:pd_transfer_bytes_total", "KV bytes put to decode servers.");
+    Counter* early =
+        &registry.counter("deepinfer:pd_blocks_put_early_total",
+                          "Blocks put to decode servers while their prefill still ran (--kv-stream-puts).");
     Counter* puts =
         &registry.counter("deepinfer:pd_puts_total",
                           "One-sided puts to decode servers (one per page array and run of blocks).");
     Counter* prefill_s =
         &registry.counter("deepinfer:pd_prefill_seconds_total", "Prefill time of the transfers.");
-    Counter* transfer_s =
-        &registry.counter("deepinfer:pd_transfer_seconds_total", "Put + flush time of the transfers.");
+    Counter* transfer_s = &registry.counter("deepinfer:pd_transfer_seconds_total",
+                                            "Put + flush time of the transfers after their prefills ended "
+                                            "(puts overlapping a prefill not counted).");
     Gauge* running = &registry.gauge("deepinfer:pd_prefill_transfers_running", "KV transfers in progress.");
     Counter* refused_hosts = &registry.counter(
         "deepinfer:pd_refused_decode_hosts_total",
@@ -171,6 +180,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       failures->set_total(static_cast<double>(st.failures.load()));
       bytes->set_total(static_cast<double>(st.bytes_sent.load()));
       puts->set_total(static_cast<double>(st.puts.load()));
+      early->set_total(static_cast<double>(st.blocks_early.load()));
       prefill_s->set_total(static_cast<double>(st.prefill_ns.load()) * 1e-9);
       transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
       refused_hosts->set_total(static_cast<double>(st.refused_hosts.load()));

@@ -3,7 +3,7 @@
 against the same request on a plain server, and the put rate of the transfers, in the same run.
 
 usage: pd_latency.py DEEPINFER MODEL_DIR [--prompts 200,960] [--requests 10] [--transport TLS]
-                     [--threads 1]
+                     [--threads 1] [--prefill-args "--max-step-tokens 128 --kv-stream-puts false"]
 
 A plain `serve`, and `serve --role prefill` + `serve --role decode` behind `route --prefill --decode`
 (all on loopback, --threads T each). For each prompt length: --requests sequential non-streaming
@@ -14,11 +14,14 @@ request each side is not counted). Reported per length: median latency plain / P
 and the ratio; and, from the servers' own counters over the whole run, P's put rate (bytes put /
 put + flush seconds) and D's mean import time (lease start to kv_written). --transport is passed as
 --kv-transport (UCX_TLS syntax; empty: UCX's choice). Any binary: run it with the binary before a
-change and after it for a before/after pair (the report prints the binary).
+change and after it for a before/after pair (the report prints the binary). --prefill-args go to the
+prefill server only (e.g. a smaller prefill chunk, so its puts can overlap the rest of its prefill, and
+--kv-stream-puts false for the baseline without that overlap).
 """
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import time
@@ -54,6 +57,7 @@ def main():
     ap.add_argument("--requests", type=int, default=10)
     ap.add_argument("--transport", default="")
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--prefill-args", default="")
     a = ap.parse_args()
     secret = "/tmp/pd_latency.secret"
     with open(secret, "wb") as f:
@@ -66,7 +70,7 @@ def main():
         plain_p, plain = start([a.deepinfer, *common], "plain")
         procs.append(plain_p)
         pp, p_url = start([a.deepinfer, *common, "--role", "prefill", "--kv-transfer-secret-file", secret,
-                           "--kv-decode-peer", "127.0.0.1", *transport], "prefill")
+                           "--kv-decode-peer", "127.0.0.1", *transport, *shlex.split(a.prefill_args)], "prefill")
         procs.append(pp)
         dp, d_url = start([a.deepinfer, *common, "--role", "decode", "--kv-transfer-secret-file", secret,
                            "--kv-prefill-peer", p_url, *transport], "decode")
@@ -75,8 +79,8 @@ def main():
                            "--prefill", p_url], "router")
         procs.append(rp)
         time.sleep(1.0)
-        print(f"binary {a.deepinfer}; transport {a.transport or 'UCX default'}; {os.cpu_count()} CPUs; "
-              f"load average {os.getloadavg()[0]:.1f}")
+        print(f"binary {a.deepinfer}; transport {a.transport or 'UCX default'}; prefill args '{a.prefill_args}'; "
+              f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
         k = 0
         for n in [int(x) for x in a.prompts.split(",")]:
             plain_s, pd_s = [], []
@@ -98,11 +102,12 @@ def main():
         imports = dm["deepinfer:pd_imports_total"]
         transfers = max(pm["deepinfer:pd_prefill_transfers_total"], 1)
         print(f"per transfer (all lengths): P prefill (queue + compute + outbox) "
-              f"{pm['deepinfer:pd_prefill_seconds_total'] / transfers * 1e3:.1f} ms, P puts + flush "
-              f"{put_s / transfers * 1e3:.2f} ms ({pm.get('deepinfer:pd_puts_total', 0) / transfers:.1f} puts), "
+              f"{pm['deepinfer:pd_prefill_seconds_total'] / transfers * 1e3:.1f} ms, P puts + flush after it "
+              f"{put_s / transfers * 1e3:.2f} ms ({pm.get('deepinfer:pd_puts_total', 0) / transfers:.1f} puts; "
+              f"{pm.get('deepinfer:pd_blocks_put_early_total', 0) / transfers:.1f} blocks put during the prefill), "
               f"D import (lease start to kv_written) "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms")
-        print(f"prefill side: {put_bytes / 1e6:.1f} MB put in {put_s * 1e3:.1f} ms of put + flush = "
+        print(f"prefill side: {put_bytes / 1e6:.1f} MB put, {put_s * 1e3:.1f} ms of put + flush after the prefills = "
               f"{put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms, fallbacks "
               f"{int(dm['deepinfer:pd_fallbacks_total'])}")

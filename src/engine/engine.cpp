@@ -734,6 +734,16 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
   } else {
     scheduler_.on_step_done(plan, sampled_);
   }
+  if (tiers_) {
+    // Request::tier_write_chunks: the full blocks a prefill chunk completed go down now (the chunk
+    // that samples hands the rest over in on_prompt_committed).
+    for (const ScheduledChunk& c : plan.chunks) {
+      ActiveRequest& r = *active_.at(c.seq_id);
+      if (r.request.tier_write_chunks && !c.samples && !r.prompt_tiered && !r.output.finished() &&
+          scheduler_.contains(c.seq_id) && scheduler_.is_running(c.seq_id))
+        write_to_tiers(c.seq_id, r);
+    }
+  }
   const SteadyTime now = std::chrono::steady_clock::now();
   for (const StepBatch::SampleJob& job : batch.sample_jobs) {
     const SeqId seq = plan.chunks[job.chunk_idx].seq_id;

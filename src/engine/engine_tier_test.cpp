@@ -61,6 +61,8 @@ struct RunOptions {
   int n_runs = 1;
   int32_t max_tokens = 8;
   int64_t write_every_tokens = 0;  // KvTierConfig::write_every_tokens
+  int32_t max_step_tokens = 2048;  // SchedulerConfig::max_step_tokens (the prefill chunk)
+  bool tier_write_chunks = false;  // Request::tier_write_chunks
   std::string salt = {};
   std::optional<CacheClearFilter> clear_after = {};  // DELETE /v1/cache after the runs
 };
@@ -85,6 +87,7 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, const RunOptions& o
   cfg.n_kv_blocks = 64;
   cfg.check_integrity = true;
   cfg.prefix_hash_seed = 99;
+  cfg.scheduler.max_step_tokens = options.max_step_tokens;
   std::shared_ptr<DiskTier> disk;
   if (tier_dir != nullptr) {
     Result<std::vector<std::byte>> secret = load_or_create_tier_secret(*tier_dir + "/secret");
@@ -105,7 +108,9 @@ Outcome run(ModelRunner& model, const std::string* tier_dir, const RunOptions& o
   Outcome o;
   for (int i = 0; i < options.n_runs; ++i) {
     RequestStream stream;
-    EXPECT_TRUE((*engine)->submit(request(options.salt, options.max_tokens), stream.sink()).ok());
+    Request r = request(options.salt, options.max_tokens);
+    r.tier_write_chunks = options.tier_write_chunks;
+    EXPECT_TRUE((*engine)->submit(std::move(r), stream.sink()).ok());
     const TokenEvent out = stream.collect();
     EXPECT_TRUE(out.error.ok()) << out.error.to_string();
     o.tokens = out.tokens;
@@ -214,6 +219,22 @@ TEST(EngineTierWrites, ALongOutputIsWrittenEveryNTokens) {
   EXPECT_EQ(b.stats.kv_tier_write_jobs, 5);
   EXPECT_EQ(a.disk.n_writes, 10);
   EXPECT_EQ(b.disk.n_writes, 10);
+  expect_same(a, b, "when blocks go down changes no output");
+}
+
+// A P/D prefill's blocks go down as its chunks complete them: 41 prompt tokens in chunks of 7 fill
+// block 0 in the chunk ending at 21 and block 1 in the one ending at 35 — a job each, before the
+// first token — then the end writes block 2: 3 jobs instead of 2 (prompt, end), the same 3 entries.
+TEST(EngineTierWrites, PromptBlocksGoDownAsEachChunkCompletesThem) {
+  Fixture f("deepseek_v3");
+  ASSERT_NE(f.model, nullptr);
+  TierDir whole, chunks;
+  const Outcome a = run(*f.model, &whole.path, {.max_step_tokens = 7});
+  const Outcome b = run(*f.model, &chunks.path, {.max_step_tokens = 7, .tier_write_chunks = true});
+  EXPECT_EQ(a.stats.kv_tier_write_jobs, 2);
+  EXPECT_EQ(b.stats.kv_tier_write_jobs, 3);
+  EXPECT_EQ(a.disk.n_writes, 3);
+  EXPECT_EQ(b.disk.n_writes, 3);
   expect_same(a, b, "when blocks go down changes no output");
 }
 

@@ -47,6 +47,9 @@ struct Request {
   // Cache directives from the APIs (docs/kvcache.md, Cache control in the APIs):
   std::optional<int64_t> cache_ttl_s;  // tier TTL (and pin lease) instead of the class's; >= 1
   bool cache_tier_writes = true;       // false: the prompt's KV stays in the pool (never written below)
+  // The prompt's full blocks go to the tiers as each prefill chunk completes them, not only once the
+  // whole prompt is computed (a P/D prefill: the prefill server puts them while the rest computes).
+  bool tier_write_chunks = false;
   // Keep the prompt's full blocks in the pool (a pin) for the TTL, within EngineConfig's pin quota;
   // beyond the quota the request runs unpinned (EngineStats::kv_pins_refused).
   bool cache_pin = false;

@@ -771,11 +771,39 @@ def case_disk_tiers():
         s.stop()
 
 
+def case_stream_puts():
+    """A prefill server computing in small chunks puts each block as soon as its chunk is done: some blocks
+    reach the decode server while the prefill still runs, and the answer is the plain server's; with
+    --kv-stream-puts false none does (the control)."""
+    s = serve("single")
+    try:
+        for stream in ("true", "false"):
+            c = Cluster(secret("a", 1), secret("a", 1), p_extra=("--max-step-tokens", "32", "--kv-stream-puts", stream))
+            try:
+                for i in range(2):
+                    want, _ = completion(s.url(), 80 + i, 900, GREEDY)
+                    check(completion(c.r.url(), 80 + i, 900, GREEDY)[0] == want,
+                          f"stream_puts={stream}: the P/D answer differs")
+                pm = metrics(c.p)
+                early, blocks = pm["deepinfer:pd_blocks_put_early_total"], 2 * ((900 - 1) // BLOCK)
+                check(metrics(c.d)["deepinfer:pd_imports_total"] == 2, f"stream_puts={stream}: not imported")
+                if stream == "true":
+                    check(0 < early <= blocks, f"{early} of {blocks} blocks put during the prefill, expected some")
+                else:
+                    check(early == 0, f"{early} blocks put during the prefill with --kv-stream-puts false")
+                print(f"stream_puts={stream}: {int(early)} of {blocks} blocks put while the prefill ran")
+                expect_nothing_held(c.p, c.d)
+            finally:
+                c.stop()
+    finally:
+        s.stop()
+
+
 CASES = {"v4": case_v4, "v41": case_v41, "equal": case_equal, "wrong_secret": case_wrong_secret, "wrong_model": case_wrong_model, "kill_prefill": case_kill_prefill,
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
          "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity,
          "disk_tiers": case_disk_tiers, "prefill_busy": case_prefill_busy,
-         "prefill_queue": case_prefill_queue}
+         "prefill_queue": case_prefill_queue, "stream_puts": case_stream_puts}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

@@ -137,11 +137,11 @@ class StagedPuts {
   int64_t puts_ = 0;
 };
 
-// The granted blocks straight into the decode server's pool pages: per buffer-full of blocks, their
-// pages are staged array by array (a block's bytes are its page in each array in turn), and each run
-// of consecutive block ids goes with one put per array.
+// Blocks straight into the decode server's pool blocks `block_ids` (one each, in order): per
+// buffer-full of blocks, their pages are staged array by array (a block's bytes are its page in each
+// array in turn), and each run of consecutive block ids goes with one put per array.
 Status put_blocks(StagedPuts& puts, size_t staging_bytes, const std::vector<TierEntry>& blocks,
-                  const transport::KvGrant& grant) {
+                  std::span<const uint32_t> block_ids, const transport::KvGrant& grant) {
   const size_t bb = grant.block_bytes();
   const size_t per_fill = std::max<size_t>(1, staging_bytes / bb);
   for (size_t i = 0; i < blocks.size();) {
@@ -158,9 +158,8 @@ Status put_blocks(StagedPuts& puts, size_t staging_bytes, const std::vector<Tier
       }
       for (size_t k = i; k < end;) {
         size_t run = 1;
-        while (k + run < end && grant.block_ids[k + run] == grant.block_ids[k] + run) ++run;
-        DS_TRY(puts.put(staged + (k - i) * ab, run * ab,
-                        a.address + uint64_t{grant.block_ids[k]} * a.block_bytes));
+        while (k + run < end && block_ids[k + run] == block_ids[k] + run) ++run;
+        DS_TRY(puts.put(staged + (k - i) * ab, run * ab, a.address + uint64_t{block_ids[k]} * a.block_bytes));
         k += run;
       }
       array_at += ab;
@@ -282,6 +281,7 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   request.stop.ignore_eos = true;
   request.detokenize = false;
   request.deadline = job.deadline;
+  request.tier_write_chunks = config_.stream_puts;
   // The outbox stores only the blocks of transfers (client requests this server also serves leave
   // nothing there), and however this ends it keeps none of this prompt's: on success only the ones
   // not sent are left (the decode server's own hits), written in the same tier job as the sent ones;
@@ -300,16 +300,40 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
       identity_->prompt_block_keys(request.prompt_tokens, job.cache_salt);
   OutboxCleanup cleanup{*outbox_, prompt_keys, prompt_keys};
   outbox_->expect(cleanup.expected);
+  // The puts start as soon as the granted blocks reach the outbox: with stream_puts each prefill
+  // chunk's completed blocks get there while the next chunks compute.
+  DS_ASSIGN_OR_RETURN(std::vector<transport::RemoteKey> rkeys, unpack_keys(*ep, grant));
+  StagedPuts puts(*ep, grant, rkeys, slot->staging, job.deadline);
+  size_t n_put = 0;       // granted blocks put so far (a prefix of keys)
+  int64_t put_early = 0;  // of those, put while the prefill still ran
+  const auto put_some = [&](std::vector<TierEntry> ready) -> Status {
+    if (ready.empty()) return ok_status();
+    for (size_t i = n_put; i < n_put + ready.size(); ++i) std::erase(cleanup.keys, keys[i]);  // taken
+    DS_TRY(put_blocks(puts, slot->staging.size(), ready,
+                      std::span(grant.block_ids).subspan(n_put, ready.size()), grant));
+    n_put += ready.size();
+    outcome.bytes += static_cast<int64_t>(ready.size()) * identity_->block_bytes;
+    return ok_status();
+  };
   RequestStream stream;
   DS_ASSIGN_OR_RETURN(RequestId engine_id, engine_.submit(std::move(request), stream.sink()));
   TokenEvent last;
   std::shared_ptr<const std::vector<std::byte>> state;
+  const auto poll = std::chrono::milliseconds(config_.stream_puts ? 2 : 20);
   while (!stream.finished()) {
-    std::optional<TokenEvent> ev = stream.next_until(Clock::now() + std::chrono::milliseconds(20));
+    std::optional<TokenEvent> ev = stream.next_until(Clock::now() + poll);
     if (ev) {
       if (ev->sequence_state) state = ev->sequence_state;
       last = std::move(*ev);
       continue;
+    }
+    if (config_.stream_puts && n_put < keys.size()) {
+      const size_t before = n_put;
+      if (Status st = put_some(outbox_->take_ready(std::span(keys).subspan(n_put))); !st.ok()) {
+        engine_.cancel(engine_id);
+        return st;
+      }
+      put_early += static_cast<int64_t>(n_put - before);
     }
     // An abort from the decode side (its client left, its lease ended) cancels the prefill.
     worker->progress();
@@ -329,15 +353,13 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   if (last.finish_reason == FinishReason::error || last.finish_reason == FinishReason::deadline ||
       last.finish_reason == FinishReason::cancelled)
     return last.error.ok() ? Status(ErrorCode::transport_timeout, "the prefill did not finish") : last.error;
-  std::optional<std::vector<TierEntry>> blocks = outbox_->take_all(keys, job.deadline);
-  if (blocks) {
-    std::erase_if(cleanup.keys,
-                  [&](uint64_t k) { return std::find(keys.begin(), keys.end(), k) != keys.end(); });
-  }
+  const std::vector<uint64_t> rest(keys.begin() + static_cast<std::ptrdiff_t>(n_put), keys.end());
+  std::optional<std::vector<TierEntry>> blocks = outbox_->take_all(rest, job.deadline);
   if (!blocks)
     return Status(ErrorCode::transport_timeout, "the prefilled blocks did not reach the outbox in time");
   outcome.prefill_ns = ns_since(t_prefill);
-  outcome.blocks = static_cast<int64_t>(blocks->size());
+  outcome.blocks = static_cast<int64_t>(keys.size());
+  outcome.blocks_early = put_early;
   std::vector<std::vector<std::byte>> state_page_bytes;
   if (state_pages > 0) {
     if (!state) return Status(ErrorCode::internal, "the prefill exported no sequence state");
@@ -346,9 +368,7 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   }
 
   const auto t_transfer = Clock::now();
-  DS_ASSIGN_OR_RETURN(std::vector<transport::RemoteKey> rkeys, unpack_keys(*ep, grant));
-  StagedPuts puts(*ep, grant, rkeys, slot->staging, job.deadline);
-  DS_TRY(put_blocks(puts, slot->staging.size(), *blocks, grant));
+  DS_TRY(put_some(std::move(*blocks)));
   const int64_t kv_puts = puts.puts();
   const size_t used_pages =
       state
@@ -357,10 +377,8 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   DS_TRY(put_state(puts, state_page_bytes, std::min(used_pages, state_page_bytes.size()), grant));
   DS_TRY(puts.finish());
   outcome.puts = puts.puts();
-  const int64_t state_puts = puts.puts() - kv_puts;
-  for (const TierEntry& b : *blocks) outcome.bytes += static_cast<int64_t>(b.bytes.size());
-  outcome.bytes += state_puts * identity_->block_bytes;
-  outcome.transfer_ns = ns_since(t_transfer);
+  outcome.bytes += (puts.puts() - kv_puts) * identity_->block_bytes;
+  outcome.transfer_ns = ns_since(t_transfer);  // the tail after the prefill: what did not overlap it
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
                   job.deadline));
   close_on_failure.done = true;
@@ -398,6 +416,7 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
               stats_.blocks_sent.fetch_add(r->blocks);
               stats_.bytes_sent.fetch_add(r->bytes);
               stats_.puts.fetch_add(r->puts);
+              stats_.blocks_early.fetch_add(r->blocks_early);
               stats_.prefill_ns.fetch_add(r->prefill_ns);
               stats_.transfer_ns.fetch_add(r->transfer_ns);
               if (config_.observe)

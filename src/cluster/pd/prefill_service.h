@@ -32,7 +32,8 @@ struct PrefillStats {
   std::atomic<int64_t> bytes_sent{0};
   std::atomic<int64_t> puts{0};  // one-sided puts (one per page array and run of blocks, per state page)
   std::atomic<int64_t> prefill_ns{0};     // engine time of the transfers' prefills
-  std::atomic<int64_t> transfer_ns{0};    // puts + flush
+  std::atomic<int64_t> transfer_ns{0};    // puts + flush after the prefills ended
+  std::atomic<int64_t> blocks_early{0};   // blocks put while their prefill still ran (stream_puts)
   std::atomic<int64_t> refused_hosts{0};  // requests naming a decode_host outside the allowlist
 };
 
@@ -48,6 +49,10 @@ struct PrefillServiceConfig {
   // Each slot's registered staging buffer: the granted blocks are copied there and put in runs of
   // consecutive block ids (one put per run, flushed per buffer-full).
   size_t staging_bytes = size_t{16} << 20;
+  // Put each granted block as soon as the prefill's chunk that completes it is done
+  // (Request::tier_write_chunks), overlapping the puts with the rest of the prefill; false: put
+  // them all once the prefill is over (--kv-stream-puts).
+  bool stream_puts = true;
 };
 
 class PrefillService {
@@ -73,9 +78,10 @@ class PrefillService {
     int64_t blocks = 0;
     int64_t bytes = 0;
     int64_t prefill_ns = 0;
-    int64_t transfer_ns = 0;
-    int64_t puts = 0;         // UCX put calls (per page array and run of consecutive blocks; state pages)
-    int64_t state_bytes = 0;  // the sequence state sent with the blocks (V4), in their count
+    int64_t transfer_ns = 0;   // puts + flush after the prefill ended (the ones before overlapped it)
+    int64_t blocks_early = 0;  // blocks put while the prefill still ran (stream_puts)
+    int64_t puts = 0;          // UCX put calls (per page array and run of consecutive blocks; state pages)
+    int64_t state_bytes = 0;   // the sequence state sent with the blocks (V4), in their count
   };
   // One transfer, on the calling thread.
   Result<Outcome> run(const Job& job);

@@ -97,6 +97,18 @@ std::optional<std::vector<TierEntry>> TransitTier::take_all(const std::vector<ui
   return out;
 }
 
+std::vector<TierEntry> TransitTier::take_ready(std::span<const uint64_t> keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<TierEntry> out;
+  for (uint64_t k : keys) {
+    auto it = entries_.find(k);
+    if (it == entries_.end()) break;
+    out.push_back(it->second.entry);
+    erase_locked(k);
+  }
+  return out;
+}
+
 void TransitTier::drop(const std::vector<uint64_t>& keys) {
   std::lock_guard<std::mutex> lock(mu_);
   for (uint64_t k : keys) erase_locked(k);

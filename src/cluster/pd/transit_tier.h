@@ -16,6 +16,7 @@
 #include <list>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -47,6 +48,8 @@ class TransitTier final : public KvTier {
   // The entries of `keys`, removed, once all are present; nullopt at the deadline (none removed).
   std::optional<std::vector<TierEntry>> take_all(const std::vector<uint64_t>& keys,
                                                  std::chrono::steady_clock::time_point deadline);
+  // The entries of the longest leading run of `keys` present now, removed (none: empty).
+  std::vector<TierEntry> take_ready(std::span<const uint64_t> keys);
   void drop(const std::vector<uint64_t>& keys);
   // only_expected: the keys a running transfer waits for (counted: two transfers may share a
   // prefix); unexpect after the transfer, before its drop.
