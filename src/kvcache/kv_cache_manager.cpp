@@ -132,6 +132,18 @@ int32_t KvCacheManager::blocks_needed(SeqId seq_id, int64_t n_tokens_total) cons
 
 int32_t KvCacheManager::n_free_blocks() const { return pool_.n_free(); }
 
+BlockId KvCacheManager::allocate_fresh() {
+  Result<BlockId> block_id = pool_.allocate();
+  DS_ASSERT(block_id.ok(), "kv cache: allocation failed after the free count said it would not");
+  // The least recently released free block is reused: whatever prefix it cached is evicted.
+  if (index_.is_registered(*block_id)) {
+    record_removed(index_.hash_of(*block_id));
+    index_.erase_block(*block_id);
+    ++n_evictions_;
+  }
+  return *block_id;
+}
+
 Status KvCacheManager::grow(SeqId seq_id, int64_t n_tokens_total) {
   const int32_t n_needed = blocks_needed(seq_id, n_tokens_total);
   if (n_needed > pool_.n_free()) {
@@ -140,17 +152,7 @@ Status KvCacheManager::grow(SeqId seq_id, int64_t n_tokens_total) {
                               n_tokens_total, pool_.n_free()));
   }
   std::vector<BlockId>& table = seqs_.find(seq_id)->second.table;
-  for (int32_t i = 0; i < n_needed; ++i) {
-    Result<BlockId> block_id = pool_.allocate();
-    DS_ASSERT(block_id.ok(), "kv cache: allocation failed after the free count said it would not");
-    // The least recently released free block is reused: whatever prefix it cached is evicted.
-    if (index_.is_registered(*block_id)) {
-      record_removed(index_.hash_of(*block_id));
-      index_.erase_block(*block_id);
-      ++n_evictions_;
-    }
-    table.push_back(*block_id);
-  }
+  for (int32_t i = 0; i < n_needed; ++i) table.push_back(allocate_fresh());
   return ok_status();
 }
 
@@ -277,15 +279,8 @@ std::optional<std::vector<BlockId>> KvCacheManager::reserve_fresh(int32_t n) {
   std::vector<BlockId> blocks;
   blocks.reserve(static_cast<size_t>(n));
   for (int32_t i = 0; i < n; ++i) {
-    Result<BlockId> block_id = pool_.allocate();
-    DS_ASSERT(block_id.ok(), "kv cache: allocation failed after the free count said it would not");
-    if (index_.is_registered(*block_id)) {
-      record_removed(index_.hash_of(*block_id));
-      index_.erase_block(*block_id);
-      ++n_evictions_;
-    }
-    ++pins_[*block_id];
-    blocks.push_back(*block_id);
+    blocks.push_back(allocate_fresh());
+    ++pins_[blocks.back()];
   }
   return blocks;
 }

@@ -189,6 +189,9 @@ class KvCacheManager {
   };
 
   const SeqBlocks& seq(SeqId seq_id) const;
+  // A free block off the front of the free list, its cached prefix (if any) evicted. Precondition:
+  // one is free.
+  BlockId allocate_fresh();
   int64_t open_impl(SeqId seq_id, std::span<const TokenId> prompt, std::string_view cache_salt,
                     int64_t max_hit_tokens, bool counted);
 

@@ -284,8 +284,8 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   request.tier_write_chunks = config_.stream_puts;
   // The outbox stores only the blocks of transfers (client requests this server also serves leave
   // nothing there), and however this ends it keeps none of this prompt's: on success only the ones
-  // not sent are left (the decode server's own hits), written in the same tier job as the sent ones;
-  // on a failure the writer may still be copying: a short wait first.
+  // not sent are left (the decode server's own hits, written before or with the sent ones); on a
+  // failure the writer may still be copying: a short wait first.
   struct OutboxCleanup {
     TransitTier& outbox;
     const std::vector<uint64_t> expected;
