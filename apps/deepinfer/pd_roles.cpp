@@ -146,8 +146,13 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     pc.allowed_decode_hosts = options_.decode_peers;
     pc.ucx.tls = options_.transport;
     pc.stream_puts = options_.stream_puts;
-    pc.observe = [prefill_h, put_h](double prefill_s, double put_s) {
+    server::Histogram* queue_h = &registry.histogram("deepinfer:pd_prefill_queue_seconds",
+                                                     "Per transfer: of deepinfer:pd_prefill_seconds, the "
+                                                     "wait in this engine's queue before the prefill ran.",
+                                                     kBuckets);
+    pc.observe = [prefill_h, queue_h, put_h](double prefill_s, double queue_s, double put_s) {
       prefill_h->observe(prefill_s);
+      queue_h->observe(queue_s);
       put_h->observe(put_s);
     };
     prefill_ = std::make_unique<pd::PrefillService>(engine, tier_, identity_, std::move(pc), log);

@@ -241,6 +241,10 @@ def case_equal():
         check(dm["deepinfer:pd_fallbacks_total"] == 0, "a transfer fell back")
         # The pages went straight into the decode server's pool: no transit tier there.
         check(not any('tier="pd-landing"' in k for k in dm), "the decode server has a landing tier")
+        # TTFT split on P: its engine queue is timed per transfer, within the prefill time.
+        check(pm["deepinfer:pd_prefill_queue_seconds_count"] == pm["deepinfer:pd_prefill_transfers_total"] > 0
+              and pm["deepinfer:pd_prefill_queue_seconds_sum"] <= pm["deepinfer:pd_prefill_seconds_sum"],
+              "the prefill server's queue time is not observed per transfer within its prefill time")
         check(pm["deepinfer:pd_transfer_bytes_total"] == dm["deepinfer:pd_received_bytes_total"] > 0,
               "the prefill server's bytes put and the decode server's bytes received differ")
         n_blocks = sum((n - 1) // BLOCK for n in [200, 130, 64, 65, 300]) * 4

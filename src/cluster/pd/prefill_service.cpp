@@ -358,6 +358,9 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   if (!blocks)
     return Status(ErrorCode::transport_timeout, "the prefilled blocks did not reach the outbox in time");
   outcome.prefill_ns = ns_since(t_prefill);
+  outcome.queue_ns = std::max<int64_t>(
+      0,
+      std::chrono::duration_cast<std::chrono::nanoseconds>(last.first_scheduled_at - last.queued_at).count());
   outcome.blocks = static_cast<int64_t>(keys.size());
   outcome.blocks_early = put_early;
   std::vector<std::vector<std::byte>> state_page_bytes;
@@ -421,6 +424,7 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
               stats_.transfer_ns.fetch_add(r->transfer_ns);
               if (config_.observe)
                 config_.observe(static_cast<double>(r->prefill_ns) * 1e-9,
+                                static_cast<double>(r->queue_ns) * 1e-9,
                                 static_cast<double>(r->transfer_ns) * 1e-9);
               out->send_json(200, nlohmann::json{{"blocks", r->blocks},
                                                  {"bytes", r->bytes},

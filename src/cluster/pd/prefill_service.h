@@ -40,8 +40,9 @@ struct PrefillStats {
 struct PrefillServiceConfig {
   int max_transfers = 64;                      // concurrent; beyond: 503 (the decode side prefills)
   std::chrono::milliseconds max_wait{60'000};  // cap on a transfer's whole run
-  // Called once per transfer: the prefill (engine queue + compute + outbox) and the puts + flush.
-  std::function<void(double prefill_seconds, double put_seconds)> observe;
+  // Called once per transfer: the prefill (engine queue + compute + outbox), of which the engine
+  // queue (queued until first scheduled), and the puts + flush after the prefill.
+  std::function<void(double prefill_seconds, double queue_seconds, double put_seconds)> observe;
   // The addresses of the decode servers' UCX listeners this server may connect to (their
   // --kv-transfer-host); a request naming another decode_host is refused before anything runs.
   std::vector<std::string> allowed_decode_hosts;
@@ -78,6 +79,7 @@ class PrefillService {
     int64_t blocks = 0;
     int64_t bytes = 0;
     int64_t prefill_ns = 0;
+    int64_t queue_ns = 0;      // of prefill_ns: in this engine's queue (queued until first scheduled)
     int64_t transfer_ns = 0;   // puts + flush after the prefill ended (the ones before overlapped it)
     int64_t blocks_early = 0;  // blocks put while the prefill still ran (stream_puts)
     int64_t puts = 0;          // UCX put calls (per page array and run of consecutive blocks; state pages)
