@@ -6,7 +6,8 @@ usage: pd_load.py DEEPINFER MODEL_DIR [--prefill-counts 1,2] [--clients 4] [--se
                   [--output 8] [--threads 1] [--prefill-args "..."] [--route-args "..."]
 
 For each prefill count: `serve --role prefill` x N and one `serve --role decode` (--threads T each) behind
-`route --prefill ... --decode ...` (least-loaded prefill pick; --route-args for e.g. --pd-max-prefill-open);
+`route --policy least_load --prefill ... --decode ...` (the least loaded prefill server first; --route-args for
+e.g. --pd-max-prefill-open);
 --clients closed-loop clients each send streaming requests of a prompt of its own (--prompt tokens, every
 request moves its KV) and --output tokens, for --seconds. Reported per deployment: requests completed and
 per second, TTFT p50/p99 (client side), the transfers each prefill server did (from its /metrics), and the
@@ -116,7 +117,8 @@ def main():
                 dp, d_url = start(serve + ["--role", "decode", "--kv-transfer-secret-file", secret,
                                            *[x for u in ps for x in ("--kv-prefill-peer", u)]], "decode")
                 procs.append(dp)
-                rp, r_url = start([a.deepinfer, "route", "--host", "127.0.0.1", "--port", "0", "--decode", d_url,
+                rp, r_url = start([a.deepinfer, "route", "--host", "127.0.0.1", "--port", "0", "--policy",
+                                   "least_load", "--decode", d_url,
                                    *[x for u in ps for x in ("--prefill", u)], "--health-period-ms", "200",
                                    *shlex.split(a.route_args)], "router")
                 procs.append(rp)
