@@ -36,6 +36,11 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
                 "Prefill: the outbox of blocks in transit, at most; decode: the registered landing region "
                 "of V4/V4.1 sequence states (the KV pages go straight into the pool)")
       ->capture_default_str();
+  g->add_option("--kv-lease-pool-fraction", o.lease_pool_fraction,
+                "Decode: at most this share of the KV pool is leased to transfers at once (beyond it, a "
+                "request is prefilled here)")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
   g->add_option("--kv-stream-puts", o.stream_puts,
                 "Prefill: put each block to the decode server as soon as the prefill chunk that completes it "
                 "is done, overlapping the puts with the rest of the prefill (false: after the whole prefill)")
@@ -209,7 +214,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       return count_prefix_across_tiers(*local, keys);
     };
   }
-  lender_ = std::make_shared<pd::PoolLender>(engine);
+  lender_ = std::make_shared<pd::PoolLender>(engine, options_.lease_pool_fraction);
   decode_ = std::make_unique<pd::DecodeService>(lender_, identity_, pool_, dc, log);
   Counter* unknown_peers = &registry.counter(
       "deepinfer:pd_unknown_peers_total",

@@ -28,10 +28,11 @@ struct PdOptions {
   std::string secret_file;
   std::string transfer_host = "127.0.0.1";
   int64_t lease_timeout_ms = 30'000;
-  int64_t transit_mib = 1024;   // outbox / landing tier capacity, and the decode side's landing region
-  std::string transport;        // UCX transports (UCX_TLS syntax); empty: UCX's choice / UCX_TLS
-  bool stream_puts = true;      // prefill role: put blocks as the prefill's chunks complete them
-  std::string prefill_api_key;  // decode role: the key its calls to the prefill servers carry
+  int64_t transit_mib = 1024;        // outbox / landing tier capacity, and the decode side's landing region
+  std::string transport;             // UCX transports (UCX_TLS syntax); empty: UCX's choice / UCX_TLS
+  bool stream_puts = true;           // prefill role: put blocks as the prefill's chunks complete them
+  double lease_pool_fraction = 0.5;  // decode role: the pool's share transfers may lease at once
+  std::string prefill_api_key;       // decode role: the key its calls to the prefill servers carry
   // Decode role: the prefill servers it may call (the router's --prefill URLs). A request naming
   // any other server in its prefill-peer header is prefilled here: a request never chooses where
   // this server connects to.

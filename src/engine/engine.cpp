@@ -348,9 +348,10 @@ Result<T> on_engine_thread(Post&& post, Work work) {
 
 }  // namespace
 
-Result<std::vector<BlockId>> Engine::reserve_kv_blocks(int32_t n) {
-  return on_engine_thread<std::vector<BlockId>>([this](auto task) { return post(std::move(task)); },
-                                                [this, n] { return outside_blocks_.reserve(kv_, n); });
+Result<std::vector<BlockId>> Engine::reserve_kv_blocks(int32_t n, int32_t max_lent) {
+  return on_engine_thread<std::vector<BlockId>>(
+      [this](auto task) { return post(std::move(task)); },
+      [this, n, max_lent] { return outside_blocks_.reserve(kv_, n, max_lent); });
 }
 
 Result<int32_t> Engine::adopt_kv_blocks(std::vector<BlockId> blocks, std::vector<int32_t> tokens,

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -90,7 +91,9 @@ class Engine {
   // prefix cache, so a request with that prompt hits them (returns how many were registered).
   // release_kv_blocks: the pins go, now or not before `not_before` (a writer that may still be
   // putting). engine_shutting_down once the engine stopped.
-  Result<std::vector<BlockId>> reserve_kv_blocks(int32_t n);
+  // max_lent caps the blocks lent out at once (held ones included): beyond it, kvcache_out_of_blocks.
+  Result<std::vector<BlockId>> reserve_kv_blocks(int32_t n,
+                                                 int32_t max_lent = std::numeric_limits<int32_t>::max());
   Result<int32_t> adopt_kv_blocks(std::vector<BlockId> blocks, std::vector<int32_t> tokens,
                                   std::string cache_salt, int64_t first_block);
   void release_kv_blocks(std::vector<BlockId> blocks, std::optional<SteadyTime> not_before = std::nullopt);

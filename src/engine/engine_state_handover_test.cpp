@@ -278,6 +278,11 @@ TEST_P(StateHandover, BlocksPutStraightIntoReservedPoolBlocksContinueBitIdentica
   EXPECT_EQ(decode->adopt_kv_blocks(*two, std::vector<int32_t>(20, 1), "", 1).status().code(),
             ErrorCode::engine_bad_request);
   EXPECT_EQ(decode->reserve_kv_blocks(1000).status().code(), ErrorCode::kvcache_out_of_blocks);
+  // A cap on the blocks lent at once (a decode server keeps part of its pool for running sequences).
+  EXPECT_EQ(decode->reserve_kv_blocks(2, 3).status().code(), ErrorCode::kvcache_out_of_blocks);
+  Result<std::vector<BlockId>> one = decode->reserve_kv_blocks(1, 3);
+  ASSERT_TRUE(one.ok()) << one.status().to_string();
+  decode->release_kv_blocks(*one);
   decode->release_kv_blocks(*two);
   decode->release_kv_blocks(*two);  // a second release of the same ids changes nothing
   EXPECT_TRUE(wait_for_free_blocks(*decode, decode->stats().kv_blocks_total));

@@ -6,7 +6,11 @@
 
 namespace ds {
 
-Result<std::vector<BlockId>> OutsideKvBlocks::reserve(KvCacheManager& kv, int32_t n) {
+Result<std::vector<BlockId>> OutsideKvBlocks::reserve(KvCacheManager& kv, int32_t n, int32_t max_lent) {
+  if (n > max_lent - n_lent())
+    return Status(ErrorCode::kvcache_out_of_blocks,
+                  fmt::format("{} KV blocks asked for an outside writer, {} lent already, at most {} may be",
+                              n, n_lent(), max_lent));
   std::optional<std::vector<BlockId>> blocks = kv.reserve_fresh(n);
   if (!blocks)
     return Status(ErrorCode::kvcache_out_of_blocks,

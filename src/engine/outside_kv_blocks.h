@@ -25,8 +25,9 @@ class OutsideKvBlocks {
  public:
   using SteadyTime = std::chrono::steady_clock::time_point;
 
-  // kvcache_out_of_blocks (retryable) when fewer than n blocks are free.
-  Result<std::vector<BlockId>> reserve(KvCacheManager& kv, int32_t n);
+  // kvcache_out_of_blocks (retryable) when fewer than n blocks are free, or when the blocks lent
+  // out (held ones included) would pass max_lent.
+  Result<std::vector<BlockId>> reserve(KvCacheManager& kv, int32_t n, int32_t max_lent);
   // Blocks [first_block, first_block + blocks.size()) of `tokens`: registered in the prefix index
   // (stored events). Returns how many were registered (a prefix already cached
   // stays with its first copy). engine_bad_request for a block not lent out or too few tokens.

@@ -22,10 +22,11 @@ std::vector<PoolExtent> pool_extents(const std::vector<KvPageArray>& arrays, int
   return merged;
 }
 
-PoolLender::PoolLender(Engine& engine)
+PoolLender::PoolLender(Engine& engine, double max_lent_fraction)
     : engine_(&engine),
       arrays_(engine.kv_page_arrays()),
       n_blocks_(engine.kv_cache_config().n_blocks),
+      max_lent_(static_cast<int32_t>(std::clamp(max_lent_fraction, 0.0, 1.0) * n_blocks_)),
       extents_(pool_extents(arrays_, n_blocks_)) {}
 
 void PoolLender::release(std::vector<int32_t> blocks, std::optional<Clock::time_point> not_before) {

@@ -30,9 +30,11 @@ std::vector<PoolExtent> pool_extents(const std::vector<KvPageArray>& arrays, int
 class PoolLender {
  public:
   using Clock = std::chrono::steady_clock;
-  explicit PoolLender(Engine& engine);
+  // At most max_lent_fraction of the pool is lent to transfers at once (the rest stays for the
+  // running sequences: a slow prefill server holds its lease's blocks until the lease ends).
+  PoolLender(Engine& engine, double max_lent_fraction);
 
-  Result<std::vector<int32_t>> reserve(int32_t n) { return engine_->reserve_kv_blocks(n); }
+  Result<std::vector<int32_t>> reserve(int32_t n) { return engine_->reserve_kv_blocks(n, max_lent_); }
   Result<int32_t> adopt(std::vector<int32_t> blocks, std::vector<int32_t> tokens, std::string cache_salt,
                         int64_t first_block) {
     return engine_->adopt_kv_blocks(std::move(blocks), std::move(tokens), std::move(cache_salt), first_block);
@@ -50,6 +52,7 @@ class PoolLender {
   bool attached_ = true;  // guarded by mu_
   std::vector<KvPageArray> arrays_;
   int32_t n_blocks_ = 0;
+  int32_t max_lent_ = 0;
   std::vector<PoolExtent> extents_;
 };
 
