@@ -438,12 +438,11 @@ void Engine::drain_kv_events(std::optional<std::string> outside_salt) {
     return seq == 0 && outside_salt ? &*outside_salt : nullptr;
   };
   cache_scopes_.on_events(events, [&](SeqId seq) -> std::optional<std::pair<std::string, std::string>> {
+    const std::string* salt = salt_of(seq);
+    if (salt == nullptr) return std::nullopt;
     auto it = active_.find(seq);
-    if (it != active_.end())
-      return std::pair<std::string, std::string>{it->second->request.cache_salt,
-                                                 it->second->request.cache_key};
-    if (const std::string* salt = salt_of(seq)) return std::pair<std::string, std::string>{*salt, ""};
-    return std::nullopt;
+    return std::pair<std::string, std::string>{*salt,
+                                               it != active_.end() ? it->second->request.cache_key : ""};
   });
   for (KvCacheEvent& ev : events) {  // the salt tag a router needs to keep tenants apart
     if (ev.kind != KvCacheEvent::Kind::stored) continue;

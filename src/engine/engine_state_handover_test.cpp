@@ -10,6 +10,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -288,6 +289,35 @@ TEST_P(StateHandover, BlocksPutStraightIntoReservedPoolBlocksContinueBitIdentica
   EXPECT_TRUE(wait_for_free_blocks(*decode, decode->stats().kv_blocks_total));
   decode->shutdown();
   EXPECT_EQ(decode->reserve_kv_blocks(1).status().code(), ErrorCode::engine_shutting_down);
+}
+
+// Adopted blocks are stored KV events like computed ones, tagged with the prompt's cache salt (a
+// KV-event router keeps tenants apart; the decode server's pool index learns them).
+TEST(OutsideKvBlocks, AdoptedBlocksAreStoredEventsWithTheirSalt) {
+  modelgen::TinyModel& f = fixture("deepseek_v3");
+  ASSERT_NE(f.model, nullptr);
+  std::mutex mu;
+  std::vector<KvCacheEvent> events;
+  EngineConfig cfg;
+  cfg.block_size_tokens = 16;
+  cfg.n_kv_blocks = 64;
+  cfg.kv_event_sink = [&](std::vector<KvCacheEvent>&& batch) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (KvCacheEvent& e : batch) events.push_back(std::move(e));
+  };
+  Result<std::unique_ptr<Engine>> engine = Engine::create(cfg, *f.model, nullptr);
+  ASSERT_TRUE(engine.ok()) << engine.status().to_string();
+  Result<std::vector<BlockId>> blocks = (*engine)->reserve_kv_blocks(2);
+  ASSERT_TRUE(blocks.ok());
+  const std::vector<int32_t> tokens = prompt_of(45, 3);
+  ASSERT_EQ(*(*engine)->adopt_kv_blocks(*blocks, tokens, "tenant-a", 0), 2);
+  std::lock_guard<std::mutex> lock(mu);  // the adoption's events went out before it returned
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kind, KvCacheEvent::Kind::stored);
+  EXPECT_EQ(events[0].block_hashes.size(), 2u);
+  EXPECT_FALSE(events[0].parent_hash.has_value());
+  EXPECT_EQ(events[0].salt_tag, tier_salt_tag("tenant-a"));
+  EXPECT_EQ(events[0].token_ids, std::vector<int32_t>(tokens.begin(), tokens.begin() + 32));
 }
 
 INSTANTIATE_TEST_SUITE_P(Arch, StateHandover,
