@@ -27,7 +27,7 @@ import subprocess
 import time
 import urllib.request
 
-from pd_processes import start  # bench/pd/, beside this script
+from pd_processes import metrics, start  # bench/pd/, beside this script
 
 
 def completion(base, tokens):
@@ -37,16 +37,6 @@ def completion(base, tokens):
     with urllib.request.urlopen(req, timeout=120) as res:
         text = json.loads(res.read().decode())["choices"][0]["text"]
     return time.perf_counter() - t0, text
-
-
-def metrics(base):
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as res:
-        out = {}
-        for line in res.read().decode().splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
 
 
 def main():

@@ -24,7 +24,7 @@ import threading
 import time
 import urllib.request
 
-from pd_processes import start  # bench/pd/, beside this script
+from pd_processes import metrics, start  # bench/pd/, beside this script
 
 
 def stream_ttft(base, tokens, max_tokens):
@@ -41,16 +41,6 @@ def stream_ttft(base, tokens, max_tokens):
                 if ev.get("choices") and ev["choices"][0].get("text"):
                     first = time.time() - t0
     return first
-
-
-def metrics(base):
-    with urllib.request.urlopen(base + "/metrics", timeout=10) as res:
-        out = {}
-        for line in res.read().decode().splitlines():
-            if line and not line.startswith("#"):
-                name, value = line.rsplit(" ", 1)
-                out[name] = float(value)
-        return out
 
 
 def pct(values, q):

@@ -1,7 +1,9 @@
-"""Starting `deepinfer serve` / `route` processes for the P/D benchmarks (pd_latency.py, pd_vs_colocated.py)."""
+"""Starting `deepinfer serve` / `route` processes for the P/D benchmarks (pd_latency.py, pd_vs_colocated.py,
+pd_load.py), and reading their /metrics."""
 import subprocess
 import threading
 import time
+import urllib.request
 
 
 def start(cmd, name):
@@ -17,3 +19,14 @@ def start(cmd, name):
             raise SystemExit(f"{name} exited")
     p.kill()
     raise SystemExit(f"{name} did not start")
+
+
+def metrics(base):
+    """A server's /metrics as {name{labels}: value}."""
+    with urllib.request.urlopen(base + "/metrics", timeout=10) as res:
+        out = {}
+        for line in res.read().decode().splitlines():
+            if line and not line.startswith("#"):
+                name, value = line.rsplit(" ", 1)
+                out[name] = float(value)
+        return out
