@@ -12,7 +12,8 @@ server), max_tokens 2, greedy, to both; the plain server gets the same prompts f
 request each side is not counted). Reported per length: median latency plain / P/D, the difference
 (what P/D adds: the router hop, the call to P, the handshake, the puts, the landing + restore on D)
 and the ratio; and, from the servers' own counters over the whole run, P's put rate (bytes put /
-put + flush seconds) and D's mean import time (lease start to kv_written). --transport is passed as
+put + flush seconds) against this machine's memory copy rate measured at the end of the same run, and D's
+mean import time (lease start to kv_written). --transport is passed as
 --kv-transport (UCX_TLS syntax; empty: UCX's choice). Any binary: run it with the binary before a
 change and after it for a before/after pair (the report prints the binary). --prefill-args go to the
 prefill server only (e.g. a smaller prefill chunk, so its puts can overlap the rest of its prefill, and
@@ -37,6 +38,19 @@ def completion(base, tokens):
     with urllib.request.urlopen(req, timeout=120) as res:
         text = json.loads(res.read().decode())["choices"][0]["text"]
     return time.perf_counter() - t0, text
+
+
+def copy_gbps(mib=64, repeats=5):
+    """This machine's memory copy rate now (a buffer copy, memcpy underneath, one thread): the yardstick
+    for the put rate."""
+    src = bytearray(os.urandom(1 << 20)) * mib
+    dst = bytearray(len(src))
+    rates = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        dst[:] = src
+        rates.append(len(src) / (time.perf_counter() - t0) / 1e9)
+    return statistics.median(rates)
 
 
 def main():
@@ -101,6 +115,12 @@ def main():
               f"{put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms, fallbacks "
               f"{int(dm['deepinfer:pd_fallbacks_total'])}")
+        copy = copy_gbps()
+        rate = put_bytes / max(put_s, 1e-9) / 1e9
+        print(f"memory copy on this machine now: {copy:.2f} GB/s (1 thread, 64 MiB, median of 5); "
+              f"put rate / copy = {rate / copy:.3f}" + (" (the put time counts only the tail after each prefill "
+                                                          "with --kv-stream-puts)" if pm.get(
+                                                              'deepinfer:pd_blocks_put_early_total', 0) else ""))
     finally:
         for p in reversed(procs):
             p.terminate()
