@@ -41,6 +41,11 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
                 "request is prefilled here)")
       ->check(CLI::Range(0.0, 1.0))
       ->capture_default_str();
+  g->add_option("--kv-transfer-slots", o.transfer_slots,
+                "Decode: UCX transfer slots made at start, each with the KV pool registered (more are made "
+                "when all are busy; on RDMA registering pins the pool, so make enough up front)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   g->add_option("--kv-stream-puts", o.stream_puts,
                 "Prefill: put each block to the decode server as soon as the prefill chunk that completes it "
                 "is done, overlapping the puts with the rest of the prefill (false: after the whole prefill)")
@@ -202,6 +207,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   dc.lease_timeout = std::chrono::milliseconds(options_.lease_timeout_ms);
   dc.landing_bytes = options_.transit_mib << 20;
   dc.prefill_api_key = options_.prefill_api_key;
+  dc.prewarm_slots = options_.transfer_slots;
   dc.ucx.tls = options_.transport;
   server::Histogram* import_h = &registry.histogram(
       "deepinfer:pd_import_seconds",
@@ -270,7 +276,10 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   Gauge* lent = &registry.gauge("deepinfer:pd_lent_blocks",
                                 "Pool blocks the engine has lent out now (reserved for puts, landed and not "
                                 "yet released, or held after a failed transfer until its put deadline).");
+  Gauge* slots = &registry.gauge("deepinfer:pd_transfer_slots",
+                                 "UCX transfer slots (each with the KV pool registered) this server holds.");
   registry.add_collector([=, s = decode_.get(), e = &engine] {
+    slots->set(static_cast<double>(s->n_slots()));
     const pd::DecodeStats& st = s->stats();
     imports->set_total(static_cast<double>(st.imports.load()));
     retries->set_total(static_cast<double>(st.retries.load()));

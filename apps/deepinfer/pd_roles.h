@@ -32,6 +32,7 @@ struct PdOptions {
   std::string transport;             // UCX transports (UCX_TLS syntax); empty: UCX's choice / UCX_TLS
   bool stream_puts = true;           // prefill role: put blocks as the prefill's chunks complete them
   double lease_pool_fraction = 0.5;  // decode role: the pool's share transfers may lease at once
+  int transfer_slots = 1;            // decode role: UCX transfer slots made at start
   std::string prefill_api_key;       // decode role: the key its calls to the prefill servers carry
   // Decode role: the prefill servers it may call (the router's --prefill URLs). A request naming
   // any other server in its prefill-peer header is prefilled here: a request never chooses where

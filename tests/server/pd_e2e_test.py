@@ -782,7 +782,9 @@ def case_stream_puts():
     s = serve("single")
     try:
         for stream in ("true", "false"):
-            c = Cluster(secret("a", 1), secret("a", 1), p_extra=("--max-step-tokens", "32", "--kv-stream-puts", stream))
+            c = Cluster(secret("a", 1), secret("a", 1), p_extra=("--max-step-tokens", "32", "--kv-stream-puts", stream),
+                        d_extra=("--kv-transfer-slots", "3"))
+            check(metrics(c.d)["deepinfer:pd_transfer_slots"] == 3, "the decode server did not make its 3 slots at start")
             try:
                 for i in range(2):
                     want, _ = completion(s.url(), 80 + i, 900, GREEDY)

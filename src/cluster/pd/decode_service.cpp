@@ -108,7 +108,8 @@ DecodeService::DecodeService(std::shared_ptr<PoolLender> lender, std::shared_ptr
       },
       config_.max_transfers);
   // The first slot now: its UCX setup and the memory's registration are not paid by a request.
-  if (Status st = slots_->prewarm(1); !st.ok() && log_ != nullptr)
+  if (Status st = slots_->prewarm(std::clamp(config_.prewarm_slots, 1, config_.max_transfers));
+      !st.ok() && log_ != nullptr)
     log_->log(LogLevel::warn, "pd decode: no UCX transfer slot at start ({}); P/D requests prefill here",
               st.to_string());
 }

@@ -67,6 +67,10 @@ struct DecodeServiceConfig {
   // flight at most; beyond, requests prefill here.
   int64_t landing_bytes = int64_t{1} << 30;
   int max_transfers = 64;
+  // Transfer slots made at start (more are made when every one is busy, up to max_transfers). Each
+  // registers the whole KV pool with its own UCX context: on RDMA, where registering pins the pages,
+  // a slot made under load pays that, so a busy server wants several made up front.
+  int prewarm_slots = 1;
   transport::UcxOptions ucx;  // the UCX transports (--kv-transport)
   std::chrono::milliseconds failure_cooldown{5'000};
   std::string prefill_api_key;  // sent to the prefill servers (their --api-key), if not empty
