@@ -738,8 +738,9 @@ Status Engine::complete_forward(StepBatch& batch, const Status& forward_status, 
     // Request::tier_write_chunks: the full blocks a prefill chunk completed go down now (the chunk
     // that samples hands the rest over in on_prompt_committed).
     for (const ScheduledChunk& c : plan.chunks) {
+      if (c.samples) continue;  // decode chunks all sample: only prefill chunks get here
       ActiveRequest& r = *active_.at(c.seq_id);
-      if (r.request.tier_write_chunks && !c.samples && !r.prompt_tiered && !r.output.finished() &&
+      if (r.request.tier_write_chunks && !r.prompt_tiered && !r.output.finished() &&
           scheduler_.contains(c.seq_id) && scheduler_.is_running(c.seq_id))
         write_to_tiers(c.seq_id, r);
     }

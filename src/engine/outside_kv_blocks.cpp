@@ -15,7 +15,7 @@ Result<std::vector<BlockId>> OutsideKvBlocks::reserve(KvCacheManager& kv, int32_
   if (!blocks)
     return Status(ErrorCode::kvcache_out_of_blocks,
                   fmt::format("{} KV blocks asked for an outside writer, {} free", n, kv.n_free_blocks()));
-  for (BlockId b : *blocks) ++lent_[b];
+  lent_.insert(blocks->begin(), blocks->end());
   return std::move(*blocks);
 }
 
@@ -34,10 +34,8 @@ Result<int32_t> OutsideKvBlocks::adopt(KvCacheManager& kv, std::span<const Block
 }
 
 void OutsideKvBlocks::unpin(KvCacheManager& kv, BlockId block) {
-  const auto it = lent_.find(block);
-  if (it == lent_.end()) return;  // not lent (or already given back): never unpinned twice
+  if (lent_.erase(block) == 0) return;  // not lent (or already given back): never unpinned twice
   kv.unpin(block);
-  if (--it->second == 0) lent_.erase(it);
 }
 
 void OutsideKvBlocks::release(KvCacheManager& kv, std::span<const BlockId> blocks,
@@ -62,12 +60,6 @@ std::optional<OutsideKvBlocks::SteadyTime> OutsideKvBlocks::next_expiry() const 
   for (const Held& h : held_)
     if (!next || h.not_before < *next) next = h.not_before;
   return next;
-}
-
-int32_t OutsideKvBlocks::n_lent() const {
-  int32_t n = 0;
-  for (const auto& [block, count] : lent_) n += count;
-  return n;
 }
 
 }  // namespace ds

@@ -13,7 +13,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
-#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/status.h"
@@ -40,14 +40,16 @@ class OutsideKvBlocks {
   // When the next held release is due (none: nothing held).
   std::optional<SteadyTime> next_expiry() const;
 
-  int32_t n_lent() const;  // blocks lent out, held ones included
+  // Blocks lent out, held ones included.
+  int32_t n_lent() const { return static_cast<int32_t>(lent_.size()); }
 
  private:
   struct Held {
     std::vector<BlockId> blocks;
     SteadyTime not_before;
   };
-  std::unordered_map<BlockId, int32_t> lent_;  // block -> reservations holding it (one normally)
+  // A lent block is pinned, so it is never fresh for another reservation: each is lent once.
+  std::unordered_set<BlockId> lent_;
   std::vector<Held> held_;
   void unpin(KvCacheManager& kv, BlockId block);
 };

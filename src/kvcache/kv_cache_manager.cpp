@@ -182,23 +182,29 @@ void KvCacheManager::commit(SeqId seq_id, std::span<const TokenId> tokens) {
     const auto block_tokens = tokens.subspan(block_idx * block_size, block_size);
     prev_hash = hash_block(blocks.hash_key, prev_hash, block_tokens);
     blocks.block_hashes.push_back(prev_hash);
-    // False when another sequence registered the same prefix first: this copy stays private.
-    const BlockId block_id = blocks.table[block_idx];
-    const bool registered = !index_.is_registered(block_id) && index_.insert(prev_hash, block_id);
-    if (!cfg_.record_events) continue;
-    if (!registered) {
-      run = nullptr;  // the next stored run names this (already cached) hash as its parent
-      continue;
-    }
-    if (run == nullptr) {
-      run = &events_.emplace_back();
-      run->kind = KvCacheEvent::Kind::stored;
-      if (block_idx > 0) run->parent_hash = parent;
-      run->seq_id = seq_id;
-    }
-    run->block_hashes.push_back(prev_hash);
-    run->token_ids.insert(run->token_ids.end(), block_tokens.begin(), block_tokens.end());
+    (void)register_block(blocks.table[block_idx], prev_hash,
+                         block_idx > 0 ? std::optional(parent) : std::nullopt, block_tokens, seq_id, run);
   }
+}
+
+bool KvCacheManager::register_block(BlockId block_id, uint64_t hash, std::optional<uint64_t> parent,
+                                    std::span<const TokenId> block_tokens, SeqId seq_id, KvCacheEvent*& run) {
+  // False when another copy registered the same prefix first: this one stays private.
+  const bool registered = !index_.is_registered(block_id) && index_.insert(hash, block_id);
+  if (!cfg_.record_events) return registered;
+  if (!registered) {
+    run = nullptr;  // the next stored run names this (already cached) hash as its parent
+    return false;
+  }
+  if (run == nullptr) {
+    run = &events_.emplace_back();
+    run->kind = KvCacheEvent::Kind::stored;
+    run->parent_hash = parent;
+    run->seq_id = seq_id;
+  }
+  run->block_hashes.push_back(hash);
+  run->token_ids.insert(run->token_ids.end(), block_tokens.begin(), block_tokens.end());
+  return true;
 }
 
 void KvCacheManager::record_removed(uint64_t hash) {
@@ -297,24 +303,12 @@ int32_t KvCacheManager::adopt(std::span<const BlockId> block_ids, std::span<cons
   int32_t n_registered = 0;
   KvCacheEvent* run = nullptr;
   for (size_t i = 0; i < block_ids.size(); ++i) {
-    const BlockId block_id = block_ids[i];
-    DS_ASSERT(pins_.contains(block_id), "kv cache: adopt of a block that is not reserved");
+    DS_ASSERT(pins_.contains(block_ids[i]), "kv cache: adopt of a block that is not reserved");
     const size_t block_idx = first + i;
-    const bool registered = !index_.is_registered(block_id) && index_.insert(hashes[block_idx], block_id);
-    if (!registered) {
-      run = nullptr;
-      continue;
-    }
-    ++n_registered;
-    if (!cfg_.record_events) continue;
-    if (run == nullptr) {
-      run = &events_.emplace_back();
-      run->kind = KvCacheEvent::Kind::stored;
-      if (block_idx > 0) run->parent_hash = hashes[block_idx - 1];
-    }
-    run->block_hashes.push_back(hashes[block_idx]);
-    const auto block_tokens = tokens.subspan(block_idx * block_size, block_size);
-    run->token_ids.insert(run->token_ids.end(), block_tokens.begin(), block_tokens.end());
+    if (register_block(block_ids[i], hashes[block_idx],
+                       block_idx > 0 ? std::optional(hashes[block_idx - 1]) : std::nullopt,
+                       tokens.subspan(block_idx * block_size, block_size), /*seq_id=*/0, run))
+      ++n_registered;
   }
   return n_registered;
 }

@@ -189,6 +189,11 @@ class KvCacheManager {
   };
 
   const SeqBlocks& seq(SeqId seq_id) const;
+  // Registers block_id under `hash` in the prefix index unless it or the hash is registered already,
+  // and (record_events) adds it to `run`, the stored event of the current run of registered blocks
+  // (a new one when null; reset to null when this block was not registered). True when registered.
+  bool register_block(BlockId block_id, uint64_t hash, std::optional<uint64_t> parent,
+                      std::span<const TokenId> block_tokens, SeqId seq_id, KvCacheEvent*& run);
   // A free block off the front of the free list, its cached prefix (if any) evicted. Precondition:
   // one is free.
   BlockId allocate_fresh();

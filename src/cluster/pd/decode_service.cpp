@@ -193,8 +193,10 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   if (!reserved.ok())
     return Status(ErrorCode::engine_overloaded,
                   "no free KV blocks for the prompt's blocks here: " + reserved.status().message());
+  // The leased-blocks gauge follows the pool blocks: into the lease on success, down otherwise.
   struct Blocks {
     PoolLender& lender;
+    DecodeStats& stats;
     LandingRegion* region;
     std::vector<int32_t> pool_ids;
     std::vector<uint32_t> state_ids;
@@ -205,28 +207,21 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
         if (region) region->release(state_ids);
         return;  // the pool blocks are the lease's now
       }
+      stats.leased_blocks.fetch_sub(static_cast<int64_t>(pool_ids.size()));
       lender.release(std::move(pool_ids), hold_until);
       if (region && hold_until)
         region->quarantine(state_ids, *hold_until);
       else if (region)
         region->release(state_ids);
     }
-  } blocks{*lender_, region_.get(), std::move(reserved).value(), {}, std::nullopt, false};
+  } blocks{*lender_, *stats_, region_.get(), std::move(reserved).value(), {}, std::nullopt, false};
+  stats_->leased_blocks.fetch_add(n_blocks);
   if (n_state > 0) {
     std::optional<std::vector<uint32_t>> ids = region_->allocate(static_cast<size_t>(n_state));
     if (!ids)
       return Status(ErrorCode::engine_overloaded, "no room in the landing region for the sequence state");
     blocks.state_ids = std::move(*ids);
   }
-  stats_->leased_blocks.fetch_add(n_blocks);
-  struct LeaseCount {  // the gauge follows the blocks: into the lease on success, down otherwise
-    DecodeStats& stats;
-    int64_t n;
-    bool moved = false;
-    ~LeaseCount() {
-      if (!moved) stats.leased_blocks.fetch_sub(n);
-    }
-  } lease_count{*stats_, n_blocks};
 
   DS_ASSIGN_OR_RETURN(TransferSlots::Checkout slot, slots_->checkout());
   transport::UcxWorker& worker = *slot->worker;
@@ -397,7 +392,6 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
   lease->lender = lender_;
   lease->stats = stats_;
   lease->blocks = std::move(blocks.pool_ids);
-  lease_count.moved = true;
   const int64_t transfer_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
   // The prefill server answers the call right after kv_written; a moment for it before the joiner
   // cancels the call.

@@ -169,12 +169,11 @@ Status put_blocks(StagedPuts& puts, size_t staging_bytes, const std::vector<Tier
   return ok_status();
 }
 
-// The sequence state's pages into the decode server's landing pages, one put each: only the first
-// n_used (the ones that carry the state; the rest of the grant's pages are the bound's padding and
-// the decode side reads as many as the count says).
-Status put_state(StagedPuts& puts, const std::vector<std::vector<std::byte>>& pages, size_t n_used,
+// The sequence state's pages into the decode server's first landing pages, one put each (the grant
+// has room for the model's bound; the decode side reads as many as the count says).
+Status put_state(StagedPuts& puts, const std::vector<std::vector<std::byte>>& pages,
                  const transport::KvGrant& grant) {
-  for (size_t p = 0; p < n_used; ++p) {
+  for (size_t p = 0; p < pages.size(); ++p) {
     DS_ASSIGN_OR_RETURN(std::byte * staged, puts.stage(pages[p].size()));
     std::memcpy(staged, pages[p].data(), pages[p].size());
     DS_TRY(puts.put(staged, pages[p].size(), grant.state_pages[p]));
@@ -363,24 +362,26 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(last.first_scheduled_at - last.queued_at).count());
   outcome.blocks = static_cast<int64_t>(keys.size());
   outcome.blocks_early = put_early;
+  // Only the pages the state fills (not the bound's padding).
   std::vector<std::vector<std::byte>> state_page_bytes;
   if (state_pages > 0) {
     if (!state) return Status(ErrorCode::internal, "the prefill exported no sequence state");
-    DS_ASSIGN_OR_RETURN(state_page_bytes, pack_state_pages(*state, identity_->block_bytes, state_pages));
+    const int64_t used =
+        std::max<int64_t>(1, state_pages_for(static_cast<int64_t>(state->size()), identity_->block_bytes));
+    if (used > state_pages)
+      return Status(ErrorCode::internal,
+                    fmt::format("a sequence state of {} bytes is past the model's bound of {}", state->size(),
+                                identity_->state_bytes));
+    DS_ASSIGN_OR_RETURN(state_page_bytes, pack_state_pages(*state, identity_->block_bytes, used));
     outcome.state_bytes = static_cast<int64_t>(state->size());
   }
 
   const auto t_transfer = Clock::now();
   DS_TRY(put_some(std::move(*blocks)));
-  const int64_t kv_puts = puts.puts();
-  const size_t used_pages =
-      state
-          ? static_cast<size_t>(state_pages_for(static_cast<int64_t>(state->size()), identity_->block_bytes))
-          : 0;
-  DS_TRY(put_state(puts, state_page_bytes, std::min(used_pages, state_page_bytes.size()), grant));
+  DS_TRY(put_state(puts, state_page_bytes, grant));
   DS_TRY(puts.finish());
   outcome.puts = puts.puts();
-  outcome.bytes += (puts.puts() - kv_puts) * identity_->block_bytes;
+  outcome.bytes += static_cast<int64_t>(state_page_bytes.size()) * identity_->block_bytes;
   outcome.transfer_ns = ns_since(t_transfer);  // the tail after the prefill: what did not overlap it
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
                   job.deadline));
