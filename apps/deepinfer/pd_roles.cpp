@@ -50,6 +50,12 @@ void add_pd_options(CLI::App* sub, PdOptions& o) {
                 "Prefill: put each block to the decode server as soon as the prefill chunk that completes it "
                 "is done, overlapping the puts with the rest of the prefill (false: after the whole prefill)")
       ->capture_default_str();
+  g->add_option(
+       "--kv-shared-memory", o.shared_memory,
+       "Decode: keep the KV pool in a shared-memory segment (memfd) that prefill servers on the same "
+       "host, run by the same user, map and write with memcpy; prefill: use such a segment when a "
+       "decode server offers one (false: UCX puts only; docs/pd.md)")
+      ->capture_default_str();
   g->add_option("--kv-transport", o.transport,
                 "UCX transports for the KV transfer, UCX_TLS syntax (docs/pd.md, Transports): e.g. tcp "
                 "(any hosts), sm,tcp (same-host peers over shared memory), rc,sm,tcp (RDMA); default: "
@@ -106,6 +112,11 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   for (char c : r->identity_->secret) t.secret.push_back(static_cast<std::byte>(c));
   // The decode server writes only to its own tiers, if it has any.
   t.writes = prefill || (open_local && t.writes);
+  if (!prefill && o.shared_memory) {
+    // The pool's pages (and the landing region's) in a segment same-host prefill servers can map.
+    DS_ASSIGN_OR_RETURN(r->shared_pages_, transport::SharedPageMemory::create("deepinfer-kv-pool"));
+    engine_config.kv_memory = r->shared_pages_;
+  }
   if (!prefill) {
     // The decode server's own cached blocks (its KV events), so only the rest is asked for.
     r->pool_ = std::make_shared<pd::PoolIndex>();
@@ -156,6 +167,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     pc.allowed_decode_hosts = options_.decode_peers;
     pc.ucx.tls = options_.transport;
     pc.stream_puts = options_.stream_puts;
+    pc.shared_memory = options_.shared_memory;
     server::Histogram* queue_h = &registry.histogram("deepinfer:pd_prefill_queue_seconds",
                                                      "Per transfer: of deepinfer:pd_prefill_seconds, the "
                                                      "wait in this engine's queue before the prefill ran.",
@@ -179,6 +191,10 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
     Counter* puts =
         &registry.counter("deepinfer:pd_puts_total",
                           "One-sided puts to decode servers (one per page array and run of blocks).");
+    Counter* shared = &registry.counter(
+        "deepinfer:pd_shared_bytes_total",
+        "Of deepinfer:pd_transfer_bytes_total: copied into same-host decode servers' shared KV pools "
+        "(--kv-shared-memory) instead of put over UCX.");
     Counter* prefill_s =
         &registry.counter("deepinfer:pd_prefill_seconds_total", "Prefill time of the transfers.");
     Counter* transfer_s = &registry.counter("deepinfer:pd_transfer_seconds_total",
@@ -195,6 +211,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       failures->set_total(static_cast<double>(st.failures.load()));
       bytes->set_total(static_cast<double>(st.bytes_sent.load()));
       puts->set_total(static_cast<double>(st.puts.load()));
+      shared->set_total(static_cast<double>(st.shared_bytes.load()));
       early->set_total(static_cast<double>(st.blocks_early.load()));
       prefill_s->set_total(static_cast<double>(st.prefill_ns.load()) * 1e-9);
       transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);
@@ -209,6 +226,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   dc.prefill_api_key = options_.prefill_api_key;
   dc.prewarm_slots = options_.transfer_slots;
   dc.ucx.tls = options_.transport;
+  dc.shared_pages = shared_pages_;
   server::Histogram* import_h = &registry.histogram(
       "deepinfer:pd_import_seconds",
       "Per import: lease start to kv_written (the TTFT part before this server's queue; the rest is "
@@ -276,10 +294,25 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
   Gauge* lent = &registry.gauge("deepinfer:pd_lent_blocks",
                                 "Pool blocks the engine has lent out now (reserved for puts, landed and not "
                                 "yet released, or held after a failed transfer until its put deadline).");
+  Gauge* shared_bytes = &registry.gauge(
+      "deepinfer:pd_shared_pool_bytes",
+      "Bytes of the KV pool and landing region in the shared segment same-host prefill servers write "
+      "(--kv-shared-memory; 0: off).");
   Gauge* slots = &registry.gauge("deepinfer:pd_transfer_slots",
                                  "UCX transfer slots (each with the KV pool registered) this server holds.");
+  double shared_pool_bytes = 0;
+  if (shared_pages_) {
+    for (const transport::SharedRange& r : shared_pages_->ranges())
+      shared_pool_bytes += static_cast<double>(r.bytes);
+    if (log != nullptr)
+      log->log(LogLevel::info,
+               "pd decode: KV pool shared with same-host prefill servers ({:.1f} MiB in the segment, {:.1f} "
+               "MiB on the heap)",
+               shared_pool_bytes / (1 << 20), static_cast<double>(shared_pages_->heap_bytes()) / (1 << 20));
+  }
   registry.add_collector([=, s = decode_.get(), e = &engine] {
     slots->set(static_cast<double>(s->n_slots()));
+    shared_bytes->set(shared_pool_bytes);
     const pd::DecodeStats& st = s->stats();
     imports->set_total(static_cast<double>(st.imports.load()));
     retries->set_total(static_cast<double>(st.retries.load()));

@@ -20,6 +20,7 @@
 #include "http/metrics_registry.h"
 #include "http/route_table.h"
 #include "server/routes_generate.h"
+#include "transport/shared_pages.h"
 
 namespace ds::cli {
 
@@ -28,9 +29,10 @@ struct PdOptions {
   std::string secret_file;
   std::string transfer_host = "127.0.0.1";
   int64_t lease_timeout_ms = 30'000;
-  int64_t transit_mib = 1024;        // outbox / landing tier capacity, and the decode side's landing region
-  std::string transport;             // UCX transports (UCX_TLS syntax); empty: UCX's choice / UCX_TLS
-  bool stream_puts = true;           // prefill role: put blocks as the prefill's chunks complete them
+  int64_t transit_mib = 1024;  // outbox / landing tier capacity, and the decode side's landing region
+  std::string transport;       // UCX transports (UCX_TLS syntax); empty: UCX's choice / UCX_TLS
+  bool stream_puts = true;     // prefill role: put blocks as the prefill's chunks complete them
+  bool shared_memory = true;   // the KV pool in a segment same-host peers map (decode) / use it (prefill)
   double lease_pool_fraction = 0.5;  // decode role: the pool's share transfers may lease at once
   int transfer_slots = 1;            // decode role: UCX transfer slots made at start
   std::string prefill_api_key;       // decode role: the key its calls to the prefill servers carry
@@ -69,6 +71,7 @@ class PdRole {
   // --kv-disk-dir / --kv-redis tiers under the transit tier (filled by the tier open callback).
   std::shared_ptr<std::vector<std::shared_ptr<KvTier>>> local_tiers_;
   std::unique_ptr<pd::PrefillService> prefill_;
+  std::shared_ptr<transport::SharedPageMemory> shared_pages_;  // decode role: the pool's memory
   std::shared_ptr<pd::PoolLender> lender_;  // decode role: the engine's pool, lent to the transfers
   std::unique_ptr<pd::DecodeService> decode_;
 };

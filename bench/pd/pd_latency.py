@@ -4,6 +4,7 @@ against the same request on a plain server, and the put rate of the transfers, i
 
 usage: pd_latency.py DEEPINFER MODEL_DIR [--prompts 200,960] [--requests 10] [--transport TLS]
                      [--threads 1] [--prefill-args "--max-step-tokens 128 --kv-stream-puts false"]
+                     [--decode-args "--kv-shared-memory false"] [--kv-cache-mib 64] [--warmup 0]
 
 A plain `serve`, and `serve --role prefill` + `serve --role decode` behind `route --prefill --decode`
 (all on loopback, --threads T each). For each prompt length: --requests sequential non-streaming
@@ -17,7 +18,14 @@ mean import time (lease start to kv_written). --transport is passed as
 --kv-transport (UCX_TLS syntax; empty: UCX's choice). Any binary: run it with the binary before a
 change and after it for a before/after pair (the report prints the binary). --prefill-args go to the
 prefill server only (e.g. a smaller prefill chunk, so its puts can overlap the rest of its prefill, and
---kv-stream-puts false for the baseline without that overlap).
+--kv-stream-puts false for the baseline without that overlap); --decode-args to the decode server only
+(e.g. --kv-shared-memory false: every page over UCX instead of memcpy into its shared pool). The report
+says how many of the bytes went through the shared segment. --warmup N: N requests of the longest prompt
+first, not counted (neither in the latencies nor in the rates, which come from the servers' counters
+after them): with a small --kv-cache-mib every pool page is then written once before the measured
+requests, so first-touch page faults (a fresh page is allocated and zeroed when first written, by P's
+memcpy into a shared pool or by D's UCX receive) are left out — the steady state of a long-running
+decode server, whose pool pages are all in use.
 """
 import argparse
 import json
@@ -62,12 +70,15 @@ def main():
     ap.add_argument("--transport", default="")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--prefill-args", default="")
+    ap.add_argument("--decode-args", default="")
+    ap.add_argument("--kv-cache-mib", type=int, default=64)
+    ap.add_argument("--warmup", type=int, default=0)
     a = ap.parse_args()
     secret = "/tmp/pd_latency.secret"
     with open(secret, "wb") as f:
         f.write(os.urandom(32))
     common = ["serve", "--model", a.model, "--host", "127.0.0.1", "--port", "0", "--threads", str(a.threads),
-              "--max-model-len", "1024", "--kv-cache-mib", "64", "--no-chat-page"]
+              "--max-model-len", "1024", "--kv-cache-mib", str(a.kv_cache_mib), "--no-chat-page"]
     transport = ["--kv-transport", a.transport] if a.transport else []
     procs = []
     try:
@@ -77,16 +88,23 @@ def main():
                            "--kv-decode-peer", "127.0.0.1", *transport, *shlex.split(a.prefill_args)], "prefill")
         procs.append(pp)
         dp, d_url = start([a.deepinfer, *common, "--role", "decode", "--kv-transfer-secret-file", secret,
-                           "--kv-prefill-peer", p_url, *transport], "decode")
+                           "--kv-prefill-peer", p_url, *transport, *shlex.split(a.decode_args)], "decode")
         procs.append(dp)
         rp, r_url = start([a.deepinfer, "route", "--host", "127.0.0.1", "--port", "0", "--policy", "round_robin", "--decode", d_url,
                            "--prefill", p_url], "router")
         procs.append(rp)
         time.sleep(1.0)
         print(f"binary {a.deepinfer}; transport {a.transport or 'UCX default'}; prefill args '{a.prefill_args}'; "
+              f"decode args '{a.decode_args}'; "
               f"{os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.1f}")
         k = 0
-        for n in [int(x) for x in a.prompts.split(",")]:
+        lengths = [int(x) for x in a.prompts.split(",")]
+        for _ in range(a.warmup):
+            k += 1
+            tokens = [1000 + (k * 997 + j * 31) % 120000 for j in range(max(lengths))]
+            completion(r_url, tokens)
+        pm0, dm0 = metrics(p_url), metrics(d_url)
+        for n in lengths:
             plain_s, pd_s = [], []
             for i in range(a.requests + 1):
                 k += 1
@@ -101,7 +119,9 @@ def main():
             mp, md = statistics.median(plain_s), statistics.median(pd_s)
             print(f"{n:5d}-token prompt, max_tokens 2, {a.requests} requests: plain {mp * 1e3:7.1f} ms, "
                   f"P/D {md * 1e3:7.1f} ms (median); P/D adds {(md - mp) * 1e3:6.1f} ms = {md / mp:.2f} x plain")
-        pm, dm = metrics(p_url), metrics(d_url)
+        pm1, dm1 = metrics(p_url), metrics(d_url)
+        pm = {key: v - pm0.get(key, 0) for key, v in pm1.items()}  # the measured requests only
+        dm = {key: v - dm0.get(key, 0) for key, v in dm1.items()}
         put_bytes, put_s = pm["deepinfer:pd_transfer_bytes_total"], pm["deepinfer:pd_transfer_seconds_total"]
         imports = dm["deepinfer:pd_imports_total"]
         transfers = max(pm["deepinfer:pd_prefill_transfers_total"], 1)
@@ -111,14 +131,16 @@ def main():
               f"{pm.get('deepinfer:pd_blocks_put_early_total', 0) / transfers:.1f} blocks put during the prefill), "
               f"D import (lease start to kv_written) "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms")
-        print(f"prefill side: {put_bytes / 1e6:.1f} MB put, {put_s * 1e3:.1f} ms of put + flush after the prefills = "
-              f"{put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "
+        shared = pm.get("deepinfer:pd_shared_bytes_total", 0)
+        print(f"prefill side: {put_bytes / 1e6:.1f} MB written ({shared / max(put_bytes, 1) * 100:.0f}% by memcpy into "
+              f"the decode server's shared pool, the rest by UCX puts), {put_s * 1e3:.1f} ms of writes + flush after "
+              f"the prefills = {put_bytes / max(put_s, 1e-9) / 1e9:.3f} GB/s; decode side: {int(imports)} imports, mean import "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms, fallbacks "
               f"{int(dm['deepinfer:pd_fallbacks_total'])}")
         copy = copy_gbps()
         rate = put_bytes / max(put_s, 1e-9) / 1e9
         print(f"memory copy on this machine now: {copy:.2f} GB/s (1 thread, 64 MiB, median of 5); "
-              f"put rate / copy = {rate / copy:.3f}" + (" (the put time counts only the tail after each prefill "
+              f"write rate / copy = {rate / copy:.3f}" + (" (the put time counts only the tail after each prefill "
                                                           "with --kv-stream-puts)" if pm.get(
                                                               'deepinfer:pd_blocks_put_early_total', 0) else ""))
     finally:

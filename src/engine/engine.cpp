@@ -79,6 +79,7 @@ Result<std::unique_ptr<Engine>> Engine::create(const EngineConfig& config, Model
   EngineConfig engine_config = config;
   KvCacheConfig kv_config{bs, static_cast<int32_t>(n_blocks)};
   kv_config.mtp_layer = false;
+  kv_config.memory = config.kv_memory;
   if (layout.bytes_per_sequence > 0) {
     kv_config.n_sequence_slots = sc.max_running + 1;
     engine_config.scheduler.swa_replay_tokens = layout.swa_replay_tokens;

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/page_memory.h"
 #include "engine/drafter.h"
 #include "engine/scheduler.h"
 #include "engine/speculative_config.h"
@@ -42,6 +43,8 @@ struct EngineConfig {
   int32_t block_size_tokens = 0;
   int32_t n_kv_blocks = 0;  // 0: as many as kv_cache_bytes holds
   int64_t kv_cache_bytes = int64_t{1} << 30;
+  // Where the KV pool's pages live (KvCacheConfig::memory; null: the heap).
+  std::shared_ptr<PageMemory> kv_memory;
   bool enable_prefix_caching = true;
   uint64_t prefix_hash_seed = 0;  // per process; callers pick a random one (tests fix it)
   // Plan step N+1 and emit step N-1's events while step N's forward runs (deepinfer-features §7).

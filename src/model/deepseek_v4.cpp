@@ -165,7 +165,8 @@ Status DeepSeekV4::init_kv_cache(const KvCacheConfig& cfg) {
     const int ratio = specs_[layer].compress_ratio;
     if (ratio == 0 || !specs_[layer].owns_compressor() || (layer >= cfg_.num_hidden_layers && !cfg.mtp_layer))
       continue;
-    const KvCacheConfig entry_cfg{cfg.block_size_tokens / ratio, cfg.n_blocks, 0};
+    const KvCacheConfig entry_cfg{
+        .block_size_tokens = cfg.block_size_tokens / ratio, .n_blocks = cfg.n_blocks, .memory = cfg.memory};
     DS_ASSIGN_OR_RETURN(comp[layer], PagedLatentCache::allocate(1, cfg_.head_dim, entry_cfg, 1, limit));
     if (specs_[layer].owns_index_keys()) {
       DS_ASSIGN_OR_RETURN(idx[layer],

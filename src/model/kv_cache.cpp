@@ -77,9 +77,8 @@ Result<PagedLatentCache> PagedLatentCache::allocate(int n_slots, int64_t row_dim
   }
   PagedLatentCache c;
   // 64-byte aligned so each block starts on a cache line when a row is (a V3 row is 2304 bytes).
-  const size_t alloc_bytes = (static_cast<size_t>(bytes) + 63) / 64 * 64;
-  c.data_.reset(static_cast<float*>(std::aligned_alloc(64, alloc_bytes)));
-  if (c.data_ == nullptr) return bad_config("could not allocate " + std::to_string(bytes) + " bytes");
+  c.pages_ = PageBuffer(cfg.memory, static_cast<size_t>(bytes));
+  if (c.data() == nullptr) return bad_config("could not allocate " + std::to_string(bytes) + " bytes");
   c.cfg_ = cfg;
   c.n_slots_ = n_slots;
   c.row_dim_ = row_dim;
@@ -93,7 +92,7 @@ int64_t PagedLatentCache::bytes() const {
 LatentLayerView PagedLatentCache::slot(int i) const {
   DS_ASSERT(i >= 0 && i < n_slots_, "layer slot out of range");
   LatentLayerView v;
-  v.blocks = data_.get() + static_cast<int64_t>(i) * cfg_.n_blocks * cfg_.block_size_tokens * row_dim_;
+  v.blocks = data() + static_cast<int64_t>(i) * cfg_.n_blocks * cfg_.block_size_tokens * row_dim_;
   v.n_blocks = cfg_.n_blocks;
   v.block_size = cfg_.block_size_tokens;
   v.row_dim = row_dim_;

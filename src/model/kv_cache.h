@@ -14,6 +14,7 @@
 #include <span>
 #include <vector>
 
+#include "base/page_memory.h"
 #include "base/status.h"
 
 namespace ds {
@@ -30,6 +31,9 @@ struct KvCacheConfig {
   // token). The engine keeps it only with speculative decoding; the CLI and tests that compare MTP
   // logits keep it.
   bool mtp_layer = true;
+  // Where the page arrays live (null: the heap). The decode server of a P/D pair gives memory that
+  // prefill servers on its host can map (docs/pd.md); the model just allocates from it.
+  std::shared_ptr<PageMemory> memory = nullptr;
 };
 
 // What the model needs the engine to know, from ModelRunner::kv_cache_layout().
@@ -122,7 +126,7 @@ class PagedLatentCache {
   int n_slots() const { return n_slots_; }
   int64_t row_dim() const { return row_dim_; }
   int64_t bytes() const;
-  bool empty() const { return data_ == nullptr; }
+  bool empty() const { return data() == nullptr; }
   // Layer slot i (layer index; the MTP layer is the slot after the last main layer).
   LatentLayerView slot(int i) const;
   // KV tier export/import of one block: slots [0, n_slots) of block block_id, slot 0 first,
@@ -134,10 +138,9 @@ class PagedLatentCache {
   void append_page_arrays(int n_slots, std::vector<KvPageArray>& out) const;
 
  private:
-  struct FreeDeleter {
-    void operator()(float* p) const { std::free(p); }
-  };
-  std::unique_ptr<float[], FreeDeleter> data_;
+  float* data() const { return reinterpret_cast<float*>(pages_.data()); }
+
+  PageBuffer pages_;  // from cfg.memory (the heap when none)
   KvCacheConfig cfg_{0, 0};
   int n_slots_ = 0;
   int64_t row_dim_ = 0;

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <limits>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -87,6 +89,45 @@ TEST(PagedLatentCache, SlotsAndBlocksTileOneAllocation) {
   for (int s = 0; s < 3; ++s)
     for (int32_t b = 0; b < 6; ++b)
       ASSERT_EQ(c.slot(s).block(b)[7], static_cast<float>((s * 6 + b) * 20 + 7));
+}
+
+// A caller's PageMemory (the decode server's shared segment in P/D): the pages come from it and go
+// back to it when the cache goes; a memory that cannot provide them is an allocation error.
+class CountingPageMemory final : public PageMemory {
+ public:
+  explicit CountingPageMemory(bool give) : give_(give) {}
+  std::byte* allocate(size_t bytes) override {
+    if (!give_) return nullptr;
+    live += bytes;
+    return static_cast<std::byte*>(std::aligned_alloc(64, bytes));
+  }
+  void release(std::byte* data, size_t bytes) override {
+    live -= bytes;
+    std::free(data);
+  }
+  size_t live = 0;
+
+ private:
+  bool give_;
+};
+
+TEST(PagedLatentCache, PagesComeFromTheCallersMemory) {
+  auto memory = std::make_shared<CountingPageMemory>(true);
+  {
+    KvCacheConfig cfg{4, 6};
+    cfg.memory = memory;
+    Result<PagedLatentCache> r = PagedLatentCache::allocate(3, 5, cfg, 1, kNoLimit);
+    ASSERT_TRUE(r.ok()) << r.status().to_string();
+    EXPECT_EQ(memory->live, static_cast<size_t>((r->bytes() + 63) / 64 * 64));
+    std::vector<KvPageArray> arrays;
+    r->append_page_arrays(3, arrays);
+    ASSERT_EQ(arrays.size(), 3u);
+    r->slot(2).block(5)[19] = 42.0f;  // the last float of the allocation is writable
+  }
+  EXPECT_EQ(memory->live, 0u);
+  KvCacheConfig none{4, 6};
+  none.memory = std::make_shared<CountingPageMemory>(false);
+  EXPECT_EQ(PagedLatentCache::allocate(3, 5, none, 1, kNoLimit).status().code(), ErrorCode::invalid_argument);
 }
 
 TEST(PagedLatentCache, RejectsBadConfigs) {

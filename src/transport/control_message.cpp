@@ -43,6 +43,12 @@ class Reader {
     pos_ += n;
     return true;
   }
+  bool raw(size_t n, std::string& v) {
+    if (n > data_.size() - pos_) return false;
+    v.assign(data_.substr(pos_, n));
+    pos_ += n;
+    return true;
+  }
   bool done() const { return pos_ == data_.size(); }
 
  private:
@@ -174,6 +180,12 @@ const RemoteRegion* KvGrant::region_of(uint64_t address, uint64_t bytes) const {
   return nullptr;
 }
 
+const SharedRange* KvGrant::shared_range_of(uint64_t address, uint64_t bytes) const {
+  for (const SharedRange& r : shared_ranges)
+    if (address >= r.address && bytes <= r.bytes && address - r.address <= r.bytes - bytes) return &r;
+  return nullptr;
+}
+
 std::string encode_kv_grant(const KvGrant& grant) {
   std::string out;
   put_u32(out, static_cast<uint32_t>(grant.regions.size()));
@@ -193,6 +205,19 @@ std::string encode_kv_grant(const KvGrant& grant) {
   put_u64(out, grant.state_page_bytes);
   put_u32(out, static_cast<uint32_t>(grant.state_pages.size()));
   for (uint64_t a : grant.state_pages) put_u64(out, a);
+  put_u32(out, grant.shared ? 1 : 0);
+  if (grant.shared) {
+    put_u32(out, grant.shared->pid);
+    put_u32(out, grant.shared->fd);
+    put_u64(out, grant.shared->bytes);
+    out.append(reinterpret_cast<const char*>(grant.shared->token.data()), grant.shared->token.size());
+    put_u32(out, static_cast<uint32_t>(grant.shared_ranges.size()));
+    for (const SharedRange& sr : grant.shared_ranges) {
+      put_u64(out, sr.address);
+      put_u64(out, sr.bytes);
+      put_u64(out, sr.offset);
+    }
+  }
   return out;
 }
 
@@ -221,6 +246,20 @@ Result<KvGrant> decode_kv_grant(std::string_view payload) {
   g.state_pages.resize(n);
   for (uint64_t& a : g.state_pages)
     if (!r.u64(a)) return bad("kv_grant payload is truncated (state pages)");
+  uint32_t has_shared = 0;
+  if (!r.u32(has_shared) || has_shared > 1) return bad("kv_grant payload is malformed (shared segment)");
+  if (has_shared == 1) {
+    SharedSegmentRef& s = g.shared.emplace();
+    std::string token;
+    if (!r.u32(s.pid) || !r.u32(s.fd) || !r.u64(s.bytes) || !r.raw(s.token.size(), token))
+      return bad("kv_grant payload is truncated (shared segment)");
+    std::memcpy(s.token.data(), token.data(), s.token.size());
+    if (!count(n, 24)) return bad("kv_grant payload is malformed (shared ranges)");
+    g.shared_ranges.resize(n);
+    for (SharedRange& sr : g.shared_ranges)
+      if (!r.u64(sr.address) || !r.u64(sr.bytes) || !r.u64(sr.offset))
+        return bad("kv_grant payload is truncated (shared ranges)");
+  }
   if (!r.done()) return bad("kv_grant payload has trailing bytes");
 
   if (!g.block_ids.empty() && g.arrays.empty()) return bad("kv_grant names blocks but no page arrays");
@@ -234,6 +273,10 @@ Result<KvGrant> decode_kv_grant(std::string_view payload) {
   for (uint32_t id : g.block_ids)
     if (id >= g.n_blocks)
       return bad(fmt::format("kv_grant block {} is outside the {} blocks", id, g.n_blocks));
+  for (const SharedRange& sr : g.shared_ranges)
+    if (sr.offset > g.shared->bytes || sr.bytes > g.shared->bytes - sr.offset ||
+        sr.address > UINT64_MAX - sr.bytes)
+      return bad(fmt::format("kv_grant shared range at {:#x} lies outside the shared segment", sr.address));
   if (!g.state_pages.empty() && g.state_page_bytes < 8) return bad("kv_grant state pages are too small");
   for (uint64_t a : g.state_pages)
     if (g.region_of(a, g.state_page_bytes) == nullptr)

@@ -10,16 +10,19 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
+#include "transport/shared_pages.h"
 
 namespace ds::transport {
 
-// 2: kv_grant carries state_blocks; 3: kv_grant names the decode side's pool pages (no landing region).
-inline constexpr uint16_t kControlProtocolVersion = 3;
+// 2: kv_grant carries state_blocks; 3: kv_grant names the decode side's pool pages (no landing region);
+// 4: kv_grant names the decode side's shared segment (same-host writes, shared_pages.h).
+inline constexpr uint16_t kControlProtocolVersion = 4;
 inline constexpr size_t kControlHeaderBytes = 4 + 2 + 2 + 8 + 4;
 inline constexpr size_t kControlTagBytes = 32;
 // Control messages carry ids and keys, never KV data: a bigger frame is refused unread.
@@ -87,11 +90,17 @@ struct KvGrant {
   // bytes, across pages of state_page_bytes at these addresses in order (none for V3).
   uint64_t state_page_bytes = 0;
   std::vector<uint64_t> state_pages;
+  // The decode side's shared segment, for a prefill server on the same host (shared_pages.h): a
+  // page inside one of shared_ranges may be written there with memcpy instead of a UCX put.
+  std::optional<SharedSegmentRef> shared;
+  std::vector<SharedRange> shared_ranges;
 
   // Bytes of one block (the sum of the arrays' block_bytes).
   uint64_t block_bytes() const;
   // The region holding [address, address + bytes), or null.
   const RemoteRegion* region_of(uint64_t address, uint64_t bytes) const;
+  // The shared range holding [address, address + bytes), or null.
+  const SharedRange* shared_range_of(uint64_t address, uint64_t bytes) const;
 };
 std::string encode_kv_grant(const KvGrant& grant);
 Result<KvGrant> decode_kv_grant(std::string_view payload);

@@ -80,6 +80,13 @@ TEST(ControlMessage, PeerIdentityAndGrantPayloads) {
   g.block_ids = {3, 0, 63, 7};
   g.state_page_bytes = 4096;
   g.state_pages = {0x7f0000800000ULL + 4096, 0x7f0000800000ULL};
+  // The pool's two arrays also lie in the decode side's shared segment (same-host writes), in two
+  // allocations of its own.
+  g.shared = SharedSegmentRef{.pid = 4321, .fd = 17, .bytes = (4 << 20) + 64 * 4096, .token = {}};
+  g.shared_ranges = {{0x7f0000000000ULL, 64 * 4096, 4096},
+                     {0x7f0000000000ULL + 64 * 4096, 64 * 4096, 4 << 20}};
+  g.shared->token[0] = 0xAB;
+  g.shared->token[31] = 0xCD;
   Result<KvGrant> gb = decode_kv_grant(encode_kv_grant(g));
   ASSERT_TRUE(gb.ok()) << gb.status().to_string();
   ASSERT_EQ(gb->regions.size(), 2u);
@@ -87,6 +94,15 @@ TEST(ControlMessage, PeerIdentityAndGrantPayloads) {
   EXPECT_EQ(gb->arrays[1].address, g.arrays[1].address);
   EXPECT_EQ(gb->block_ids, g.block_ids);
   EXPECT_EQ(gb->state_pages, g.state_pages);
+  ASSERT_TRUE(gb->shared.has_value());
+  ASSERT_EQ(gb->shared_ranges.size(), 2u);
+  EXPECT_EQ(gb->shared_ranges[1].offset, uint64_t{4} << 20);
+  EXPECT_EQ(gb->shared_range_of(0x7f0000000000ULL + 64 * 4096 + 4096, 4096), &gb->shared_ranges[1]);
+  EXPECT_EQ(gb->shared_range_of(0x7f0000000000ULL + 63 * 4096, 8192), nullptr);  // spans two allocations
+  EXPECT_EQ(gb->shared->pid, 4321u);
+  EXPECT_EQ(gb->shared->fd, 17u);
+  EXPECT_EQ(gb->shared->bytes, g.shared->bytes);
+  EXPECT_EQ(gb->shared->token, g.shared->token);
   EXPECT_EQ(gb->block_bytes(), 8192u);
   EXPECT_EQ(gb->region_of(0x7f0000800000ULL + 4096, 4096), &gb->regions[1]);
   EXPECT_EQ(gb->region_of(0x7f0000800000ULL + 3 * 4096 + 1, 4096), nullptr);
@@ -103,6 +119,9 @@ TEST(ControlMessage, PeerIdentityAndGrantPayloads) {
   KvGrant stray_state = g;
   stray_state.state_pages.push_back(0x7f0000800000ULL + 3 * 4096 + 1);
   EXPECT_TRUE(refused(stray_state));
+  KvGrant past_segment = g;  // the second range would run past the segment's end
+  past_segment.shared->bytes -= 1;
+  EXPECT_TRUE(refused(past_segment));
   KvGrant no_arrays = g;
   no_arrays.arrays.clear();
   EXPECT_TRUE(refused(no_arrays));

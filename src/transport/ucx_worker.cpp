@@ -199,6 +199,10 @@ Result<UcxEndpoint*> UcxWorker::connect_cached(const std::string& host, uint16_t
   return raw;
 }
 
+bool UcxWorker::has_peer(const std::string& host, uint16_t port) const {
+  return by_peer_.contains(fmt::format("{}:{}", host, port));
+}
+
 Result<std::string> UcxWorker::address() const {
   ucp_address_t* addr = nullptr;
   size_t bytes = 0;

@@ -64,6 +64,8 @@ class UcxWorker {
   // in UCX 1.13 uses only the network ones); the address must come over an authenticated channel.
   Result<std::string> address() const;
   Result<UcxEndpoint*> connect_address_cached(const std::string& peer, const std::string& address);
+  // Whether connect_cached holds an endpoint to host:port (closed ones are forgotten).
+  bool has_peer(const std::string& host, uint16_t port) const;
   void accept_pending();
   // The owned endpoint a frame came on (nullptr: not one of this worker's).
   UcxEndpoint* find(ucp_ep_h ep) const;

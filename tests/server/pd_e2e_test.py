@@ -247,6 +247,13 @@ def case_equal():
               "the prefill server's queue time is not observed per transfer within its prefill time")
         check(pm["deepinfer:pd_transfer_bytes_total"] == dm["deepinfer:pd_received_bytes_total"] > 0,
               "the prefill server's bytes put and the decode server's bytes received differ")
+        # Same host, same user: every page was copied into the decode server's shared pool, none put
+        # over UCX (case ucx_puts runs the UCX path).
+        check(dm["deepinfer:pd_shared_pool_bytes"] > 0, "the decode server's pool is not in a shared segment")
+        check(pm["deepinfer:pd_shared_bytes_total"] == pm["deepinfer:pd_transfer_bytes_total"]
+              and pm["deepinfer:pd_puts_total"] == 0,
+              f"{pm['deepinfer:pd_shared_bytes_total']} of {pm['deepinfer:pd_transfer_bytes_total']} bytes went "
+              f"through the shared segment, {pm['deepinfer:pd_puts_total']} UCX puts")
         n_blocks = sum((n - 1) // BLOCK for n in [200, 130, 64, 65, 300]) * 4
         block_bytes = dm["deepinfer:pd_received_bytes_total"] / n_blocks
         check(block_bytes == int(block_bytes), f"received bytes are not {n_blocks} whole blocks")
@@ -402,11 +409,21 @@ def case_cancel():
         c.stop()
 
 
+def shared_pool_maps(proc):
+    """The lines of proc's memory map that map a decode server's shared KV pool (a memfd)."""
+    with open(f"/proc/{proc.proc.pid}/maps") as f:
+        return [line for line in f if "memfd:deepinfer-kv-pool" in line]
+
+
 def case_kill_decode():
     """The decode server dies while the prefill server waits for its grant: P gives up well before the
-    lease it was told (30 s) and holds nothing."""
+    lease it was told (30 s) and holds nothing — nor its map of the dead server's shared pool (which
+    would keep that memory alive)."""
     c = Cluster(secret("a", 1), secret("a", 1))
     try:
+        completion(c.r.url(), 6, 260, GREEDY)  # one transfer: P maps D's shared pool
+        check(metrics(c.p)["deepinfer:pd_shared_bytes_total"] > 0 and shared_pool_maps(c.p),
+              "the prefill server did not map the decode server's shared pool")
         c.p.proc.send_signal(signal.SIGSTOP)  # so D is waiting in its transfer when P starts
         result = {}
         def client():
@@ -431,8 +448,39 @@ def case_kill_decode():
         check(not t.is_alive(), "the client hung")
         wait_for(lambda: metrics(c.p)["deepinfer:pd_prefill_transfers_running"] == 0, "P's transfer to end")
         expect_nothing_held(c.p)
+        wait_for(lambda: not shared_pool_maps(c.p), "P to unmap the dead decode server's pool",
+                 detail=lambda: shared_pool_maps(c.p))
     finally:
         c.stop()
+
+
+def case_ucx_puts():
+    """The UCX path: a decode server started with --kv-shared-memory false offers no segment, and a prefill
+    server with --kv-shared-memory false does not use one offered; either way every page is put over UCX
+    and the answers are the plain server's."""
+    s = serve("single")
+    try:
+        for d_extra, p_extra in ((("--kv-shared-memory", "false"), ()), ((), ("--kv-shared-memory", "false"))):
+            c = Cluster(secret("a", 1), secret("a", 1), d_extra=d_extra, p_extra=p_extra)
+            try:
+                for i, n in enumerate([200, 300]):
+                    for sampling in (GREEDY, SEEDED):
+                        want, _ = completion(s.url(), 40 + 2 * i + (sampling is SEEDED), n, sampling)
+                        got, _ = completion(c.r.url(), 40 + 2 * i + (sampling is SEEDED), n, sampling)
+                        check(got == want, f"{d_extra or p_extra}: prompt of {n} tokens: P/D {got!r} != {want!r}")
+                pm, dm = metrics(c.p), metrics(c.d)
+                check(dm["deepinfer:pd_imports_total"] == 4, f"{d_extra or p_extra}: {dm['deepinfer:pd_imports_total']} imports")
+                check(pm["deepinfer:pd_shared_bytes_total"] == 0 and pm["deepinfer:pd_puts_total"] > 0,
+                      f"{d_extra or p_extra}: {pm['deepinfer:pd_shared_bytes_total']} bytes shared, "
+                      f"{pm['deepinfer:pd_puts_total']} puts")
+                check((dm["deepinfer:pd_shared_pool_bytes"] > 0) == (not d_extra),
+                      f"{d_extra or p_extra}: shared pool bytes {dm['deepinfer:pd_shared_pool_bytes']}")
+                check(not shared_pool_maps(c.p), "the prefill server mapped a pool it was not to use")
+                expect_nothing_held(c.p, c.d)
+            finally:
+                c.stop()
+    finally:
+        s.stop()
 
 
 def case_conditional():
@@ -517,8 +565,11 @@ def expect_pd_equals_uncached(model_dir, lengths, label):
                       f"{label} prompt {i} ({length} tokens) {sampling}: P/D {got!r} != uncached {uncached!r}")
                 n += 1
                 n_cached_equal += got == cached
-        dm = metrics(c.d)
+        dm, pm = metrics(c.d), metrics(c.p)
         check(dm["deepinfer:pd_imports_total"] == n, f"{dm['deepinfer:pd_imports_total']} imports, expected {n}")
+        # The blocks and the state pages (landing region) all went through the shared segment.
+        check(pm["deepinfer:pd_shared_bytes_total"] == pm["deepinfer:pd_transfer_bytes_total"] > 0,
+              f"{pm['deepinfer:pd_shared_bytes_total']} of {pm['deepinfer:pd_transfer_bytes_total']} bytes shared")
         print(f"{label}: {n} P/D answers equal the plain server's uncached answers (the window state moved with "
               f"the blocks); {n_cached_equal} of them also equal its prefix-cache-hit answer (SWA bounded replay)")
         expect_nothing_held(c.p, c.d)
@@ -809,7 +860,7 @@ CASES = {"v4": case_v4, "v41": case_v41, "equal": case_equal, "wrong_secret": ca
          "lease_expiry": case_lease_expiry, "cancel": case_cancel, "kill_decode": case_kill_decode, "conditional": case_conditional,
          "two_prefill": case_two_prefill, "api_key": case_api_key, "prefill_affinity": case_prefill_affinity,
          "disk_tiers": case_disk_tiers, "prefill_busy": case_prefill_busy,
-         "prefill_queue": case_prefill_queue, "stream_puts": case_stream_puts}
+         "prefill_queue": case_prefill_queue, "stream_puts": case_stream_puts, "ucx_puts": case_ucx_puts}
 
 if __name__ == "__main__":
     if not os.path.exists(os.path.join(MODEL, "config.json")):

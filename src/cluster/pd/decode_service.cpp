@@ -78,7 +78,8 @@ DecodeService::DecodeService(std::shared_ptr<PoolLender> lender, std::shared_ptr
     // The states' pages are as big as a KV block (both sides size them with state_pages_for).
     const auto page_bytes = static_cast<size_t>(std::max<int64_t>(identity_->block_bytes, 1));
     region_ = std::make_unique<LandingRegion>(
-        page_bytes, std::max<size_t>(1, static_cast<size_t>(config_.landing_bytes) / page_bytes));
+        page_bytes, std::max<size_t>(1, static_cast<size_t>(config_.landing_bytes) / page_bytes),
+        config_.shared_pages);
   }
   slots_ = std::make_unique<TransferSlots>(
       [this]() -> Result<std::unique_ptr<TransferSlot>> {
@@ -343,6 +344,10 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     grant.state_page_bytes = region_->block_bytes();
     for (uint32_t id : blocks.state_ids)
       grant.state_pages.push_back(reinterpret_cast<uint64_t>(region_->block(id)));
+  }
+  if (config_.shared_pages) {
+    grant.shared = config_.shared_pages->ref();
+    grant.shared_ranges = config_.shared_pages->ranges();
   }
   DS_TRY(ep->send(
       transport::encode_control_message({ControlType::hello_accept, request_id,

@@ -9,8 +9,9 @@
 //      server keeps its connection to that port between transfers);
 //   3. the prefill server's hello is checked (HMAC of the shared secret, model fingerprint, KV layout
 //      hash; a refusal is logged with the reason), then hello_accept and a kv_grant naming the pool's
-//      page arrays and the reserved block ids go back; the pages arrive by one-sided puts straight
-//      into the pool; kv_written ends the transfer;
+//      page arrays and the reserved block ids (and, with a shared pool, its segment) go back; the
+//      pages arrive by one-sided puts straight into the pool, or are copied there by a prefill server
+//      on this host that mapped the segment; kv_written ends the transfer;
 //   4. the engine adopts the blocks as the prompt's cached blocks and the request is submitted: its
 //      admission hits them like any prefix (its own cached blocks and SSD / Redis tier restores
 //      first), computes the rest of the prompt (at least its last token) and samples the first token
@@ -40,6 +41,7 @@
 #include "cluster/pd/pool_lender.h"
 #include "cluster/pd/transfer_slots.h"
 #include "engine/request.h"
+#include "transport/shared_pages.h"
 
 namespace ds::pd {
 
@@ -72,6 +74,10 @@ struct DecodeServiceConfig {
   // a slot made under load pays that, so a busy server wants several made up front.
   int prewarm_slots = 1;
   transport::UcxOptions ucx;  // the UCX transports (--kv-transport)
+  // The segment the KV pool was allocated from (EngineConfig::kv_memory; --kv-shared-memory), or
+  // null: the landing region comes from it too, and grants name it so a prefill server on the same
+  // host writes the pages with memcpy (transport/shared_pages.h); others still put over UCX.
+  std::shared_ptr<transport::SharedPageMemory> shared_pages;
   std::chrono::milliseconds failure_cooldown{5'000};
   std::string prefill_api_key;  // sent to the prefill servers (their --api-key), if not empty
   // Called once per import with lease start to kv_written (the TTFT part before this engine's

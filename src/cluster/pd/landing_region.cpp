@@ -1,11 +1,14 @@
 #include "cluster/pd/landing_region.h"
 
 #include <algorithm>
+#include <new>
+#include <utility>
 
 namespace ds::pd {
 
-LandingRegion::LandingRegion(size_t block_bytes, size_t n_blocks)
-    : block_bytes_(block_bytes), n_blocks_(n_blocks), data_(new std::byte[block_bytes * n_blocks]) {
+LandingRegion::LandingRegion(size_t block_bytes, size_t n_blocks, std::shared_ptr<PageMemory> memory)
+    : block_bytes_(block_bytes), n_blocks_(n_blocks), data_(std::move(memory), block_bytes * n_blocks) {
+  if (data_.data() == nullptr) throw std::bad_alloc();
   for (uint32_t i = 0; i < n_blocks; ++i) free_.insert(free_.end(), i);
 }
 

@@ -18,18 +18,23 @@
 #include <set>
 #include <vector>
 
+#include "base/page_memory.h"
+
 namespace ds::pd {
 
 class LandingRegion {
  public:
   using Clock = std::chrono::steady_clock;
-  LandingRegion(size_t block_bytes, size_t n_blocks);
+  // The pages come from `memory` (null: the heap; the decode server's shared segment when it has
+  // one, so a prefill server on the same host writes the states with memcpy).
+  LandingRegion(size_t block_bytes, size_t n_blocks, std::shared_ptr<PageMemory> memory = nullptr);
 
-  std::byte* data() { return data_.get(); }
+  // Null when the memory could not provide the pages.
+  std::byte* data() { return data_.data(); }
   size_t bytes() const { return block_bytes_ * n_blocks_; }
   size_t block_bytes() const { return block_bytes_; }
   size_t n_blocks() const { return n_blocks_; }
-  const std::byte* block(uint32_t id) const { return data_.get() + size_t{id} * block_bytes_; }
+  const std::byte* block(uint32_t id) const { return data_.data() + size_t{id} * block_bytes_; }
 
   // n free block ids (lowest first, so a transfer's blocks are mostly contiguous: fewer, larger
   // puts); nullopt when fewer than n are free.
@@ -45,7 +50,7 @@ class LandingRegion {
 
   const size_t block_bytes_;
   const size_t n_blocks_;
-  std::unique_ptr<std::byte[]> data_;  // not initialised: pages are touched when written
+  PageBuffer data_;  // not initialised: pages are touched when written
   mutable std::mutex mu_;
   std::set<uint32_t> free_;
   struct Held {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "cluster/pd/page_writes.h"
 #include "cluster/pd/state_pages.h"
 #include "engine/request_stream.h"
 #include "http/response_channel.h"
@@ -93,92 +94,32 @@ Result<std::vector<transport::RemoteKey>> unpack_keys(transport::UcxEndpoint& ep
   return keys;
 }
 
-// One-sided puts of staged bytes into the decode server's memory: the bytes are copied into the
-// slot's registered staging buffer, the puts are pipelined, and the buffer is flushed only when it
-// must be reused (and once at the end). Every step bounded by the deadline.
-class StagedPuts {
- public:
-  StagedPuts(transport::UcxEndpoint& ep, const transport::KvGrant& grant,
-             const std::vector<transport::RemoteKey>& keys, std::span<std::byte> staging,
-             Clock::time_point deadline)
-      : ep_(ep), grant_(grant), keys_(keys), staging_(staging), deadline_(deadline) {}
-
-  // `bytes` of the staging buffer to fill (flushing the earlier puts first when it is full).
-  Result<std::byte*> stage(size_t bytes) {
-    if (bytes > staging_.size()) return Status(ErrorCode::internal, "a put larger than the staging buffer");
-    if (used_ + bytes > staging_.size()) {
-      DS_TRY(ep_.flush(deadline_));
-      used_ = 0;
-    }
-    std::byte* at = staging_.data() + used_;
-    used_ += bytes;
-    return at;
+// The decode server's shared segment as this slot maps it, when the grant names one this process
+// can open (same host, same user): kept per decode server between transfers and remapped when the
+// grant names another (that server restarted). Null: the pages go over UCX; a segment that cannot be
+// opened is remembered as such (not retried until the grant names another one) and logged once.
+const transport::SharedPageMapping* peer_segment(TransferSlot& slot, const std::string& host, uint16_t port,
+                                                 const transport::KvGrant& grant, const Logger* log) {
+  const std::string peer = fmt::format("{}:{}", host, port);
+  if (!grant.shared) return nullptr;
+  const transport::SharedSegmentRef& want = *grant.shared;
+  const auto same = [&](const transport::SharedSegmentRef& have) {
+    return have.pid == want.pid && have.fd == want.fd && have.token == want.token && have.bytes >= want.bytes;
+  };
+  auto it = slot.peer_segments.find(peer);
+  if (it != slot.peer_segments.end() && same(it->second.ref)) return it->second.mapping.get();
+  TransferSlot::PeerSegment entry{want, nullptr, host, port};
+  Result<std::unique_ptr<transport::SharedPageMapping>> mapped = transport::SharedPageMapping::open(want);
+  if (mapped.ok()) {
+    entry.mapping = std::move(mapped).value();
+  } else if (log != nullptr) {
+    log->log(LogLevel::info,
+             "pd prefill: decode server {} shares its KV pool, not usable here ({}); puts go over UCX", peer,
+             mapped.status().message());
   }
-  // Puts staged bytes to `remote` (inside one of the grant's regions: decode_kv_grant checked it).
-  Status put(const std::byte* staged, size_t bytes, uint64_t remote) {
-    if (Clock::now() >= deadline_)
-      return Status(ErrorCode::transport_timeout, "the transfer's deadline passed during the puts");
-    const transport::RemoteRegion* r = grant_.region_of(remote, bytes);
-    if (r == nullptr) return Status(ErrorCode::internal, "a put outside the grant's regions");
-    DS_TRY(ep_.put(staged, bytes, remote, keys_[static_cast<size_t>(r - grant_.regions.data())]));
-    ++puts_;
-    return ok_status();
-  }
-  Status finish() { return ep_.flush(deadline_); }
-  int64_t puts() const { return puts_; }
-
- private:
-  transport::UcxEndpoint& ep_;
-  const transport::KvGrant& grant_;
-  const std::vector<transport::RemoteKey>& keys_;
-  std::span<std::byte> staging_;
-  Clock::time_point deadline_;
-  size_t used_ = 0;
-  int64_t puts_ = 0;
-};
-
-// Blocks straight into the decode server's pool blocks `block_ids` (one each, in order): per
-// buffer-full of blocks, their pages are staged array by array (a block's bytes are its page in each
-// array in turn), and each run of consecutive block ids goes with one put per array.
-Status put_blocks(StagedPuts& puts, size_t staging_bytes, const std::vector<TierEntry>& blocks,
-                  std::span<const uint32_t> block_ids, const transport::KvGrant& grant) {
-  const size_t bb = grant.block_bytes();
-  const size_t per_fill = std::max<size_t>(1, staging_bytes / bb);
-  for (size_t i = 0; i < blocks.size();) {
-    const size_t end = std::min(blocks.size(), i + per_fill);
-    size_t array_at = 0;  // the array's offset in a block's bytes
-    for (const transport::RemotePageArray& a : grant.arrays) {
-      const auto ab = static_cast<size_t>(a.block_bytes);
-      DS_ASSIGN_OR_RETURN(std::byte * staged, puts.stage((end - i) * ab));
-      for (size_t k = i; k < end; ++k) {
-        if (blocks[k].bytes.size() != bb)
-          return Status(ErrorCode::internal,
-                        fmt::format("outbox block of {} bytes, expected {}", blocks[k].bytes.size(), bb));
-        std::memcpy(staged + (k - i) * ab, blocks[k].bytes.data() + array_at, ab);
-      }
-      for (size_t k = i; k < end;) {
-        size_t run = 1;
-        while (k + run < end && block_ids[k + run] == block_ids[k] + run) ++run;
-        DS_TRY(puts.put(staged + (k - i) * ab, run * ab, a.address + uint64_t{block_ids[k]} * a.block_bytes));
-        k += run;
-      }
-      array_at += ab;
-    }
-    i = end;
-  }
-  return ok_status();
-}
-
-// The sequence state's pages into the decode server's first landing pages, one put each (the grant
-// has room for the model's bound; the decode side reads as many as the count says).
-Status put_state(StagedPuts& puts, const std::vector<std::vector<std::byte>>& pages,
-                 const transport::KvGrant& grant) {
-  for (size_t p = 0; p < pages.size(); ++p) {
-    DS_ASSIGN_OR_RETURN(std::byte * staged, puts.stage(pages[p].size()));
-    std::memcpy(staged, pages[p].data(), pages[p].size());
-    DS_TRY(puts.put(staged, pages[p].size(), grant.state_pages[p]));
-  }
-  return ok_status();
+  const transport::SharedPageMapping* out = entry.mapping.get();
+  slot.peer_segments.insert_or_assign(peer, std::move(entry));
+  return out;
 }
 
 }  // namespace
@@ -202,10 +143,12 @@ PrefillService::PrefillService(Engine& engine, std::shared_ptr<TransitTier> outb
         return slot;
       },
       [](TransferSlot& slot) {
-        // Between transfers: keep the kept connections alive, close the failed ones, and drop the
-        // frames of transfers that are over.
+        // Between transfers: keep the kept connections alive, close the failed ones (and unmap the
+        // shared segments of their decode servers), and drop the frames of transfers that are over.
         slot.worker->progress();
         slot.worker->close_failed();
+        std::erase_if(slot.peer_segments,
+                      [&](const auto& kv) { return !slot.worker->has_peer(kv.second.host, kv.second.port); });
         while (slot.worker->receive(Clock::now()).ok()) {
         }
       },
@@ -223,14 +166,19 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   // The connection to this decode slot is kept between transfers (made on the first one).
   DS_ASSIGN_OR_RETURN(transport::UcxEndpoint * ep, worker->connect_cached(job.decode_host, job.decode_port));
   // However this ends short of kv_written, the connection goes: nothing still in flight lands late.
+  // Its shared segment's mapping, if any, goes with it.
+  const std::string peer = fmt::format("{}:{}", job.decode_host, job.decode_port);
   struct CloseOnFailure {
-    transport::UcxWorker& worker;
+    TransferSlot& slot;
     transport::UcxEndpoint* ep;
+    const std::string& peer;
     bool done = false;
     ~CloseOnFailure() {
-      if (!done) worker.close(ep);
+      if (done) return;
+      slot.worker->close(ep);
+      slot.peer_segments.erase(peer);
     }
-  } close_on_failure{*worker, ep};
+  } close_on_failure{*slot, ep, peer};
   // Nothing is computed before the decode server proved it holds the secret and the same model.
   DS_TRY(ep->send(
       transport::encode_control_message(
@@ -302,14 +250,16 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   // The puts start as soon as the granted blocks reach the outbox: with stream_puts each prefill
   // chunk's completed blocks get there while the next chunks compute.
   DS_ASSIGN_OR_RETURN(std::vector<transport::RemoteKey> rkeys, unpack_keys(*ep, grant));
-  StagedPuts puts(*ep, grant, rkeys, slot->staging, job.deadline);
+  const transport::SharedPageMapping* shared =
+      config_.shared_memory ? peer_segment(*slot, job.decode_host, job.decode_port, grant, log_) : nullptr;
+  PageWrites puts(*ep, grant, rkeys, slot->staging, shared, job.deadline);
   size_t n_put = 0;       // granted blocks put so far (a prefix of keys)
   int64_t put_early = 0;  // of those, put while the prefill still ran
   const auto put_some = [&](std::vector<TierEntry> ready) -> Status {
     if (ready.empty()) return ok_status();
     for (size_t i = n_put; i < n_put + ready.size(); ++i) std::erase(cleanup.keys, keys[i]);  // taken
-    DS_TRY(put_blocks(puts, slot->staging.size(), ready,
-                      std::span(grant.block_ids).subspan(n_put, ready.size()), grant));
+    DS_TRY(write_blocks(puts, slot->staging.size(), ready,
+                        std::span(grant.block_ids).subspan(n_put, ready.size()), grant));
     n_put += ready.size();
     outcome.bytes += static_cast<int64_t>(ready.size()) * identity_->block_bytes;
     return ok_status();
@@ -378,9 +328,10 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
 
   const auto t_transfer = Clock::now();
   DS_TRY(put_some(std::move(*blocks)));
-  DS_TRY(put_state(puts, state_page_bytes, grant));
+  DS_TRY(write_state(puts, state_page_bytes, grant));
   DS_TRY(puts.finish());
   outcome.puts = puts.puts();
+  outcome.shared_bytes = puts.shared_bytes();
   outcome.bytes += static_cast<int64_t>(state_page_bytes.size()) * identity_->block_bytes;
   outcome.transfer_ns = ns_since(t_transfer);  // the tail after the prefill: what did not overlap it
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
@@ -420,6 +371,7 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
               stats_.blocks_sent.fetch_add(r->blocks);
               stats_.bytes_sent.fetch_add(r->bytes);
               stats_.puts.fetch_add(r->puts);
+              stats_.shared_bytes.fetch_add(r->shared_bytes);
               stats_.blocks_early.fetch_add(r->blocks_early);
               stats_.prefill_ns.fetch_add(r->prefill_ns);
               stats_.transfer_ns.fetch_add(r->transfer_ns);

@@ -3,7 +3,8 @@
 // connects there, proves itself (hello, HMAC of the shared secret, model fingerprint + KV layout
 // hash), waits for the decode server's grant, prefills the prompt on its engine (the first token it
 // samples is dropped: the decode server samples), takes the prompt's blocks from the outbox tier the
-// engine wrote them to, puts them into the granted blocks, flushes and reports kv_written. An abort
+// engine wrote them to, writes them into the granted blocks (page_writes.h: UCX puts, or memcpy into a
+// same-host decode server's shared pool), flushes and reports kv_written. An abort
 // from the decode server (its client went away, its lease ran out) cancels the engine request.
 #pragma once
 
@@ -31,7 +32,9 @@ struct PrefillStats {
   std::atomic<int64_t> blocks_sent{0};
   std::atomic<int64_t> bytes_sent{0};
   std::atomic<int64_t> puts{0};  // one-sided puts (one per page array and run of blocks, per state page)
-  std::atomic<int64_t> prefill_ns{0};     // engine time of the transfers' prefills
+  std::atomic<int64_t> shared_bytes{
+      0};                              // of bytes_sent: copied into same-host decode servers' shared segments
+  std::atomic<int64_t> prefill_ns{0};  // engine time of the transfers' prefills
   std::atomic<int64_t> transfer_ns{0};    // puts + flush after the prefills ended
   std::atomic<int64_t> blocks_early{0};   // blocks put while their prefill still ran (stream_puts)
   std::atomic<int64_t> refused_hosts{0};  // requests naming a decode_host outside the allowlist
@@ -54,6 +57,9 @@ struct PrefillServiceConfig {
   // (Request::tier_write_chunks), overlapping the puts with the rest of the prefill; false: put
   // them all once the prefill is over (--kv-stream-puts).
   bool stream_puts = true;
+  // Write with memcpy into a decode server's shared segment when its grant names one this process
+  // can map (same host; transport/shared_pages.h); false: always UCX puts (--kv-shared-memory).
+  bool shared_memory = true;
 };
 
 class PrefillService {
@@ -83,6 +89,7 @@ class PrefillService {
     int64_t transfer_ns = 0;   // puts + flush after the prefill ended (the ones before overlapped it)
     int64_t blocks_early = 0;  // blocks put while the prefill still ran (stream_puts)
     int64_t puts = 0;          // UCX put calls (per page array and run of consecutive blocks; state pages)
+    int64_t shared_bytes = 0;  // of bytes: copied into the decode server's shared segment
     int64_t state_bytes = 0;   // the sequence state sent with the blocks (V4), in their count
   };
   // One transfer, on the calling thread.

@@ -13,13 +13,16 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "base/status.h"
 #include "transport/registered_memory.h"
+#include "transport/shared_pages.h"
 #include "transport/ucx_worker.h"
 
 namespace ds::pd {
@@ -30,7 +33,17 @@ struct TransferSlot {
   // Decode side: the KV pool's extents (pool_lender.h), registered once, in PoolLender::extents order.
   std::vector<std::unique_ptr<transport::RegisteredMemory>> pool_memory;
   std::vector<std::byte> staging;  // prefill side: the registered staging buffer
+  // Prefill side: the shared segments of same-host decode servers (transport/shared_pages.h), by
+  // "host:port" of their transfer slot; a null mapping: not usable here (the puts go over UCX).
+  struct PeerSegment {
+    transport::SharedSegmentRef ref;
+    std::unique_ptr<transport::SharedPageMapping> mapping;
+    std::string host;
+    uint16_t port = 0;
+  };
+  std::map<std::string, PeerSegment> peer_segments;
   ~TransferSlot() {
+    peer_segments.clear();
     pool_memory.clear();  // before the worker (and its context) go
     memory.reset();
     worker.reset();
