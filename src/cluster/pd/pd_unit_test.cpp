@@ -1,14 +1,19 @@
 // cluster/pd's pieces without processes: the transit tier (the outbox), the pool
 // index kept from KV events, the transfer keys, which must be the engine's own chain hashes, the
-// landing region's block allocation (with quarantine) and the transfer slots' reuse.
+// landing region's block allocation (with quarantine), the transfer slots' reuse, and where a
+// transfer's writes land in a same-host decode server's shared pool.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "cluster/pd/landing_region.h"
+#include "cluster/pd/page_writes.h"
 #include "cluster/pd/pd_identity.h"
 #include "cluster/pd/pool_index.h"
 #include "cluster/pd/state_pages.h"
@@ -214,6 +219,81 @@ TEST(StatePages, RoundTripAcrossPagesAndRefuseWhatDoesNotFit) {
   EXPECT_EQ(unpack_state_pages(std::span(at).first(2), 64, 1000).status().code(),
             ErrorCode::transport_bad_message);
   EXPECT_EQ(pack_state_pages(state, 64, 2).status().code(), ErrorCode::transport_peer_mismatch);
+}
+
+// The decode side's pool as two page arrays (a V3-like layer-major pool: one allocation per array
+// here) and a landing region for state pages, all in a shared segment; the prefill side maps it and
+// writes a request's blocks and state through PageWrites. Every page lands in its granted pool block
+// of its array, nothing else is touched, and no UCX put is made.
+TEST(PageWrites, BlocksAndStateLandInTheGrantedPagesOfASharedPool) {
+  Result<std::shared_ptr<transport::SharedPageMemory>> memory =
+      transport::SharedPageMemory::create("pd-unit");
+  ASSERT_TRUE(memory.ok()) << memory.status().to_string();
+  constexpr size_t kBlocks = 16;
+  const size_t page_a = 96, page_b = 160;  // a block's bytes: its page in array a, then in array b
+  PageBuffer array_a(*memory, kBlocks * page_a), array_b(*memory, kBlocks * page_b),
+      landing(*memory, 4 * 256);
+  for (PageBuffer* b : {&array_a, &array_b, &landing}) std::memset(b->data(), 0xEE, b->bytes());
+
+  transport::KvGrant grant;
+  for (PageBuffer* b : {&array_a, &array_b, &landing})
+    grant.regions.push_back({reinterpret_cast<uint64_t>(b->data()), b->bytes(), ""});
+  grant.arrays = {{reinterpret_cast<uint64_t>(array_a.data()), page_a},
+                  {reinterpret_cast<uint64_t>(array_b.data()), page_b}};
+  grant.n_blocks = kBlocks;
+  grant.block_ids = {3, 4, 5, 9, 2};  // a run of 3, then two single blocks
+  grant.state_page_bytes = 256;
+  grant.state_pages = {reinterpret_cast<uint64_t>(landing.data()) + 2 * 256};
+  grant.shared = (*memory)->ref();
+  grant.shared_ranges = (*memory)->ranges();
+  Result<std::unique_ptr<transport::SharedPageMapping>> mapping =
+      transport::SharedPageMapping::open(*grant.shared);
+  ASSERT_TRUE(mapping.ok()) << mapping.status().to_string();
+
+  // Never used: every write lies in the shared segment.
+  Result<std::unique_ptr<transport::UcxWorker>> worker = transport::UcxWorker::create();
+  ASSERT_TRUE(worker.ok()) << worker.status().to_string();
+  transport::UcxEndpoint no_peer(**worker, nullptr);
+  const std::vector<transport::RemoteKey> no_keys(grant.regions.size());
+  std::vector<std::byte> staging(1024);
+  PageWrites writes(no_peer, grant, no_keys, staging, mapping->get(),
+                    steady_clock::now() + milliseconds(5000));
+
+  std::vector<TierEntry> blocks(grant.block_ids.size());
+  for (size_t k = 0; k < blocks.size(); ++k) {
+    blocks[k].bytes.resize(page_a + page_b);
+    for (size_t i = 0; i < blocks[k].bytes.size(); ++i)
+      blocks[k].bytes[i] = static_cast<std::byte>(k * 41 + i * 7 + 1);
+  }
+  // (The staging size caps the runs of staged puts only; these writes are copies.)
+  ASSERT_TRUE(write_blocks(writes, 400, blocks, grant.block_ids, grant).ok());
+  const std::vector<std::vector<std::byte>> state = {std::vector<std::byte>(256, std::byte{0x42})};
+  ASSERT_TRUE(write_state(writes, state, grant).ok());
+  ASSERT_TRUE(writes.finish().ok());
+  EXPECT_EQ(writes.puts(), 0);
+  EXPECT_EQ(writes.shared_bytes(), static_cast<int64_t>(blocks.size() * (page_a + page_b) + 256));
+
+  for (size_t id = 0; id < kBlocks; ++id) {
+    const auto granted = std::find(grant.block_ids.begin(), grant.block_ids.end(), id);
+    const std::byte* a = array_a.data() + id * page_a;
+    const std::byte* b = array_b.data() + id * page_b;
+    if (granted == grant.block_ids.end()) {
+      EXPECT_EQ(a[0], std::byte{0xEE}) << id;
+      EXPECT_EQ(b[page_b - 1], std::byte{0xEE}) << id;
+      continue;
+    }
+    const TierEntry& e = blocks[static_cast<size_t>(granted - grant.block_ids.begin())];
+    EXPECT_EQ(std::memcmp(a, e.bytes.data(), page_a), 0) << "array a, block " << id;
+    EXPECT_EQ(std::memcmp(b, e.bytes.data() + page_a, page_b), 0) << "array b, block " << id;
+  }
+  EXPECT_EQ(landing.data()[2 * 256], std::byte{0x42});
+  EXPECT_EQ(landing.data()[3 * 256 - 1], std::byte{0x42});
+  EXPECT_EQ(landing.data()[2 * 256 - 1], std::byte{0xEE});
+  EXPECT_EQ(landing.data()[3 * 256], std::byte{0xEE});
+
+  // A block of another size is refused before anything is written.
+  blocks[1].bytes.pop_back();
+  EXPECT_EQ(write_blocks(writes, 400, blocks, grant.block_ids, grant).code(), ErrorCode::internal);
 }
 
 }  // namespace
