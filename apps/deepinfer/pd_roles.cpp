@@ -195,6 +195,9 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
         "deepinfer:pd_shared_bytes_total",
         "Of deepinfer:pd_transfer_bytes_total: copied into same-host decode servers' shared KV pools "
         "(--kv-shared-memory) instead of put over UCX.");
+    Counter* by_layer = &registry.counter("deepinfer:pd_blocks_written_by_layer_total",
+                                          "Blocks copied into same-host decode servers' pools layer by layer "
+                                          "while the prefill's forwards ran.");
     Counter* prefill_s =
         &registry.counter("deepinfer:pd_prefill_seconds_total", "Prefill time of the transfers.");
     Counter* transfer_s = &registry.counter("deepinfer:pd_transfer_seconds_total",
@@ -212,6 +215,7 @@ Status PdRole::attach(Engine& engine, const ModelRunner& model, server::RouteTab
       bytes->set_total(static_cast<double>(st.bytes_sent.load()));
       puts->set_total(static_cast<double>(st.puts.load()));
       shared->set_total(static_cast<double>(st.shared_bytes.load()));
+      by_layer->set_total(static_cast<double>(st.blocks_by_layer.load()));
       early->set_total(static_cast<double>(st.blocks_early.load()));
       prefill_s->set_total(static_cast<double>(st.prefill_ns.load()) * 1e-9);
       transfer_s->set_total(static_cast<double>(st.transfer_ns.load()) * 1e-9);

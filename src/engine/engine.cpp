@@ -620,6 +620,10 @@ Status Engine::plan_step(StepBatch& batch) {
   }
   DS_TRY(batch.build(std::move(plan), scheduler_));
   batch.set_drafter(drafter_.get(), k_step > 0);
+  batch.set_layer_sinks([this](SeqId seq) -> std::shared_ptr<KvLayerSink> {
+    const auto it = active_.find(seq);
+    return it == active_.end() ? nullptr : it->second->request.kv_layer_sink;
+  });
   if (!state_slots_) return ok_status();
   state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
   DS_TRY(batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); }));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "engine/kv_layer_sink.h"
 #include "grammar/compiled_grammar.h"
 #include "sampling/logprobs.h"  // TokenLogprob {token_id, logprob}
 #include "sampling/sampling_params.h"
@@ -50,6 +51,10 @@ struct Request {
   // The prompt's full blocks go to the tiers as each prefill chunk completes them, not only once the
   // whole prompt is computed (a P/D prefill: the prefill server puts them while the rest computes).
   bool tier_write_chunks = false;
+  // Told, during each forward, which of the prompt's blocks the forward completed, layer by layer as
+  // the layers end (engine/kv_layer_sink.h; a P/D prefill copying pages while the rest computes).
+  // Ignored by a model that cannot report layers (ModelRunner::set_kv_layer_done).
+  std::shared_ptr<KvLayerSink> kv_layer_sink;
   // Keep the prompt's full blocks in the pool (a pin) for the TTL, within EngineConfig's pin quota;
   // beyond the quota the request runs unpinned (EngineStats::kv_pins_refused).
   bool cache_pin = false;

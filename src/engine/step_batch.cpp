@@ -75,6 +75,11 @@ void StepBatch::set_state_imports(
     if (plan_.chunks[i].imports_state) state_import_[i] = state_of(plan_.chunks[i].seq_id);
 }
 
+void StepBatch::set_layer_sinks(const std::function<std::shared_ptr<KvLayerSink>(SeqId)>& sink_of) {
+  layer_sinks_.assign(plan_.chunks.size(), nullptr);
+  for (size_t i = 0; i < plan_.chunks.size(); ++i) layer_sinks_[i] = sink_of(plan_.chunks[i].seq_id);
+}
+
 Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function<bool(SeqId)>& is_dropped) {
   size_t kept = 0;
   size_t write = 0;  // compaction of tokens_ runs in place
@@ -103,6 +108,7 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
       n_draft_[kept] = n_draft_[i];
       next_token_[kept] = next_token_[i];
       if (i < state_import_.size()) state_import_[kept] = std::move(state_import_[i]);
+      if (i < layer_sinks_.size()) layer_sinks_[kept] = std::move(layer_sinks_[i]);
       context_[kept] = std::move(context_[i]);
     }
     kept_begin.push_back(static_cast<int64_t>(write));
@@ -113,6 +119,7 @@ Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function
   n_draft_.resize(kept);
   next_token_.resize(kept);
   if (state_import_.size() > kept) state_import_.resize(kept);
+  if (layer_sinks_.size() > kept) layer_sinks_.resize(kept);
   context_.resize(kept);
   tokens_.resize(write);
   token_begin_ = std::move(kept_begin);
@@ -140,6 +147,26 @@ SampleResult no_allowed_token() {
 }
 
 }  // namespace
+
+bool StepBatch::set_layer_calls(ModelRunner& model) {
+  layer_calls_.clear();
+  const int64_t bs = model.kv_cache_config().block_size_tokens;
+  for (size_t i = 0; i < layer_sinks_.size() && i < requests_.size(); ++i) {
+    if (!layer_sinks_[i] || bs <= 0) continue;
+    // The blocks whose last row this chunk writes (drafts are not final: a verify may reject them).
+    const int64_t from = seqs_[i].n_tokens;
+    const int64_t to = from + static_cast<int64_t>(requests_[i].tokens.size()) - n_draft_[i];
+    const int64_t first = from / bs, last = std::min<int64_t>(to / bs, seqs_[i].block_table.size());
+    if (last <= first) continue;
+    layer_calls_.push_back(
+        {layer_sinks_[i].get(), first,
+         std::vector<int32_t>(seqs_[i].block_table.begin() + first, seqs_[i].block_table.begin() + last)});
+  }
+  if (layer_calls_.empty()) return false;
+  return model.set_kv_layer_done([this](int layer) {
+    for (const LayerCall& c : layer_calls_) c.sink->layer_done(layer, c.first_block, c.pool_ids);
+  });
+}
 
 Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab) {
   n_drafts_verified.assign(plan_.chunks.size(), 0);
@@ -183,9 +210,13 @@ Status StepBatch::run(ModelRunner& model, Sampler& sampler, size_t sample_vocab)
   }
   if (forward_status.ok()) {
     for (const ForwardRequest& r : requests_) forward_rows += static_cast<int64_t>(r.tokens.size());
+    const bool by_layer = set_layer_calls(model);
     const int64_t t_forward = now_ns();
     forward_status = model.forward(requests_, out_);
     forward_ns = now_ns() - t_forward;
+    if (by_layer) model.set_kv_layer_done(nullptr);
+    layer_calls_.clear();  // the sinks are needed during the forward only: none is kept past it
+    layer_sinks_.clear();
   }
   if (masks_done.valid()) masks_done.get();
   DS_TRY(forward_status);

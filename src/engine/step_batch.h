@@ -101,8 +101,15 @@ class StepBatch {
   // ... and, for a chunk that imports a sequence state (ScheduledChunk::imports_state), its bytes:
   // the model takes them into the chunk's slot right before the forward.
   void set_state_imports(const std::function<std::shared_ptr<const std::vector<std::byte>>(SeqId)>& state_of);
+  // ... and each chunk's request's KvLayerSink (null: none), told during the forward which blocks the
+  // chunk completed as each layer ends.
+  void set_layer_sinks(const std::function<std::shared_ptr<KvLayerSink>(SeqId)>& sink_of);
 
  private:
+  // Points the model's per-layer callback at the chunks' sinks for the coming forward; false: no
+  // sink has a completed block, or the model cannot report layers.
+  bool set_layer_calls(ModelRunner& model);
+
   StepPlan plan_;
   std::vector<SequenceState> seqs_;   // [n_chunks]
   std::vector<int32_t> tokens_;       // chunk tokens, concatenated
@@ -114,6 +121,13 @@ class StepBatch {
   std::vector<int32_t> n_draft_;
   std::vector<int32_t> next_token_;
   std::vector<std::shared_ptr<const std::vector<std::byte>>> state_import_;  // [n_chunks], mostly null
+  std::vector<std::shared_ptr<KvLayerSink>> layer_sinks_;                    // [n_chunks], mostly null
+  struct LayerCall {  // a chunk's completed blocks, for its sink (run())
+    KvLayerSink* sink = nullptr;
+    int64_t first_block = 0;
+    std::vector<int32_t> pool_ids;
+  };
+  std::vector<LayerCall> layer_calls_;
   std::vector<std::vector<int32_t>> context_;
   Drafter* drafter_ = nullptr;
   bool drafting_ = false;

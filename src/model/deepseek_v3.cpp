@@ -176,6 +176,7 @@ Status DeepSeekV3::forward(std::span<const ForwardRequest> requests, LogitsOutpu
   for (size_t l = 0; l < layers_.size(); ++l) {
     const AttentionBatch batch{chunks_, pos_.data(), block_tables_, kv_.slot(static_cast<int>(l)), T};
     layers_[l].forward(ctx_, opts_.mla_mode, batch, inv_freq_, x_.data(), layer_scratch_);
+    if (kv_layer_done_) kv_layer_done_(static_cast<int>(l));
   }
 
   // Rows that produce logits: all of a chunk, or its last.

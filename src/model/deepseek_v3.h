@@ -46,6 +46,7 @@ class DeepSeekV3 final : public ModelRunner {
   Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override;
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
   std::vector<KvPageArray> kv_page_arrays() override;
+  bool set_kv_layer_done(KvLayerDone done) override;
   std::vector<RoutedExpertSet*> routed_expert_sets() override;
   bool has_mtp() const override { return mtp_.has_value(); }
   Status forward_mtp(std::span<const MtpRequest> requests, LogitsOutput& out) override;
@@ -78,7 +79,8 @@ class DeepSeekV3 final : public ModelRunner {
   std::optional<Linear> lm_head_;
   WeightMatrix head_;  // lm_head_->w, or the embedding with tie_word_embeddings
   std::optional<MtpLayer> mtp_;
-  KvCacheConfig kv_config_;  // n_blocks 0 until init_kv_cache
+  KvLayerDone kv_layer_done_;  // set_kv_layer_done: called after each main layer of forward()
+  KvCacheConfig kv_config_;    // n_blocks 0 until init_kv_cache
   PagedLatentCache kv_;
 
   // Per-forward bookkeeping and scratch, reused (no allocation in steady decode).

@@ -370,6 +370,7 @@ Status DeepSeekV4::forward(std::span<const ForwardRequest> requests, LogitsOutpu
     if (features) capture_dspark_means(static_cast<int>(l), streams, n_run);
     if (n_run > 0)
       layers_[l].forward(ctx_, num_, streams, n_run, pos.data(), ids.data(), rows, scratch_, carried);
+    if (kv_layer_done_) kv_layer_done_(static_cast<int>(l));
   }
   for (size_t r = 0; r < requests.size(); ++r)
     if (requests[r].may_truncate) end_chunk_journal(*slots[r]);

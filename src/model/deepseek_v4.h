@@ -80,6 +80,7 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   Status export_kv_block(int32_t block_id, std::span<std::byte> out) const override;
   Status import_kv_block(int32_t block_id, std::span<const std::byte> in) override;
   std::vector<KvPageArray> kv_page_arrays() override;
+  bool set_kv_layer_done(KvLayerDone done) override;
   int64_t sequence_state_bytes() const override;
   Result<std::vector<std::byte>> export_sequence_state(const SequenceState& seq) const override;
   Status import_sequence_state(SequenceState& seq, std::span<const std::byte> state) override;
@@ -153,6 +154,7 @@ class DeepSeekV4 final : public ModelRunner, public DraftBlockModel {
   WeightMatrix draft_head_;  // rows of head_ for the MTP draft vocabulary (rows = 0: none)
   std::optional<V41DSpark> dspark_;
   std::vector<float> dspark_feat_;  // [rows, |T|·hidden] the step's target stream means
+  KvLayerDone kv_layer_done_;       // set_kv_layer_done: called after each main layer of forward()
   KvCacheConfig kv_config_;
   V4StateSlots slots_;
   // Per layer slot (main layers, then MTP): compressed entries [n_blocks, bs / ratio, head_dim]

@@ -58,6 +58,11 @@ std::vector<KvPageArray> DeepSeekV3::kv_page_arrays() {
   return arrays;
 }
 
+bool DeepSeekV3::set_kv_layer_done(KvLayerDone done) {
+  kv_layer_done_ = std::move(done);
+  return true;
+}
+
 // V4: per layer slot in order, its compressed entries then (CSA) its indexer keys.
 int64_t DeepSeekV4::kv_block_bytes() const {
   if (kv_config_.n_blocks == 0) return 0;
@@ -104,10 +109,20 @@ std::vector<KvPageArray> DeepSeekV4::kv_page_arrays() {
   std::vector<KvPageArray> arrays;
   if (kv_config_.n_blocks == 0) return arrays;
   for (size_t layer = 0; layer < comp_pages_.size(); ++layer) {
-    for (const PagedLatentCache* pages : {&comp_pages_[layer], &idx_pages_[layer]})
-      if (!pages->empty()) pages->append_page_arrays(1, arrays);
+    for (const PagedLatentCache* pages : {&comp_pages_[layer], &idx_pages_[layer]}) {
+      if (pages->empty()) continue;
+      pages->append_page_arrays(1, arrays);
+      arrays.back().layer = static_cast<int>(layer);
+    }
   }
   return arrays;
+}
+
+bool DeepSeekV4::set_kv_layer_done(KvLayerDone done) {
+  // With index keys published on a group (numerics index_keys=on_group) a later layer's indexer
+  // writes an earlier layer's keys: no layer's pages are final when it ends.
+  kv_layer_done_ = num_.index_keys_on_group ? nullptr : std::move(done);
+  return !num_.index_keys_on_group;
 }
 
 int64_t DeepSeekV4::sequence_state_bytes() const {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/deepseek_v3.h"
+#include "model/kv_layer_done_check.h"
 #include "model/model_test_support.h"
 
 namespace ds {
@@ -85,6 +86,16 @@ TEST(KvBlockExport, PageArraysAreTheExportedBytesInPlace) {
   std::vector<std::byte> got(bytes.size());
   ASSERT_TRUE(m->export_kv_block(30, got).ok());
   EXPECT_TRUE(got == bytes);
+}
+
+// Layer by layer (P/D): when layer l ends, its pages of the blocks the forward completes are final
+// and no later layer's page has been written yet.
+TEST(KvBlockExport, EachLayersPagesAreFinalWhenItsLayerEnds) {
+  auto m = load(false);
+  ASSERT_TRUE(m);
+  SequenceState seq = blocks_from(20);
+  // 10 tokens in 4-token blocks: blocks 20 and 21 complete, 22 holds two rows.
+  kv_layer_check::expect_pages_final_as_each_layer_ends(*m, seq, std::span(kIds).first(10), {20, 21});
 }
 
 }  // namespace

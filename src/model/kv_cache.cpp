@@ -118,7 +118,7 @@ void PagedLatentCache::import_block(int32_t block_id, int n_slots, const std::by
 void PagedLatentCache::append_page_arrays(int n_slots, std::vector<KvPageArray>& out) const {
   DS_ASSERT(n_slots <= n_slots_, "page arrays out of range");
   for (int s = 0; s < n_slots; ++s)
-    out.push_back({reinterpret_cast<std::byte*>(slot(s).blocks), block_bytes(1)});
+    out.push_back({reinterpret_cast<std::byte*>(slot(s).blocks), block_bytes(1), s});
 }
 
 int64_t physical_memory_bytes() {

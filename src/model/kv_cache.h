@@ -97,6 +97,9 @@ void truncate_sequence(SequenceState& seq, int64_t n_tokens);
 struct KvPageArray {
   std::byte* base = nullptr;
   int64_t block_bytes = 0;
+  // The layer whose forward writes the array (ModelRunner::set_kv_layer_callback); the MTP layer's
+  // is num_hidden_layers.
+  int layer = -1;
 };
 
 // One layer slot of the paged storage: block b is [block_size, row_dim] f32 at
@@ -134,7 +137,8 @@ class PagedLatentCache {
   int64_t block_bytes(int n_slots) const;
   void export_block(int32_t block_id, int n_slots, std::byte* out) const;
   void import_block(int32_t block_id, int n_slots, const std::byte* in);
-  // Slots [0, n_slots) as page arrays (the block order of export_block), appended to `out`.
+  // Slots [0, n_slots) as page arrays (the block order of export_block), appended to `out`; slot s's
+  // layer is s (the caller renames it where a slot is not a layer).
   void append_page_arrays(int n_slots, std::vector<KvPageArray>& out) const;
 
  private:

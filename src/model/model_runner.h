@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -133,6 +134,13 @@ class ModelRunner {
   // Empty before init_kv_cache or for a model that cannot export; the memory stays where it is
   // until the next init_kv_cache.
   virtual std::vector<KvPageArray> kv_page_arrays() { return {}; }
+  // Layer by layer (P/D, docs/pd.md): during every later forward(), after each main decoder layer,
+  // `done(layer)` once that layer has written the forward's rows into its page arrays (those whose
+  // KvPageArray::layer it is), so a writer outside the engine can copy them while the next layers
+  // run. On the forward's thread; it must not call into the model. Null clears it. false: this
+  // model cannot tell (nothing is kept).
+  using KvLayerDone = std::function<void(int layer)>;
+  virtual bool set_kv_layer_done(KvLayerDone /*done*/) { return false; }
 
   // P/D (docs/pd.md): a sequence's unpaged state after its last forward — V4/V4.1: window rings,
   // compressor partial groups, entry counts (model/v4_state_codec.h); empty for a model whose state

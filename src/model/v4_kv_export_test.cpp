@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/deepseek_v4.h"
+#include "model/kv_layer_done_check.h"
 #include "model/v4_test_support.h"
 
 namespace ds {
@@ -57,6 +58,19 @@ TEST(V4KvBlockExport, ImportedBlocksReplayBitIdentically) {
   EXPECT_FALSE(run_rest(*m, {24, 25, 26, 12, 13}, 3, ids, 48) == on_original);
   EXPECT_EQ(m->import_kv_block(1, std::vector<std::byte>(bytes.size() + 4)).code(),
             ErrorCode::model_bad_input);
+}
+
+// Layer by layer (P/D): when layer l ends, its compressed entries and indexer keys of the blocks the
+// forward completes are final and no later layer's have been written yet.
+TEST(V4KvBlockExport, EachLayersPagesAreFinalWhenItsLayerEnds) {
+  auto m = load({}, Isa::reference, /*mtp_layer=*/false);
+  ASSERT_TRUE(m);
+  const auto ids = test_ids(40);
+  SequenceState seq;
+  for (int32_t b = 10; b < 14; ++b) seq.block_table.push_back(b);
+  seq.state_slot = 0;
+  // 40 tokens in 16-token blocks: blocks 10 and 11 complete.
+  kv_layer_check::expect_pages_final_as_each_layer_ends(*m, seq, ids, {10, 11});
 }
 
 }  // namespace

@@ -250,6 +250,7 @@ def case_equal():
         # Same host, same user: every page was copied into the decode server's shared pool, none put
         # over UCX (case ucx_puts runs the UCX path).
         check(dm["deepinfer:pd_shared_pool_bytes"] > 0, "the decode server's pool is not in a shared segment")
+        check(pm["deepinfer:pd_blocks_written_by_layer_total"] > 0, "no block was copied layer by layer")
         check(pm["deepinfer:pd_shared_bytes_total"] == pm["deepinfer:pd_transfer_bytes_total"]
               and pm["deepinfer:pd_puts_total"] == 0,
               f"{pm['deepinfer:pd_shared_bytes_total']} of {pm['deepinfer:pd_transfer_bytes_total']} bytes went "
@@ -844,11 +845,17 @@ def case_stream_puts():
                 pm = metrics(c.p)
                 early, blocks = pm["deepinfer:pd_blocks_put_early_total"], 2 * ((900 - 1) // BLOCK)
                 check(metrics(c.d)["deepinfer:pd_imports_total"] == 2, f"stream_puts={stream}: not imported")
+                by_layer = pm["deepinfer:pd_blocks_written_by_layer_total"]
                 if stream == "true":
                     check(0 < early <= blocks, f"{early} of {blocks} blocks put during the prefill, expected some")
+                    # Same host: every block P computed was copied into D's pool layer by layer during
+                    # the forward that computed it (none cached on P: each prompt is new).
+                    check(by_layer == blocks, f"{by_layer} of {blocks} blocks copied layer by layer")
                 else:
-                    check(early == 0, f"{early} blocks put during the prefill with --kv-stream-puts false")
-                print(f"stream_puts={stream}: {int(early)} of {blocks} blocks put while the prefill ran")
+                    check(early == 0 and by_layer == 0,
+                          f"{early} blocks put during the prefill, {by_layer} by layer, with --kv-stream-puts false")
+                print(f"stream_puts={stream}: {int(early)} of {blocks} blocks put while the prefill ran, "
+                      f"{int(by_layer)} copied layer by layer")
                 expect_nothing_held(c.p, c.d)
             finally:
                 c.stop()

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "cluster/pd/layer_copies.h"
 #include "cluster/pd/page_writes.h"
 #include "cluster/pd/state_pages.h"
 #include "engine/request_stream.h"
@@ -98,8 +99,10 @@ Result<std::vector<transport::RemoteKey>> unpack_keys(transport::UcxEndpoint& ep
 // can open (same host, same user): kept per decode server between transfers and remapped when the
 // grant names another (that server restarted). Null: the pages go over UCX; a segment that cannot be
 // opened is remembered as such (not retried until the grant names another one) and logged once.
-const transport::SharedPageMapping* peer_segment(TransferSlot& slot, const std::string& host, uint16_t port,
-                                                 const transport::KvGrant& grant, const Logger* log) {
+std::shared_ptr<const transport::SharedPageMapping> peer_segment(TransferSlot& slot, const std::string& host,
+                                                                 uint16_t port,
+                                                                 const transport::KvGrant& grant,
+                                                                 const Logger* log) {
   const std::string peer = fmt::format("{}:{}", host, port);
   if (!grant.shared) return nullptr;
   const transport::SharedSegmentRef& want = *grant.shared;
@@ -107,7 +110,7 @@ const transport::SharedPageMapping* peer_segment(TransferSlot& slot, const std::
     return have.pid == want.pid && have.fd == want.fd && have.token == want.token && have.bytes >= want.bytes;
   };
   auto it = slot.peer_segments.find(peer);
-  if (it != slot.peer_segments.end() && same(it->second.ref)) return it->second.mapping.get();
+  if (it != slot.peer_segments.end() && same(it->second.ref)) return it->second.mapping;
   TransferSlot::PeerSegment entry{want, nullptr, host, port};
   Result<std::unique_ptr<transport::SharedPageMapping>> mapped = transport::SharedPageMapping::open(want);
   if (mapped.ok()) {
@@ -117,7 +120,7 @@ const transport::SharedPageMapping* peer_segment(TransferSlot& slot, const std::
              "pd prefill: decode server {} shares its KV pool, not usable here ({}); puts go over UCX", peer,
              mapped.status().message());
   }
-  const transport::SharedPageMapping* out = entry.mapping.get();
+  std::shared_ptr<const transport::SharedPageMapping> out = entry.mapping;
   slot.peer_segments.insert_or_assign(peer, std::move(entry));
   return out;
 }
@@ -250,16 +253,44 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   // The puts start as soon as the granted blocks reach the outbox: with stream_puts each prefill
   // chunk's completed blocks get there while the next chunks compute.
   DS_ASSIGN_OR_RETURN(std::vector<transport::RemoteKey> rkeys, unpack_keys(*ep, grant));
-  const transport::SharedPageMapping* shared =
+  const std::shared_ptr<const transport::SharedPageMapping> shared =
       config_.shared_memory ? peer_segment(*slot, job.decode_host, job.decode_port, grant, log_) : nullptr;
-  PageWrites puts(*ep, grant, rkeys, slot->staging, shared, job.deadline);
+  PageWrites puts(*ep, grant, rkeys, slot->staging, shared.get(), job.deadline);
+  // Same host, streaming: the engine copies each layer's pages of the granted blocks a forward
+  // completes straight into the decode server's pool as that layer ends (layer_copies.h); the
+  // outbox then only supplies the blocks this server did not compute (its prefix-cache hits).
+  std::shared_ptr<LayerCopies> layers;
+  if (shared && config_.stream_puts) {
+    layers = std::make_shared<LayerCopies>(engine_.kv_page_arrays(), grant, shared,
+                                           static_cast<int64_t>(all_keys.size() - n_kv));
+    if (layers->usable())
+      request.kv_layer_sink = layers;
+    else
+      layers.reset();
+  }
+  struct CloseLayers {  // however this ends, no copy lands after it
+    LayerCopies* layers;
+    ~CloseLayers() {
+      if (layers != nullptr) layers->close();
+    }
+  } close_layers{layers.get()};
   size_t n_put = 0;       // granted blocks put so far (a prefix of keys)
   int64_t put_early = 0;  // of those, put while the prefill still ran
   const auto put_some = [&](std::vector<TierEntry> ready) -> Status {
     if (ready.empty()) return ok_status();
     for (size_t i = n_put; i < n_put + ready.size(); ++i) std::erase(cleanup.keys, keys[i]);  // taken
-    DS_TRY(write_blocks(puts, slot->staging.size(), ready,
-                        std::span(grant.block_ids).subspan(n_put, ready.size()), grant));
+    // The blocks the layer copies already wrote need nothing more.
+    std::vector<TierEntry> rest;
+    std::vector<uint32_t> rest_ids;
+    for (size_t i = 0; i < ready.size(); ++i) {
+      if (layers && layers->complete(n_put + i)) {
+        ++outcome.blocks_by_layer;
+        continue;
+      }
+      rest.push_back(std::move(ready[i]));
+      rest_ids.push_back(grant.block_ids[n_put + i]);
+    }
+    DS_TRY(write_blocks(puts, slot->staging.size(), rest, rest_ids, grant));
     n_put += ready.size();
     outcome.bytes += static_cast<int64_t>(ready.size()) * identity_->block_bytes;
     return ok_status();
@@ -331,7 +362,7 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   DS_TRY(write_state(puts, state_page_bytes, grant));
   DS_TRY(puts.finish());
   outcome.puts = puts.puts();
-  outcome.shared_bytes = puts.shared_bytes();
+  outcome.shared_bytes = puts.shared_bytes() + (layers ? layers->bytes() : 0);
   outcome.bytes += static_cast<int64_t>(state_page_bytes.size()) * identity_->block_bytes;
   outcome.transfer_ns = ns_since(t_transfer);  // the tail after the prefill: what did not overlap it
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),
@@ -372,6 +403,7 @@ Status PrefillService::add_routes(server::RouteTable& routes) {
               stats_.bytes_sent.fetch_add(r->bytes);
               stats_.puts.fetch_add(r->puts);
               stats_.shared_bytes.fetch_add(r->shared_bytes);
+              stats_.blocks_by_layer.fetch_add(r->blocks_by_layer);
               stats_.blocks_early.fetch_add(r->blocks_early);
               stats_.prefill_ns.fetch_add(r->prefill_ns);
               stats_.transfer_ns.fetch_add(r->transfer_ns);

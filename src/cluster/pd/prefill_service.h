@@ -32,9 +32,11 @@ struct PrefillStats {
   std::atomic<int64_t> blocks_sent{0};
   std::atomic<int64_t> bytes_sent{0};
   std::atomic<int64_t> puts{0};  // one-sided puts (one per page array and run of blocks, per state page)
-  std::atomic<int64_t> shared_bytes{
-      0};                              // of bytes_sent: copied into same-host decode servers' shared segments
-  std::atomic<int64_t> prefill_ns{0};  // engine time of the transfers' prefills
+  // Of bytes_sent: copied into same-host decode servers' shared segments.
+  std::atomic<int64_t> shared_bytes{0};
+  // Of blocks_sent: copied layer by layer while their prefill ran (LayerCopies).
+  std::atomic<int64_t> blocks_by_layer{0};
+  std::atomic<int64_t> prefill_ns{0};     // engine time of the transfers' prefills
   std::atomic<int64_t> transfer_ns{0};    // puts + flush after the prefills ended
   std::atomic<int64_t> blocks_early{0};   // blocks put while their prefill still ran (stream_puts)
   std::atomic<int64_t> refused_hosts{0};  // requests naming a decode_host outside the allowlist
@@ -85,12 +87,13 @@ class PrefillService {
     int64_t blocks = 0;
     int64_t bytes = 0;
     int64_t prefill_ns = 0;
-    int64_t queue_ns = 0;      // of prefill_ns: in this engine's queue (queued until first scheduled)
-    int64_t transfer_ns = 0;   // puts + flush after the prefill ended (the ones before overlapped it)
-    int64_t blocks_early = 0;  // blocks put while the prefill still ran (stream_puts)
-    int64_t puts = 0;          // UCX put calls (per page array and run of consecutive blocks; state pages)
-    int64_t shared_bytes = 0;  // of bytes: copied into the decode server's shared segment
-    int64_t state_bytes = 0;   // the sequence state sent with the blocks (V4), in their count
+    int64_t queue_ns = 0;         // of prefill_ns: in this engine's queue (queued until first scheduled)
+    int64_t transfer_ns = 0;      // puts + flush after the prefill ended (the ones before overlapped it)
+    int64_t blocks_early = 0;     // blocks put while the prefill still ran (stream_puts)
+    int64_t puts = 0;             // UCX put calls (per page array and run of consecutive blocks; state pages)
+    int64_t shared_bytes = 0;     // of bytes: copied into the decode server's shared segment
+    int64_t blocks_by_layer = 0;  // of blocks: copied layer by layer as the prefill's forwards ran
+    int64_t state_bytes = 0;      // the sequence state sent with the blocks (V4), in their count
   };
   // One transfer, on the calling thread.
   Result<Outcome> run(const Job& job);

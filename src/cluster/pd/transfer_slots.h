@@ -37,7 +37,7 @@ struct TransferSlot {
   // "host:port" of their transfer slot; a null mapping: not usable here (the puts go over UCX).
   struct PeerSegment {
     transport::SharedSegmentRef ref;
-    std::unique_ptr<transport::SharedPageMapping> mapping;
+    std::shared_ptr<const transport::SharedPageMapping> mapping;  // shared with a transfer's LayerCopies
     std::string host;
     uint16_t port = 0;
   };

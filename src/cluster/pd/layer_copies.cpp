@@ -1,0 +1,67 @@
+#include "cluster/pd/layer_copies.h"
+
+#include <cstring>
+
+namespace ds::pd {
+
+LayerCopies::LayerCopies(std::vector<KvPageArray> local, const transport::KvGrant& grant,
+                         std::shared_ptr<const transport::SharedPageMapping> mapping, int64_t first_granted)
+    : local_(std::move(local)), grant_(grant), mapping_(std::move(mapping)), first_granted_(first_granted) {
+  const size_t n_arrays = local_.size();
+  copied_.assign(grant_.block_ids.size() * n_arrays, 0);
+  arrays_copied_.assign(grant_.block_ids.size(), 0);
+  usable_ = mapping_ != nullptr && n_arrays == grant_.arrays.size() && n_arrays > 0;
+  for (size_t a = 0; usable_ && a < n_arrays; ++a)
+    usable_ =
+        local_[a].layer >= 0 && static_cast<uint64_t>(local_[a].block_bytes) == grant_.arrays[a].block_bytes;
+  for (size_t g = 0; usable_ && g < grant_.block_ids.size(); ++g)
+    for (size_t a = 0; usable_ && a < n_arrays; ++a) usable_ = destination(a, g) != nullptr;
+}
+
+std::byte* LayerCopies::destination(size_t array, size_t g) const {
+  const transport::RemotePageArray& a = grant_.arrays[array];
+  const uint64_t remote = a.address + uint64_t{grant_.block_ids[g]} * a.block_bytes;
+  if (grant_.region_of(remote, a.block_bytes) == nullptr) return nullptr;
+  const transport::SharedRange* r = grant_.shared_range_of(remote, a.block_bytes);
+  return r == nullptr ? nullptr : mapping_->at(r->offset + (remote - r->address), a.block_bytes);
+}
+
+void LayerCopies::layer_done(int layer, int64_t first_block, std::span<const int32_t> pool_ids) {
+  std::lock_guard lock(mu_);
+  if (closed_ || !usable_) return;
+  const size_t n_arrays = local_.size();
+  for (size_t k = 0; k < pool_ids.size(); ++k) {
+    const int64_t g = first_block + static_cast<int64_t>(k) - first_granted_;
+    if (g < 0 || g >= static_cast<int64_t>(grant_.block_ids.size())) continue;  // not granted: D's own hit
+    for (size_t a = 0; a < n_arrays; ++a) {
+      if (local_[a].layer != layer) continue;
+      const size_t bytes = static_cast<size_t>(local_[a].block_bytes);
+      std::memcpy(destination(a, static_cast<size_t>(g)),
+                  local_[a].base + int64_t{pool_ids[k]} * local_[a].block_bytes, bytes);
+      uint8_t& done = copied_[static_cast<size_t>(g) * n_arrays + a];
+      if (done == 0) {
+        done = 1;
+        ++arrays_copied_[static_cast<size_t>(g)];
+        bytes_ += static_cast<int64_t>(bytes);
+      }
+    }
+  }
+}
+
+bool LayerCopies::complete(size_t g) const {
+  std::lock_guard lock(mu_);
+  return usable_ && g < arrays_copied_.size() && arrays_copied_[g] == local_.size();
+}
+
+int64_t LayerCopies::bytes() const {
+  std::lock_guard lock(mu_);
+  return bytes_;
+}
+
+void LayerCopies::close() {
+  std::lock_guard lock(mu_);
+  closed_ = true;
+  mapping_.reset();
+}
+
+}  // namespace ds::pd
