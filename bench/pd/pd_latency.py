@@ -128,9 +128,9 @@ def main():
         print(f"per transfer (all lengths): P prefill (queue + compute + outbox) "
               f"{pm['deepinfer:pd_prefill_seconds_total'] / transfers * 1e3:.1f} ms, P puts + flush after it "
               f"{put_s / transfers * 1e3:.2f} ms ({pm.get('deepinfer:pd_puts_total', 0) / transfers:.1f} puts; "
-              f"{pm.get('deepinfer:pd_blocks_put_early_total', 0) / transfers:.1f} blocks put during the prefill, "
-              f"{pm.get('deepinfer:pd_blocks_written_by_layer_total', 0) / transfers:.1f} of them copied layer by layer "
-              f"as P's forwards ran), "
+              f"{pm.get('deepinfer:pd_blocks_put_early_total', 0) / transfers:.1f} blocks taken from the outbox during "
+              f"the prefill; {pm.get('deepinfer:pd_blocks_written_by_layer_total', 0) / transfers:.1f} blocks copied "
+              f"layer by layer as P's forwards ran), "
               f"D import (lease start to kv_written) "
               f"{dm['deepinfer:pd_import_seconds_total'] / max(imports, 1) * 1e3:.1f} ms")
         shared = pm.get("deepinfer:pd_shared_bytes_total", 0)

@@ -474,6 +474,12 @@ def case_ucx_puts():
                 check(pm["deepinfer:pd_shared_bytes_total"] == 0 and pm["deepinfer:pd_puts_total"] > 0,
                       f"{d_extra or p_extra}: {pm['deepinfer:pd_shared_bytes_total']} bytes shared, "
                       f"{pm['deepinfer:pd_puts_total']} puts")
+                # Streaming (the default): the pages were staged layer by layer as P's forwards ran and
+                # put from there (P's prompts are new: it computed every granted block).
+                sent = 2 * sum((n - 1) // BLOCK for n in [200, 300])
+                check(pm["deepinfer:pd_blocks_written_by_layer_total"] == sent,
+                      f"{d_extra or p_extra}: {pm['deepinfer:pd_blocks_written_by_layer_total']} of {sent} blocks "
+                      f"put layer by layer")
                 check((dm["deepinfer:pd_shared_pool_bytes"] > 0) == (not d_extra),
                       f"{d_extra or p_extra}: shared pool bytes {dm['deepinfer:pd_shared_pool_bytes']}")
                 check(not shared_pool_maps(c.p), "the prefill server mapped a pool it was not to use")

@@ -5,39 +5,63 @@
 namespace ds::pd {
 
 LayerCopies::LayerCopies(std::vector<KvPageArray> local, const transport::KvGrant& grant,
-                         std::shared_ptr<const transport::SharedPageMapping> mapping, int64_t first_granted)
-    : local_(std::move(local)), grant_(grant), mapping_(std::move(mapping)), first_granted_(first_granted) {
+                         std::shared_ptr<const transport::SharedPageMapping> mapping,
+                         std::span<std::byte> layer_buffer, int64_t first_granted)
+    : local_(std::move(local)),
+      grant_(grant),
+      mapping_(std::move(mapping)),
+      buffer_(layer_buffer),
+      first_granted_(first_granted) {
   const size_t n_arrays = local_.size();
   copied_.assign(grant_.block_ids.size() * n_arrays, 0);
   arrays_copied_.assign(grant_.block_ids.size(), 0);
-  usable_ = mapping_ != nullptr && n_arrays == grant_.arrays.size() && n_arrays > 0;
+  usable_ = n_arrays == grant_.arrays.size() && n_arrays > 0 && (mapping_ != nullptr || !buffer_.empty());
   for (size_t a = 0; usable_ && a < n_arrays; ++a)
     usable_ =
         local_[a].layer >= 0 && static_cast<uint64_t>(local_[a].block_bytes) == grant_.arrays[a].block_bytes;
   for (size_t g = 0; usable_ && g < grant_.block_ids.size(); ++g)
-    for (size_t a = 0; usable_ && a < n_arrays; ++a) usable_ = destination(a, g) != nullptr;
+    for (size_t a = 0; usable_ && a < n_arrays; ++a)
+      usable_ = grant_.region_of(remote(a, g), grant_.arrays[a].block_bytes) != nullptr &&
+                (mapping_ == nullptr || destination(a, g) != nullptr);
+}
+
+uint64_t LayerCopies::remote(size_t array, size_t g) const {
+  const transport::RemotePageArray& a = grant_.arrays[array];
+  return a.address + uint64_t{grant_.block_ids[g]} * a.block_bytes;
 }
 
 std::byte* LayerCopies::destination(size_t array, size_t g) const {
-  const transport::RemotePageArray& a = grant_.arrays[array];
-  const uint64_t remote = a.address + uint64_t{grant_.block_ids[g]} * a.block_bytes;
-  if (grant_.region_of(remote, a.block_bytes) == nullptr) return nullptr;
-  const transport::SharedRange* r = grant_.shared_range_of(remote, a.block_bytes);
-  return r == nullptr ? nullptr : mapping_->at(r->offset + (remote - r->address), a.block_bytes);
+  const uint64_t at = remote(array, g);
+  const uint64_t bytes = grant_.arrays[array].block_bytes;
+  const transport::SharedRange* r = grant_.shared_range_of(at, bytes);
+  return r == nullptr ? nullptr : mapping_->at(r->offset + (at - r->address), bytes);
 }
 
 void LayerCopies::layer_done(int layer, int64_t first_block, std::span<const int32_t> pool_ids) {
   std::lock_guard lock(mu_);
   if (closed_ || !usable_) return;
   const size_t n_arrays = local_.size();
-  for (size_t k = 0; k < pool_ids.size(); ++k) {
-    const int64_t g = first_block + static_cast<int64_t>(k) - first_granted_;
-    if (g < 0 || g >= static_cast<int64_t>(grant_.block_ids.size())) continue;  // not granted: D's own hit
-    for (size_t a = 0; a < n_arrays; ++a) {
-      if (local_[a].layer != layer) continue;
-      const size_t bytes = static_cast<size_t>(local_[a].block_bytes);
-      std::memcpy(destination(a, static_cast<size_t>(g)),
-                  local_[a].base + int64_t{pool_ids[k]} * local_[a].block_bytes, bytes);
+  for (size_t a = 0; a < n_arrays; ++a) {
+    if (local_[a].layer != layer) continue;
+    const size_t bytes = static_cast<size_t>(local_[a].block_bytes);
+    for (size_t k = 0; k < pool_ids.size(); ++k) {
+      const int64_t g = first_block + static_cast<int64_t>(k) - first_granted_;
+      if (g < 0 || g >= static_cast<int64_t>(grant_.block_ids.size())) continue;  // not granted: D's own hit
+      const std::byte* page = local_[a].base + int64_t{pool_ids[k]} * local_[a].block_bytes;
+      if (mapping_ != nullptr) {
+        std::memcpy(destination(a, static_cast<size_t>(g)), page, bytes);
+      } else {
+        if (buffer_used_ + bytes > buffer_.size()) continue;  // full: the outbox path writes this block
+        std::memcpy(buffer_.data() + buffer_used_, page, bytes);
+        const uint64_t to = remote(a, static_cast<size_t>(g));
+        StagedPut* last = staged_.empty() ? nullptr : &staged_.back();
+        if (last != nullptr && last->array == a && last->offset + last->bytes == buffer_used_ &&
+            last->remote + last->bytes == to)
+          last->bytes += bytes;  // the next page of a run of consecutive pool blocks: one put
+        else
+          staged_.push_back({buffer_used_, bytes, to, a});
+        buffer_used_ += bytes;
+      }
       uint8_t& done = copied_[static_cast<size_t>(g) * n_arrays + a];
       if (done == 0) {
         done = 1;
@@ -46,6 +70,13 @@ void LayerCopies::layer_done(int layer, int64_t first_block, std::span<const int
       }
     }
   }
+}
+
+std::vector<LayerCopies::StagedPut> LayerCopies::take_staged() {
+  std::lock_guard lock(mu_);
+  std::vector<StagedPut> out;
+  out.swap(staged_);
+  return out;
 }
 
 bool LayerCopies::complete(size_t g) const {

@@ -143,6 +143,11 @@ PrefillService::PrefillService(Engine& engine, std::shared_ptr<TransitTier> outb
             std::max<size_t>(config_.staging_bytes, static_cast<size_t>(identity_->block_bytes)));
         DS_ASSIGN_OR_RETURN(slot->memory,
                             slot->worker->register_memory(slot->staging.data(), slot->staging.size()));
+        if (config_.stream_puts) {
+          slot->layer_staging.resize(slot->staging.size());
+          DS_ASSIGN_OR_RETURN(slot->layer_memory, slot->worker->register_memory(slot->layer_staging.data(),
+                                                                                slot->layer_staging.size()));
+        }
         return slot;
       },
       [](TransferSlot& slot) {
@@ -256,13 +261,16 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   const std::shared_ptr<const transport::SharedPageMapping> shared =
       config_.shared_memory ? peer_segment(*slot, job.decode_host, job.decode_port, grant, log_) : nullptr;
   PageWrites puts(*ep, grant, rkeys, slot->staging, shared.get(), job.deadline);
-  // Same host, streaming: the engine copies each layer's pages of the granted blocks a forward
-  // completes straight into the decode server's pool as that layer ends (layer_copies.h); the
-  // outbox then only supplies the blocks this server did not compute (its prefix-cache hits).
+  // Streaming: the engine copies each layer's pages of the granted blocks a forward completes as
+  // that layer ends (layer_copies.h) — same host, straight into the decode server's pool; else into
+  // the slot's layer buffer, put from there on the next poll. The outbox then only supplies what was
+  // not copied (this server's prefix-cache hits, what did not fit in the buffer).
   std::shared_ptr<LayerCopies> layers;
-  if (shared && config_.stream_puts) {
-    layers = std::make_shared<LayerCopies>(engine_.kv_page_arrays(), grant, shared,
-                                           static_cast<int64_t>(all_keys.size() - n_kv));
+  if (config_.stream_puts && (shared || !slot->layer_staging.empty())) {
+    layers = std::make_shared<LayerCopies>(
+        engine_.kv_page_arrays(), grant, shared,
+        shared ? std::span<std::byte>() : std::span<std::byte>(slot->layer_staging),
+        static_cast<int64_t>(all_keys.size() - n_kv));
     if (layers->usable())
       request.kv_layer_sink = layers;
     else
@@ -274,6 +282,18 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
       if (layers != nullptr) layers->close();
     }
   } close_layers{layers.get()};
+  int64_t layer_puts = 0;  // puts of pages the layer copies staged
+  const auto put_staged = [&]() -> Status {
+    if (!layers || !layers->staged()) return ok_status();
+    for (const LayerCopies::StagedPut& p : layers->take_staged()) {
+      const transport::RemoteRegion* r = grant.region_of(p.remote, p.bytes);
+      if (r == nullptr) return Status(ErrorCode::internal, "a layer put outside the grant's regions");
+      DS_TRY(ep->put(slot->layer_staging.data() + p.offset, p.bytes, p.remote,
+                     rkeys[static_cast<size_t>(r - grant.regions.data())]));
+      ++layer_puts;
+    }
+    return ok_status();
+  };
   size_t n_put = 0;       // granted blocks put so far (a prefix of keys)
   int64_t put_early = 0;  // of those, put while the prefill still ran
   const auto put_some = [&](std::vector<TierEntry> ready) -> Status {
@@ -306,6 +326,10 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
       if (ev->sequence_state) state = ev->sequence_state;
       last = std::move(*ev);
       continue;
+    }
+    if (Status st = put_staged(); !st.ok()) {
+      engine_.cancel(engine_id);
+      return st;
     }
     if (config_.stream_puts && n_put < keys.size()) {
       const size_t before = n_put;
@@ -358,11 +382,13 @@ Result<PrefillService::Outcome> PrefillService::run(const Job& job) {
   }
 
   const auto t_transfer = Clock::now();
+  DS_TRY(put_staged());  // the last forward's pages
   DS_TRY(put_some(std::move(*blocks)));
   DS_TRY(write_state(puts, state_page_bytes, grant));
   DS_TRY(puts.finish());
-  outcome.puts = puts.puts();
-  outcome.shared_bytes = puts.shared_bytes() + (layers ? layers->bytes() : 0);
+  if (layer_puts > 0) DS_TRY(ep->flush(job.deadline));  // the layer puts too (finish flushes only its own)
+  outcome.puts = puts.puts() + layer_puts;
+  outcome.shared_bytes = puts.shared_bytes() + (layers && !layers->staged() ? layers->bytes() : 0);
   outcome.bytes += static_cast<int64_t>(state_page_bytes.size()) * identity_->block_bytes;
   outcome.transfer_ns = ns_since(t_transfer);  // the tail after the prefill: what did not overlap it
   DS_TRY(ep->send(transport::encode_control_message({ControlType::kv_written, job.request_id, ""}, secret),

@@ -33,6 +33,10 @@ struct TransferSlot {
   // Decode side: the KV pool's extents (pool_lender.h), registered once, in PoolLender::extents order.
   std::vector<std::unique_ptr<transport::RegisteredMemory>> pool_memory;
   std::vector<std::byte> staging;  // prefill side: the registered staging buffer
+  // Prefill side: the registered buffer a transfer's LayerCopies copies pages into as each layer of
+  // its prefill ends, for the puts the transfer thread issues (layer_copies.h).
+  std::vector<std::byte> layer_staging;
+  std::unique_ptr<transport::RegisteredMemory> layer_memory;
   // Prefill side: the shared segments of same-host decode servers (transport/shared_pages.h), by
   // "host:port" of their transfer slot; a null mapping: not usable here (the puts go over UCX).
   struct PeerSegment {
@@ -44,7 +48,8 @@ struct TransferSlot {
   std::map<std::string, PeerSegment> peer_segments;
   ~TransferSlot() {
     peer_segments.clear();
-    pool_memory.clear();  // before the worker (and its context) go
+    pool_memory.clear();
+    layer_memory.reset();  // before the worker (and its context) go
     memory.reset();
     worker.reset();
   }
