@@ -114,7 +114,14 @@ Result<std::unique_ptr<PdRole>> PdRole::configure(const PdOptions& o, const std:
   t.writes = prefill || (open_local && t.writes);
   if (!prefill && o.shared_memory) {
     // The pool's pages (and the landing region's) in a segment same-host prefill servers can map.
-    DS_ASSIGN_OR_RETURN(r->shared_pages_, transport::SharedPageMemory::create("deepinfer-kv-pool"));
+    Result<std::shared_ptr<transport::SharedPageMemory>> shared =
+        transport::SharedPageMemory::create("deepinfer-kv-pool");
+    if (!shared.ok())
+      return Status(ErrorCode::invalid_argument,
+                    fmt::format("--kv-shared-memory: no shared segment for the KV pool ({}); start with "
+                                "--kv-shared-memory false to keep it on the heap",
+                                shared.status().message()));
+    r->shared_pages_ = std::move(shared).value();
     engine_config.kv_memory = r->shared_pages_;
   }
   if (!prefill) {

@@ -609,21 +609,23 @@ Status Engine::plan_step(StepBatch& batch) {
   }
   local_stats_.n_preemptions += static_cast<int64_t>(plan.preempted.size());
   const SteadyTime now = std::chrono::steady_clock::now();
-  for (const ScheduledChunk& c : plan.chunks) {
-    auto it = active_.find(c.seq_id);
+  std::vector<std::shared_ptr<KvLayerSink>> sinks;  // [n_chunks], or empty: no chunk's request has one
+  for (size_t i = 0; i < plan.chunks.size(); ++i) {
+    auto it = active_.find(plan.chunks[i].seq_id);
     if (it == active_.end()) continue;
+    if (it->second->request.kv_layer_sink) {
+      sinks.resize(plan.chunks.size());
+      sinks[i] = it->second->request.kv_layer_sink;
+    }
     RequestOutput& out = it->second->output;
     if (out.first_scheduled_at == SteadyTime{}) {
       out.first_scheduled_at = now;
-      out.usage.cached_prompt_tokens = scheduler_.cached_prompt_tokens(c.seq_id);
+      out.usage.cached_prompt_tokens = scheduler_.cached_prompt_tokens(plan.chunks[i].seq_id);
     }
   }
   DS_TRY(batch.build(std::move(plan), scheduler_));
   batch.set_drafter(drafter_.get(), k_step > 0);
-  batch.set_layer_sinks([this](SeqId seq) -> std::shared_ptr<KvLayerSink> {
-    const auto it = active_.find(seq);
-    return it == active_.end() ? nullptr : it->second->request.kv_layer_sink;
-  });
+  batch.set_layer_sinks(std::move(sinks));
   if (!state_slots_) return ok_status();
   state_slots_->reclaim([this](SeqId seq) { return scheduler_.contains(seq) && scheduler_.is_running(seq); });
   DS_TRY(batch.assign_state_slots([this](SeqId seq) { return state_slots_->slot_for(seq); }));

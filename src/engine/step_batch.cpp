@@ -75,11 +75,6 @@ void StepBatch::set_state_imports(
     if (plan_.chunks[i].imports_state) state_import_[i] = state_of(plan_.chunks[i].seq_id);
 }
 
-void StepBatch::set_layer_sinks(const std::function<std::shared_ptr<KvLayerSink>(SeqId)>& sink_of) {
-  layer_sinks_.assign(plan_.chunks.size(), nullptr);
-  for (size_t i = 0; i < plan_.chunks.size(); ++i) layer_sinks_[i] = sink_of(plan_.chunks[i].seq_id);
-}
-
 Status StepBatch::prepare_launch(const Scheduler& scheduler, const std::function<bool(SeqId)>& is_dropped) {
   size_t kept = 0;
   size_t write = 0;  // compaction of tokens_ runs in place

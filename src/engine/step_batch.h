@@ -101,9 +101,9 @@ class StepBatch {
   // ... and, for a chunk that imports a sequence state (ScheduledChunk::imports_state), its bytes:
   // the model takes them into the chunk's slot right before the forward.
   void set_state_imports(const std::function<std::shared_ptr<const std::vector<std::byte>>(SeqId)>& state_of);
-  // ... and each chunk's request's KvLayerSink (null: none), told during the forward which blocks the
-  // chunk completed as each layer ends.
-  void set_layer_sinks(const std::function<std::shared_ptr<KvLayerSink>(SeqId)>& sink_of);
+  // ... and each chunk's request's KvLayerSink ([n_chunks], null: none; empty: no chunk has one),
+  // told during the forward which blocks the chunk completed as each layer ends.
+  void set_layer_sinks(std::vector<std::shared_ptr<KvLayerSink>> sinks) { layer_sinks_ = std::move(sinks); }
 
  private:
   // Points the model's per-layer callback at the chunks' sinks for the coming forward; false: no

@@ -174,16 +174,24 @@ uint64_t KvGrant::block_bytes() const {
   return sum;
 }
 
-const RemoteRegion* KvGrant::region_of(uint64_t address, uint64_t bytes) const {
-  for (const RemoteRegion& r : regions)
+namespace {
+
+// The first of `ranges` (anything with .address and .bytes) holding [address, address + bytes).
+template <class Range>
+const Range* range_holding(const std::vector<Range>& ranges, uint64_t address, uint64_t bytes) {
+  for (const Range& r : ranges)
     if (address >= r.address && bytes <= r.bytes && address - r.address <= r.bytes - bytes) return &r;
   return nullptr;
 }
 
+}  // namespace
+
+const RemoteRegion* KvGrant::region_of(uint64_t address, uint64_t bytes) const {
+  return range_holding(regions, address, bytes);
+}
+
 const SharedRange* KvGrant::shared_range_of(uint64_t address, uint64_t bytes) const {
-  for (const SharedRange& r : shared_ranges)
-    if (address >= r.address && bytes <= r.bytes && address - r.address <= r.bytes - bytes) return &r;
-  return nullptr;
+  return range_holding(shared_ranges, address, bytes);
 }
 
 std::string encode_kv_grant(const KvGrant& grant) {

@@ -81,6 +81,10 @@ DecodeService::DecodeService(std::shared_ptr<PoolLender> lender, std::shared_ptr
         page_bytes, std::max<size_t>(1, static_cast<size_t>(config_.landing_bytes) / page_bytes),
         config_.shared_pages);
   }
+  if (config_.shared_pages) {  // the pool and the landing region are allocated: the segment is final
+    shared_ref_ = config_.shared_pages->ref();
+    shared_ranges_ = config_.shared_pages->ranges();
+  }
   slots_ = std::make_unique<TransferSlots>(
       [this]() -> Result<std::unique_ptr<TransferSlot>> {
         auto slot = std::make_unique<TransferSlot>();
@@ -345,10 +349,8 @@ Result<std::shared_ptr<void>> DecodeService::transfer(const std::string& prefill
     for (uint32_t id : blocks.state_ids)
       grant.state_pages.push_back(reinterpret_cast<uint64_t>(region_->block(id)));
   }
-  if (config_.shared_pages) {
-    grant.shared = config_.shared_pages->ref();
-    grant.shared_ranges = config_.shared_pages->ranges();
-  }
+  grant.shared = shared_ref_;
+  grant.shared_ranges = shared_ranges_;
   DS_TRY(ep->send(
       transport::encode_control_message({ControlType::hello_accept, request_id,
                                          transport::encode_peer_identity(identity_->peer_identity())},

@@ -130,6 +130,9 @@ class DecodeService {
   std::mutex failed_mu_;
   std::map<std::string, std::chrono::steady_clock::time_point> failed_until_;  // prefill url -> cooldown end
   std::unique_ptr<LandingRegion> region_;
+  // What every grant says of the shared segment (config_.shared_pages), taken once it is final.
+  std::optional<transport::SharedSegmentRef> shared_ref_;
+  std::vector<transport::SharedRange> shared_ranges_;
   std::unique_ptr<TransferSlots> slots_;  // after region_: unregistered before it goes (and before the pool)
   JobThreads jobs_;                       // last: joined first
 };

@@ -55,15 +55,14 @@ class LayerCopies final : public KvLayerSink {
   void close();
 
  private:
-  std::byte* destination(size_t array, size_t g) const;
-  uint64_t remote(size_t array, size_t g) const;
-
   const std::vector<KvPageArray> local_;
   const transport::KvGrant grant_;  // a copy: the engine may hold this sink after the transfer
   std::shared_ptr<const transport::SharedPageMapping> mapping_;  // dropped by close()
   const std::span<std::byte> buffer_;
   const int64_t first_granted_;
   bool usable_ = false;
+  std::vector<uint64_t> remote_;    // [granted block][array]: the page's decode-side address
+  std::vector<std::byte*> mapped_;  // [granted block][array]: the page in the mapping (same host)
   mutable std::mutex mu_;
   bool closed_ = false;                // guarded by mu_
   std::vector<uint8_t> copied_;        // [granted block][array], guarded by mu_
